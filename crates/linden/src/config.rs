@@ -1,0 +1,428 @@
+//! Settings for `linden serve`: the TOML file, merged with the command line.
+//!
+//! The file is read as a plain TOML table and each key converted by hand rather than through
+//! `#[derive(Deserialize)]`, so that every error is one line naming the file, the key and the
+//! offending value, which is what a person editing the file needs.
+//!
+//! Precedence: flag, then environment (only `LINDEN_ADMIN_PASSWORD`, folded into the flag by
+//! clap), then file, then default. Defaults are not applied here: a field left `None` takes the value from
+//! `server::Config::default()`, so each default is written down in one place.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use tracing_subscriber::EnvFilter;
+
+use crate::cli::ServeArgs;
+
+/// A setting that cannot be used. `linden` prints it as one line and exits with status 2.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError(pub String);
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// Every key the file may hold, in the order the documentation lists them.
+pub const KEYS: &[&str] = &[
+    "listen",
+    "data",
+    "suffix",
+    "admin_dn",
+    "admin_password",
+    "demo",
+    "max_pdu_size",
+    "max_outstanding",
+    "size_limit",
+    "time_limit",
+    "indexes",
+    "log_level",
+];
+
+/// The log filter used when neither `--log-level` nor `log_level` is given.
+pub const DEFAULT_LOG_LEVEL: &str = "info";
+
+/// Settings after merging; `None` means "use the server's default".
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Settings {
+    pub listen: Option<SocketAddr>,
+    pub data: Option<PathBuf>,
+    pub suffixes: Option<Vec<String>>,
+    pub admin_dn: Option<String>,
+    /// Cleartext, only until it is hashed by `password::resolve`.
+    pub admin_password: Option<String>,
+    pub demo: bool,
+    pub max_pdu_size: Option<usize>,
+    pub max_outstanding: Option<usize>,
+    pub size_limit: Option<u64>,
+    pub time_limit: Option<u64>,
+    pub indexes: Option<Vec<String>>,
+    pub log_level: String,
+}
+
+/// Reads the file named by `--config`, if any, and merges it under the flags.
+pub fn resolve(args: &ServeArgs) -> Result<Settings, ConfigError> {
+    let file = match &args.config {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| {
+                ConfigError(format!(
+                    "{}: cannot read configuration file: {e}",
+                    path.display()
+                ))
+            })?;
+            parse_file(path, &text)?
+        }
+        None => Settings::default(),
+    };
+    merge(args, file)
+}
+
+/// Applies the flags over the file's settings and checks what the flags alone cannot.
+pub fn merge(args: &ServeArgs, file: Settings) -> Result<Settings, ConfigError> {
+    let log_level = match &args.log_level {
+        Some(l) => {
+            check_log_level(l).map_err(|e| ConfigError(format!("--log-level: {e}")))?;
+            l.clone()
+        }
+        None if file.log_level.is_empty() => DEFAULT_LOG_LEVEL.to_string(),
+        None => file.log_level,
+    };
+    let s = Settings {
+        listen: args.listen.or(file.listen),
+        data: args.data.clone().or(file.data),
+        suffixes: if args.suffixes.is_empty() {
+            file.suffixes
+        } else {
+            Some(args.suffixes.clone())
+        },
+        admin_dn: args.admin_dn.clone().or(file.admin_dn),
+        admin_password: args.admin_password.clone().or(file.admin_password),
+        demo: args.demo || file.demo,
+        max_pdu_size: args.max_pdu_size.or(file.max_pdu_size),
+        max_outstanding: args.max_outstanding.or(file.max_outstanding),
+        size_limit: args.size_limit.or(file.size_limit),
+        time_limit: args.time_limit.or(file.time_limit),
+        indexes: file.indexes,
+        log_level,
+    };
+    if s.max_pdu_size == Some(0) {
+        return Err(ConfigError("--max-pdu-size: must be at least 1".into()));
+    }
+    if s.max_outstanding == Some(0) {
+        return Err(ConfigError("--max-outstanding: must be at least 1".into()));
+    }
+    if s.admin_password.as_deref() == Some("") {
+        return Err(ConfigError(
+            "administrator password: must not be empty".into(),
+        ));
+    }
+    Ok(s)
+}
+
+/// Parses the text of a configuration file; `path` is only used in messages.
+pub fn parse_file(path: &Path, text: &str) -> Result<Settings, ConfigError> {
+    let name = path.display().to_string();
+    let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+        let at = e
+            .span()
+            .map(|s| format!(":{}", line_of(text, s.start)))
+            .unwrap_or_default();
+        let message: Vec<&str> = e
+            .message()
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect();
+        ConfigError(format!("{name}{at}: invalid TOML: {}", message.join("; ")))
+    })?;
+    let mut s = Settings::default();
+    for (key, value) in &table {
+        let bad = |what: String| ConfigError(format!("{name}: key '{key}': {what}"));
+        match key.as_str() {
+            "listen" => {
+                let v = string(value).map_err(bad)?;
+                let addr = v.parse::<SocketAddr>().map_err(|_| {
+                    bad(format!(
+                        "invalid socket address '{v}' (expected ADDR:PORT, e.g. 127.0.0.1:3389)"
+                    ))
+                })?;
+                s.listen = Some(addr);
+            }
+            "data" => s.data = Some(PathBuf::from(string(value).map_err(bad)?)),
+            "suffix" => {
+                let v = strings(value).map_err(bad)?;
+                if v.is_empty() {
+                    return Err(bad("at least one suffix is required".into()));
+                }
+                s.suffixes = Some(v);
+            }
+            "admin_dn" => s.admin_dn = Some(string(value).map_err(bad)?),
+            "admin_password" => s.admin_password = Some(string(value).map_err(bad)?),
+            "demo" => {
+                s.demo = value
+                    .as_bool()
+                    .ok_or_else(|| bad(format!("expected true or false, found {}", show(value))))?
+            }
+            "max_pdu_size" => s.max_pdu_size = Some(integer(value, 1).map_err(bad)?),
+            "max_outstanding" => s.max_outstanding = Some(integer(value, 1).map_err(bad)?),
+            "size_limit" => s.size_limit = Some(integer(value, 0).map_err(bad)?),
+            "time_limit" => s.time_limit = Some(integer(value, 0).map_err(bad)?),
+            "indexes" => s.indexes = Some(strings(value).map_err(bad)?),
+            "log_level" => {
+                let v = string(value).map_err(bad)?;
+                check_log_level(&v).map_err(bad)?;
+                s.log_level = v;
+            }
+            _ => {
+                let at = key_line(text, key)
+                    .map(|l| format!(":{l}"))
+                    .unwrap_or_default();
+                return Err(ConfigError(format!(
+                    "{name}{at}: unknown key '{key}' (expected one of: {})",
+                    KEYS.join(", ")
+                )));
+            }
+        }
+    }
+    Ok(s)
+}
+
+/// Accepts a level or a list of `target=level` directives (what `EnvFilter` accepts), except
+/// that a bare word must be a level: EnvFilter would read `verbose` as "everything from the
+/// target named verbose" and silently log nothing else.
+pub fn check_log_level(s: &str) -> Result<(), String> {
+    const LEVELS: &[&str] = &["off", "error", "warn", "info", "debug", "trace"];
+    let bad = |why: String| {
+        format!("invalid log level '{s}' ({why}; expected error, warn, info, debug, trace or a filter like 'info,server=debug')")
+    };
+    for d in s.split(',').map(str::trim).filter(|d| !d.is_empty()) {
+        if !d.contains('=') && !d.contains('[') && !LEVELS.iter().any(|l| l.eq_ignore_ascii_case(d))
+        {
+            return Err(bad(format!("'{d}' is not a level")));
+        }
+    }
+    EnvFilter::try_new(s)
+        .map(drop)
+        .map_err(|e| bad(e.to_string()))
+}
+
+fn show(v: &toml::Value) -> String {
+    match v {
+        toml::Value::String(s) => format!("string '{s}'"),
+        toml::Value::Integer(i) => format!("integer {i}"),
+        toml::Value::Float(f) => format!("float {f}"),
+        toml::Value::Boolean(b) => format!("boolean {b}"),
+        toml::Value::Datetime(d) => format!("date {d}"),
+        toml::Value::Array(_) => "an array".into(),
+        toml::Value::Table(_) => "a table".into(),
+    }
+}
+
+fn string(v: &toml::Value) -> Result<String, String> {
+    v.as_str()
+        .map(str::to_string)
+        .ok_or_else(|| format!("expected a string, found {}", show(v)))
+}
+
+/// One string or an array of strings.
+fn strings(v: &toml::Value) -> Result<Vec<String>, String> {
+    match v {
+        toml::Value::String(s) => Ok(vec![s.clone()]),
+        toml::Value::Array(items) => items
+            .iter()
+            .map(|i| {
+                i.as_str()
+                    .map(str::to_string)
+                    .ok_or_else(|| format!("expected strings, found {}", show(i)))
+            })
+            .collect(),
+        _ => Err(format!(
+            "expected a string or an array of strings, found {}",
+            show(v)
+        )),
+    }
+}
+
+fn integer<T: TryFrom<i64>>(v: &toml::Value, min: i64) -> Result<T, String> {
+    let i = v
+        .as_integer()
+        .ok_or_else(|| format!("expected an integer, found {}", show(v)))?;
+    if i < min {
+        return Err(format!("must be at least {min}, found {i}"));
+    }
+    T::try_from(i).map_err(|_| format!("{i} is too large"))
+}
+
+fn line_of(text: &str, offset: usize) -> usize {
+    text.as_bytes()
+        .iter()
+        .take(offset)
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
+}
+
+/// The line where a top-level key is set, for messages; `None` if it cannot be told simply
+/// (quoted or dotted keys).
+fn key_line(text: &str, key: &str) -> Option<usize> {
+    text.lines()
+        .position(|l| {
+            l.trim_start().strip_prefix(key).is_some_and(|rest| {
+                let rest = rest.trim_start();
+                rest.starts_with('=') || rest.starts_with('.')
+            })
+        })
+        .map(|i| i + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Settings, ConfigError> {
+        parse_file(Path::new("linden.toml"), text)
+    }
+
+    #[test]
+    fn full_file() {
+        let s = parse(
+            r#"
+listen = "0.0.0.0:389"
+data = "/var/lib/linden"
+suffix = ["dc=example,dc=com", "o=test"]
+admin_dn = "cn=root,dc=example,dc=com"
+admin_password = "pw"
+demo = true
+max_pdu_size = 1048576
+max_outstanding = 32
+size_limit = 500
+time_limit = 60
+indexes = ["uid", "mail"]
+log_level = "debug"
+"#,
+        )
+        .expect("valid file");
+        assert_eq!(s.listen, Some("0.0.0.0:389".parse().expect("addr")));
+        assert_eq!(s.data, Some(PathBuf::from("/var/lib/linden")));
+        assert_eq!(
+            s.suffixes,
+            Some(vec!["dc=example,dc=com".to_string(), "o=test".to_string()])
+        );
+        assert_eq!(s.admin_dn.as_deref(), Some("cn=root,dc=example,dc=com"));
+        assert_eq!(s.admin_password.as_deref(), Some("pw"));
+        assert!(s.demo);
+        assert_eq!(s.max_pdu_size, Some(1048576));
+        assert_eq!(s.max_outstanding, Some(32));
+        assert_eq!(s.size_limit, Some(500));
+        assert_eq!(s.time_limit, Some(60));
+        assert_eq!(s.indexes, Some(vec!["uid".to_string(), "mail".to_string()]));
+        assert_eq!(s.log_level, "debug");
+    }
+
+    #[test]
+    fn suffix_may_be_one_string() {
+        let s = parse("suffix = \"o=one\"").expect("valid");
+        assert_eq!(s.suffixes, Some(vec!["o=one".to_string()]));
+    }
+
+    #[test]
+    fn unknown_key_names_file_key_line_and_choices() {
+        let e = parse("demo = true\nlisen = \"127.0.0.1:1\"\n").expect_err("unknown key");
+        assert!(
+            e.0.starts_with("linden.toml:2: unknown key 'lisen' (expected one of: listen, data,"),
+            "{e}"
+        );
+        assert!(!e.0.contains('\n'));
+    }
+
+    #[test]
+    fn bad_values_name_the_key() {
+        let cases = [
+            (
+                "listen = \"abc\"",
+                "linden.toml: key 'listen': invalid socket address 'abc'",
+            ),
+            (
+                "listen = 3389",
+                "linden.toml: key 'listen': expected a string, found integer 3389",
+            ),
+            (
+                "demo = \"yes\"",
+                "linden.toml: key 'demo': expected true or false, found string 'yes'",
+            ),
+            (
+                "size_limit = -1",
+                "linden.toml: key 'size_limit': must be at least 0, found -1",
+            ),
+            (
+                "max_pdu_size = 0",
+                "linden.toml: key 'max_pdu_size': must be at least 1",
+            ),
+            (
+                "suffix = [1]",
+                "linden.toml: key 'suffix': expected strings, found integer 1",
+            ),
+            (
+                "suffix = []",
+                "linden.toml: key 'suffix': at least one suffix is required",
+            ),
+            (
+                "log_level = \"verbose\"",
+                "linden.toml: key 'log_level': invalid log level 'verbose'",
+            ),
+            (
+                "log_level = \"info,server=loud\"",
+                "linden.toml: key 'log_level': invalid log level",
+            ),
+        ];
+        for (text, want) in cases {
+            let e = parse(text).expect_err(text);
+            assert!(e.0.starts_with(want), "{text}: got {e}");
+            assert!(!e.0.contains('\n'), "{text}: got {e}");
+        }
+    }
+
+    #[test]
+    fn syntax_error_is_one_line_with_line_number() {
+        let e = parse("listen = \"a\"\ndata = \n").expect_err("syntax");
+        assert!(e.0.starts_with("linden.toml:2: invalid TOML: "), "{e}");
+        assert!(!e.0.contains('\n'), "{e}");
+    }
+
+    #[test]
+    fn flags_override_file_and_file_overrides_defaults() {
+        let file = parse("listen = \"127.0.0.1:1\"\ndata = \"/d\"\nsuffix = \"o=file\"\nlog_level = \"warn\"\nadmin_password = \"f\"")
+            .expect("valid");
+        let args = ServeArgs {
+            listen: Some("127.0.0.1:2".parse().expect("addr")),
+            suffixes: vec!["o=flag".into()],
+            admin_password: Some("flag".into()),
+            ..ServeArgs::default()
+        };
+        let s = merge(&args, file).expect("merge");
+        assert_eq!(s.listen, Some("127.0.0.1:2".parse().expect("addr")));
+        assert_eq!(s.data, Some(PathBuf::from("/d")));
+        assert_eq!(s.suffixes, Some(vec!["o=flag".to_string()]));
+        assert_eq!(s.admin_password.as_deref(), Some("flag"));
+        assert_eq!(s.log_level, "warn");
+
+        let s = merge(&ServeArgs::default(), Settings::default()).expect("merge");
+        assert_eq!(s.listen, None);
+        assert_eq!(s.log_level, DEFAULT_LOG_LEVEL);
+        assert!(!s.demo);
+    }
+
+    #[test]
+    fn empty_password_is_refused() {
+        let args = ServeArgs {
+            admin_password: Some(String::new()),
+            ..ServeArgs::default()
+        };
+        assert!(merge(&args, Settings::default()).is_err());
+    }
+}

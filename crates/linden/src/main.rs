@@ -1,0 +1,58 @@
+//! `linden`, the one binary of the Linden directory server.
+//!
+//! - `cli`: the command line (clap).
+//! - `config`: the TOML file and its merge with the flags; every error names file and key.
+//! - `password`: the administrator password, given or generated (hash kept in the data dir).
+//! - `serve`: `linden serve`, from settings to a listening server.
+//!
+//! Exit status: 0 after a clean shutdown, 2 for unusable settings (flags or file), 1 otherwise.
+
+mod cli;
+mod config;
+mod password;
+mod serve;
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use cli::{Cli, Command};
+use config::ConfigError;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Serve(args) => {
+            config::resolve(&args)
+                .map_err(anyhow::Error::new)
+                .and_then(|settings| {
+                    init_logging(&settings.log_level);
+                    serve::run(settings)
+                })
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            // `{:#}` keeps the whole cause chain on one line.
+            eprintln!("linden: error: {e:#}");
+            if e.downcast_ref::<ConfigError>().is_some() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+    }
+}
+
+/// Logs to stderr; `filter` was checked when the settings were read.
+fn init_logging(filter: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_new(filter)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(config::DEFAULT_LOG_LEVEL));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
+}

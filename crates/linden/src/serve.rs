@@ -1,0 +1,136 @@
+//! `linden serve`: settings → `server::Config` → listener → serve until Ctrl-C or SIGTERM.
+
+use std::time::Duration;
+
+use anyhow::Context;
+
+use crate::config::{ConfigError, Settings};
+use crate::password::{self, Source};
+
+/// How long shutdown waits for connections still being served before the process exits.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// Builds the server's configuration; the defaults are `server::Config::default()`'s.
+pub fn server_config(s: Settings, admin_password_hash: Vec<u8>) -> server::Config {
+    let mut c = server::Config::default();
+    if let Some(v) = s.listen {
+        c.listen = v;
+    }
+    if let Some(v) = s.data {
+        c.data_dir = v;
+    }
+    if let Some(v) = s.suffixes {
+        c.suffixes = v;
+    }
+    if let Some(v) = s.admin_dn {
+        c.admin_dn = v;
+    }
+    c.admin_password_hash = admin_password_hash;
+    c.demo = s.demo;
+    if let Some(v) = s.max_pdu_size {
+        c.max_pdu_size = v;
+    }
+    if let Some(v) = s.max_outstanding {
+        c.max_outstanding = v;
+    }
+    if let Some(v) = s.size_limit {
+        c.size_limit = v;
+    }
+    if let Some(v) = s.time_limit {
+        c.time_limit = v;
+    }
+    if let Some(v) = s.indexes {
+        c.indexes = v;
+    }
+    c
+}
+
+pub fn run(mut settings: Settings) -> anyhow::Result<()> {
+    let data_dir = settings
+        .data
+        .clone()
+        .unwrap_or_else(|| server::Config::default().data_dir);
+    let admin_dn = settings
+        .admin_dn
+        .clone()
+        .unwrap_or_else(|| server::Config::default().admin_dn);
+    let given = settings.admin_password.take();
+    let (hash, source) = password::resolve(given.as_deref(), &data_dir)?;
+    drop(given);
+    match &source {
+        Source::Given => {}
+        Source::Stored(file) => {
+            tracing::info!("administrator password: using the generated one whose hash is in {}", file.display())
+        }
+        Source::Generated { password, file } => println!(
+            "Generated administrator password for {admin_dn}: {password} (stored hashed in {}; set --admin-password to choose one)",
+            file.display()
+        ),
+    }
+    drop(source);
+
+    let config = server_config(settings, hash);
+    let listen = config.listen;
+    let suffixes = config.suffixes.join("; ");
+    let data = config.data_dir.display().to_string();
+    // Start-up problems (a suffix that is not a DN, an unknown index attribute) are settings
+    // errors: exit status 2 like any other.
+    let server = server::Server::start(config).map_err(|e| match e {
+        server::StartError::Config(m) => anyhow::Error::new(ConfigError(m)),
+        other => anyhow::Error::new(other),
+    })?;
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("linden")
+        .build()
+        .context("cannot start the async runtime")?;
+    let result = runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind(listen)
+            .await
+            .with_context(|| format!("cannot listen on {listen}"))?;
+        let bound = listener
+            .local_addr()
+            .with_context(|| format!("cannot listen on {listen}"))?;
+        // Tests and scripts read the port from this line when started with port 0.
+        tracing::info!(
+            "listening on {bound}, suffixes: {suffixes}, data directory: {data} (in memory only)"
+        );
+        server
+            .serve(listener, shutdown_signal())
+            .await
+            .context("serving")?;
+        tracing::info!("shutting down");
+        anyhow::Ok(())
+    });
+    runtime.shutdown_timeout(SHUTDOWN_GRACE);
+    result
+}
+
+/// Resolves on Ctrl-C (SIGINT) or, on Unix, SIGTERM.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        if let Err(e) = tokio::signal::ctrl_c().await {
+            tracing::warn!("cannot listen for Ctrl-C: {e}");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(e) => {
+                tracing::warn!("cannot listen for SIGTERM: {e}");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = term => {}
+    }
+}

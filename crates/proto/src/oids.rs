@@ -1,0 +1,38 @@
+//! Well-known object identifiers, as the dotted strings that travel in LDAPOIDs.
+
+/// "Who am I?" extended operation (RFC 4532).
+pub const WHO_AM_I: &str = "1.3.6.1.4.1.4203.1.11.3";
+/// Password Modify extended operation (RFC 3062).
+pub const PASSWORD_MODIFY: &str = "1.3.6.1.4.1.4203.1.11.1";
+/// StartTLS extended operation (RFC 4511 §4.14).
+pub const START_TLS: &str = "1.3.6.1.4.1.1466.20037";
+/// Notice of Disconnection unsolicited notification (RFC 4511 §4.4.1).
+pub const NOTICE_OF_DISCONNECTION: &str = "1.3.6.1.4.1.1466.20036";
+/// Cancel extended operation (RFC 3909).
+pub const CANCEL: &str = "1.3.6.1.1.8";
+/// ManageDsaIT control (RFC 3296).
+pub const MANAGE_DSA_IT: &str = "2.16.840.1.113730.3.4.2";
+/// Simple Paged Results control (RFC 2696).
+pub const PAGED_RESULTS: &str = "1.2.840.113556.1.4.319";
+/// Server-side sort request / response controls (RFC 2891).
+pub const SORT_REQUEST: &str = "1.2.840.113556.1.4.473";
+pub const SORT_RESPONSE: &str = "1.2.840.113556.1.4.474";
+/// Assertion control (RFC 4528).
+pub const ASSERTION: &str = "1.3.6.1.1.12";
+/// Pre-read / post-read controls (RFC 4527).
+pub const PRE_READ: &str = "1.3.6.1.1.13.1";
+pub const POST_READ: &str = "1.3.6.1.1.13.2";
+/// Subtree Delete control.
+pub const SUBTREE_DELETE: &str = "1.2.840.113556.1.4.805";
+/// Proxied Authorization v2 control (RFC 4370).
+pub const PROXIED_AUTHZ: &str = "2.16.840.1.113730.3.4.18";
+/// Don't Use Copy control (RFC 6171).
+pub const DONT_USE_COPY: &str = "1.3.6.1.1.22";
+/// Content Synchronization (syncrepl) request control (RFC 4533).
+pub const SYNC_REQUEST: &str = "1.3.6.1.4.1.4203.1.9.1.1";
+/// All Operational Attributes feature ("+", RFC 3673).
+pub const FEATURE_ALL_OPERATIONAL: &str = "1.3.6.1.4.1.4203.1.5.1";
+/// Absolute True and False filters feature (RFC 4526).
+pub const FEATURE_ABSOLUTE_FILTERS: &str = "1.3.6.1.4.1.4203.1.5.3";
+/// Modify-Increment feature (RFC 4525).
+pub const FEATURE_MODIFY_INCREMENT: &str = "1.3.6.1.1.14";

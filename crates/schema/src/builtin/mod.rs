@@ -1,0 +1,18 @@
+//! The built-in schema, written as OpenLDAP `.schema` text and loaded through the same parser
+//! as `load_schema_text`, so the parser runs on every start.
+//!
+//! - `core.schema`: RFC 4512 operational attributes and classes, RFC 4519 user schema.
+//! - `cosine.schema`: RFC 4524 (COSINE and Internet X.500 pilot).
+//! - `inetorgperson.schema`: RFC 2798.
+//! - `nis.schema`: RFC 2307.
+//! - `operational.schema`: the server's operational and root DSE attributes (RFC 3045,
+//!   RFC 3296, RFC 4530, RFC 5020, numSubordinates).
+
+/// (origin, text) in load order: later files refer to names of earlier ones.
+pub(crate) const FILES: &[(&str, &str)] = &[
+    ("core.schema", include_str!("core.schema")),
+    ("operational.schema", include_str!("operational.schema")),
+    ("cosine.schema", include_str!("cosine.schema")),
+    ("inetorgperson.schema", include_str!("inetorgperson.schema")),
+    ("nis.schema", include_str!("nis.schema")),
+];

@@ -1,0 +1,536 @@
+//! Distinguished names: RFC 4514 parsing and string form, and schema normalization.
+//!
+//! Parsing follows RFC 4514 and, like OpenLDAP, also accepts `;` between RDNs and `"quoted"`
+//! values. A `#hex` value is a BER encoding; its OCTET STRING / string contents become the value.
+
+use std::fmt;
+
+use crate::{Ava, Dn, DnError, NormDn, Rdn, Schema};
+
+fn err<T>(msg: impl Into<String>) -> Result<T, DnError> {
+    Err(DnError(msg.into()))
+}
+
+fn hex_val(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        b'A'..=b'F' => Some(b - b'A' + 10),
+        _ => None,
+    }
+}
+
+/// Contents of a BER string TLV (OCTET STRING, UTF8String, PrintableString, IA5String,
+/// T61String, NumericString, VisibleString). The encoding must fill the input exactly.
+fn ber_string_contents(der: &[u8]) -> Option<Vec<u8>> {
+    let (&tag, rest) = der.split_first()?;
+    if !matches!(tag, 0x04 | 0x0C | 0x12 | 0x13 | 0x14 | 0x16 | 0x1A) {
+        return None;
+    }
+    let (&l0, rest) = rest.split_first()?;
+    let (len, rest) = if l0 < 0x80 {
+        (usize::from(l0), rest)
+    } else {
+        let n = usize::from(l0 & 0x7f);
+        if n == 0 || n > 4 || rest.len() < n {
+            return None;
+        }
+        let len = rest[..n]
+            .iter()
+            .fold(0usize, |acc, b| (acc << 8) | usize::from(*b));
+        (len, &rest[n..])
+    };
+    (rest.len() == len).then(|| rest.to_vec())
+}
+
+struct Parser<'a> {
+    b: &'a [u8],
+    i: usize,
+}
+
+impl Parser<'_> {
+    fn peek(&self) -> Option<u8> {
+        self.b.get(self.i).copied()
+    }
+
+    fn skip_spaces(&mut self) {
+        while self.peek() == Some(b' ') {
+            self.i += 1;
+        }
+    }
+
+    fn attr_type(&mut self) -> Result<String, DnError> {
+        let start = self.i;
+        while matches!(self.peek(), Some(c) if c.is_ascii_alphanumeric() || c == b'-' || c == b'.' || c == b'_')
+        {
+            self.i += 1;
+        }
+        let t = &self.b[start..self.i];
+        let ok = match t.first() {
+            Some(c) if c.is_ascii_alphabetic() => t
+                .iter()
+                .all(|c| c.is_ascii_alphanumeric() || *c == b'-' || *c == b'_'),
+            Some(c) if c.is_ascii_digit() => t
+                .split(|c| *c == b'.')
+                .all(|p| !p.is_empty() && p.iter().all(u8::is_ascii_digit)),
+            _ => false,
+        };
+        if !ok {
+            return err(format!("bad attribute type at offset {start}"));
+        }
+        Ok(String::from_utf8_lossy(t).into_owned())
+    }
+
+    /// An escape after `\`: a special character or two hex digits.
+    fn escape(&mut self) -> Result<u8, DnError> {
+        let Some(c) = self.peek() else {
+            return err("DN ends inside an escape");
+        };
+        if let Some(h) = hex_val(c) {
+            let Some(l) = self.b.get(self.i + 1).copied().and_then(hex_val) else {
+                return err(format!("bad hex escape at offset {}", self.i));
+            };
+            self.i += 2;
+            return Ok(h << 4 | l);
+        }
+        if matches!(
+            c,
+            b' ' | b'"' | b'#' | b'+' | b',' | b';' | b'<' | b'=' | b'>' | b'\\'
+        ) {
+            self.i += 1;
+            return Ok(c);
+        }
+        err(format!("bad escape at offset {}", self.i))
+    }
+
+    fn value(&mut self) -> Result<Vec<u8>, DnError> {
+        match self.peek() {
+            Some(b'#') => {
+                self.i += 1;
+                let start = self.i;
+                while matches!(self.peek(), Some(c) if c.is_ascii_hexdigit()) {
+                    self.i += 1;
+                }
+                let hex = &self.b[start..self.i];
+                if hex.is_empty() || hex.len() & 1 == 1 {
+                    return err("bad #hex value");
+                }
+                let der: Vec<u8> = hex
+                    .chunks(2)
+                    .map(|p| hex_val(p[0]).unwrap_or(0) << 4 | hex_val(p[1]).unwrap_or(0))
+                    .collect();
+                let v = ber_string_contents(&der)
+                    .ok_or_else(|| DnError("#hex value is not a BER string".into()))?;
+                self.skip_spaces();
+                Ok(v)
+            }
+            Some(b'"') => {
+                self.i += 1;
+                let mut out = Vec::new();
+                loop {
+                    match self.peek() {
+                        None => return err("unterminated quoted value"),
+                        Some(b'"') => {
+                            self.i += 1;
+                            break;
+                        }
+                        Some(b'\\') => {
+                            self.i += 1;
+                            out.push(self.escape()?);
+                        }
+                        Some(c) => {
+                            out.push(c);
+                            self.i += 1;
+                        }
+                    }
+                }
+                self.skip_spaces();
+                Ok(out)
+            }
+            _ => {
+                let mut out = Vec::new();
+                // Length up to the last significant byte: unescaped trailing spaces drop off.
+                let mut sig = 0;
+                while let Some(c) = self.peek() {
+                    match c {
+                        b',' | b';' | b'+' => break,
+                        b'\\' => {
+                            self.i += 1;
+                            out.push(self.escape()?);
+                            sig = out.len();
+                        }
+                        0 => return err("NUL in DN"),
+                        _ => {
+                            out.push(c);
+                            self.i += 1;
+                            if c != b' ' {
+                                sig = out.len();
+                            }
+                        }
+                    }
+                }
+                out.truncate(sig);
+                Ok(out)
+            }
+        }
+    }
+}
+
+impl Dn {
+    /// Parses an RFC 4514 string. The empty string is the root DN.
+    pub fn parse(s: &str) -> Result<Dn, DnError> {
+        let mut p = Parser {
+            b: s.as_bytes(),
+            i: 0,
+        };
+        p.skip_spaces();
+        if p.peek().is_none() {
+            return Ok(Dn::default());
+        }
+        let mut rdns = Vec::new();
+        let mut avas = Vec::new();
+        loop {
+            p.skip_spaces();
+            let attr = p.attr_type()?;
+            p.skip_spaces();
+            if p.peek() != Some(b'=') {
+                return err(format!("expected '=' at offset {}", p.i));
+            }
+            p.i += 1;
+            p.skip_spaces();
+            let value = p.value()?;
+            avas.push(Ava { attr, value });
+            match p.peek() {
+                None => {
+                    rdns.push(Rdn { avas });
+                    break;
+                }
+                Some(b'+') => p.i += 1,
+                Some(b',' | b';') => {
+                    p.i += 1;
+                    rdns.push(Rdn {
+                        avas: std::mem::take(&mut avas),
+                    });
+                }
+                Some(_) => return err(format!("unexpected character at offset {}", p.i)),
+            }
+        }
+        Ok(Dn { rdns })
+    }
+
+    pub fn is_root(&self) -> bool {
+        self.rdns.is_empty()
+    }
+
+    /// The most specific RDN; `None` for the root DN.
+    pub fn rdn(&self) -> Option<&Rdn> {
+        self.rdns.first()
+    }
+
+    /// The DN without its first RDN; `None` for the root DN.
+    pub fn parent(&self) -> Option<Dn> {
+        (!self.rdns.is_empty()).then(|| Dn {
+            rdns: self.rdns[1..].to_vec(),
+        })
+    }
+
+    /// Resolves every attribute type and normalizes every value with its equality rule.
+    pub fn normalize(&self, schema: &Schema) -> Result<NormDn, DnError> {
+        let mut norm = String::new();
+        let mut rdns = Vec::with_capacity(self.rdns.len());
+        for (i, rdn) in self.rdns.iter().enumerate() {
+            if rdn.avas.is_empty() {
+                return err("empty RDN");
+            }
+            let mut parts: Vec<(String, (crate::AttrId, Vec<u8>))> =
+                Vec::with_capacity(rdn.avas.len());
+            for ava in &rdn.avas {
+                let Some(ty) = schema.attr_by_name(&ava.attr) else {
+                    return err(format!("attribute type '{}' undefined", ava.attr));
+                };
+                let at = schema.attr(ty);
+                if at.equality.is_none() {
+                    return err(format!(
+                        "attribute type '{}' has no equality matching rule",
+                        at.name()
+                    ));
+                }
+                let key = schema
+                    .validate(ty, &ava.value)
+                    .and_then(|()| schema.normalize_eq(ty, &ava.value))
+                    .map_err(|_| DnError(format!("value of '{}' invalid per syntax", at.name())))?;
+                let mut s = at.name().to_ascii_lowercase();
+                s.push('=');
+                escape_value(&key, &mut s);
+                parts.push((s, (ty, ava.value.clone())));
+            }
+            parts.sort_by(|a, b| a.0.cmp(&b.0));
+            if parts.windows(2).any(|w| w[0].0 == w[1].0) {
+                return err("RDN has the same attribute value twice");
+            }
+            if i > 0 {
+                norm.push(',');
+            }
+            let strs: Vec<&str> = parts.iter().map(|p| p.0.as_str()).collect();
+            norm.push_str(&strs.join("+"));
+            rdns.push(parts.into_iter().map(|p| p.1).collect());
+        }
+        Ok(NormDn { norm, rdns })
+    }
+}
+
+/// Appends a value in RFC 4514 form. Values that are not UTF-8 are written as `#` and the
+/// hex of a BER OCTET STRING, which parses back to the same bytes.
+pub(crate) fn escape_value(v: &[u8], out: &mut String) {
+    let Ok(s) = std::str::from_utf8(v) else {
+        out.push_str("#04");
+        let len = v.len();
+        if len < 0x80 {
+            out.push_str(&format!("{len:02x}"));
+        } else {
+            let bytes: Vec<u8> = len
+                .to_be_bytes()
+                .iter()
+                .copied()
+                .skip_while(|b| *b == 0)
+                .collect();
+            out.push_str(&format!("{:02x}", 0x80 | bytes.len()));
+            for b in bytes {
+                out.push_str(&format!("{b:02x}"));
+            }
+        }
+        for b in v {
+            out.push_str(&format!("{b:02x}"));
+        }
+        return;
+    };
+    let n = s.chars().count();
+    for (i, c) in s.chars().enumerate() {
+        match c {
+            ' ' if i == 0 || i + 1 == n => out.push_str("\\ "),
+            '#' if i == 0 => out.push_str("\\#"),
+            '"' | '+' | ',' | ';' | '<' | '>' | '\\' | '=' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if c.is_control() => {
+                let mut buf = [0u8; 4];
+                for b in c.encode_utf8(&mut buf).bytes() {
+                    out.push_str(&format!("\\{b:02x}"));
+                }
+            }
+            c => out.push(c),
+        }
+    }
+}
+
+impl fmt::Display for Dn {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut out = String::new();
+        for (i, rdn) in self.rdns.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            for (j, ava) in rdn.avas.iter().enumerate() {
+                if j > 0 {
+                    out.push('+');
+                }
+                out.push_str(&ava.attr);
+                out.push('=');
+                escape_value(&ava.value, &mut out);
+            }
+        }
+        f.write_str(&out)
+    }
+}
+
+/// Byte offsets of the commas that separate RDNs in a normalized string (escapes skipped).
+fn rdn_boundaries(norm: &str) -> Vec<usize> {
+    let mut out = Vec::new();
+    let mut escaped = false;
+    for (i, b) in norm.bytes().enumerate() {
+        if escaped {
+            escaped = false;
+        } else if b == b'\\' {
+            escaped = true;
+        } else if b == b',' {
+            out.push(i);
+        }
+    }
+    out
+}
+
+impl NormDn {
+    /// The root DN (empty).
+    pub fn root() -> NormDn {
+        NormDn {
+            norm: String::new(),
+            rdns: Vec::new(),
+        }
+    }
+
+    pub fn is_root(&self) -> bool {
+        self.norm.is_empty()
+    }
+
+    /// The DN of the superior entry; `None` for the root DN.
+    pub fn parent(&self) -> Option<NormDn> {
+        if self.is_root() {
+            return None;
+        }
+        let norm = match rdn_boundaries(&self.norm).first() {
+            Some(&p) => self.norm[p + 1..].to_string(),
+            None => String::new(),
+        };
+        Some(NormDn {
+            norm,
+            rdns: self.rdns.get(1..).unwrap_or(&[]).to_vec(),
+        })
+    }
+
+    /// Whether `self` is strictly below `base`.
+    pub fn is_descendant_of(&self, base: &NormDn) -> bool {
+        if base.is_root() {
+            return !self.is_root();
+        }
+        if self.norm.len() <= base.norm.len() + 1 || !self.norm.ends_with(&base.norm) {
+            return false;
+        }
+        let cut = self.norm.len() - base.norm.len() - 1;
+        rdn_boundaries(&self.norm).contains(&cut)
+    }
+}
+
+impl fmt::Display for NormDn {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.norm)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn ava(attr: &str, value: &[u8]) -> Ava {
+        Ava {
+            attr: attr.to_string(),
+            value: value.to_vec(),
+        }
+    }
+
+    #[test]
+    fn parse_basic_and_escapes() {
+        let dn = Dn::parse("cn=John Smith\\, Jr.,  ou = People ;dc=example+uid=x").expect("parse");
+        assert_eq!(dn.rdns.len(), 3);
+        assert_eq!(dn.rdns[0].avas, vec![ava("cn", b"John Smith, Jr.")]);
+        assert_eq!(dn.rdns[1].avas, vec![ava("ou", b"People")]);
+        assert_eq!(
+            dn.rdns[2].avas,
+            vec![ava("dc", b"example"), ava("uid", b"x")]
+        );
+        let dn = Dn::parse("cn=\\E4\\bd\\A0\\20x\\ ").expect("parse");
+        assert_eq!(dn.rdns[0].avas[0].value, "你 x ".as_bytes());
+        let dn = Dn::parse("cn=\\2C\\+\\\"\\\\\\<\\>\\;\\=\\#").expect("parse");
+        assert_eq!(dn.rdns[0].avas[0].value, b",+\"\\<>;=#");
+        let dn = Dn::parse("cn=\"a,b+c\" , o=x").expect("parse");
+        assert_eq!(dn.rdns[0].avas[0].value, b"a,b+c");
+        assert_eq!(Dn::parse("").expect("root"), Dn::default());
+        assert_eq!(Dn::parse("   ").expect("root"), Dn::default());
+        assert_eq!(
+            Dn::parse("1.2.3=x").expect("oid").rdns[0].avas[0].attr,
+            "1.2.3"
+        );
+    }
+
+    #[test]
+    fn parse_hex_ber() {
+        // OCTET STRING "Hi"
+        let dn = Dn::parse("cn=#04024869,o=x").expect("parse");
+        assert_eq!(dn.rdns[0].avas[0].value, b"Hi");
+        // UTF8String "ab"
+        let dn = Dn::parse("cn=#0C026162").expect("parse");
+        assert_eq!(dn.rdns[0].avas[0].value, b"ab");
+        assert!(Dn::parse("cn=#0403").is_err());
+        assert!(Dn::parse("cn=#04024869FF").is_err());
+        assert!(Dn::parse("cn=#zz").is_err());
+    }
+
+    #[test]
+    fn parse_errors() {
+        for bad in [
+            "cn",
+            "=x",
+            "cn=x,",
+            "cn=x,,o=y",
+            "cn=\\",
+            "cn=\\zz",
+            "cn=\"abc",
+            "c n=x",
+            "1.=x",
+            "cn=x+",
+            "-a=x",
+        ] {
+            assert!(Dn::parse(bad).is_err(), "{bad:?} should fail");
+        }
+    }
+
+    #[test]
+    fn display_escapes() {
+        let dn = Dn {
+            rdns: vec![Rdn {
+                avas: vec![ava("cn", b" #a,b+c\"d\\e<f>g;h=i ")],
+            }],
+        };
+        let s = dn.to_string();
+        assert_eq!(s, "cn=\\ #a\\,b\\+c\\\"d\\\\e\\<f\\>g\\;h\\=i\\ ");
+        assert_eq!(Dn::parse(&s).expect("reparse"), dn);
+        let dn = Dn {
+            rdns: vec![Rdn {
+                avas: vec![ava("cn", &[0xff, 0x00])],
+            }],
+        };
+        assert_eq!(dn.to_string(), "cn=#0402ff00");
+        assert_eq!(Dn::parse(&dn.to_string()).expect("reparse"), dn);
+    }
+
+    #[test]
+    fn parent_and_rdn() {
+        let dn = Dn::parse("uid=a,ou=p,dc=x").expect("parse");
+        assert_eq!(dn.rdn().map(|r| r.avas[0].attr.as_str()), Some("uid"));
+        assert_eq!(
+            dn.parent().map(|p| p.to_string()).as_deref(),
+            Some("ou=p,dc=x")
+        );
+        assert_eq!(Dn::default().parent(), None);
+    }
+
+    fn arb_dn() -> impl Strategy<Value = Dn> {
+        let attr = "[a-zA-Z][a-zA-Z0-9-]{0,6}|[0-9]{1,2}(\\.[0-9]{1,2}){1,3}";
+        let value = prop_oneof![
+            proptest::collection::vec(any::<u8>(), 0..8),
+            "[ -~]{0,8}".prop_map(String::into_bytes),
+            "\\PC{0,6}".prop_map(String::into_bytes),
+        ];
+        let ava = (attr, value).prop_map(|(attr, value)| Ava { attr, value });
+        let rdn = proptest::collection::vec(ava, 1..3).prop_map(|avas| Rdn { avas });
+        proptest::collection::vec(rdn, 0..4).prop_map(|rdns| Dn { rdns })
+    }
+
+    proptest! {
+        #[test]
+        fn display_parse_round_trip(dn in arb_dn()) {
+            let s = dn.to_string();
+            let back = Dn::parse(&s);
+            prop_assert_eq!(back, Ok(dn), "string form {:?}", s);
+        }
+
+        #[test]
+        fn parse_any_string_never_panics_and_redisplays(s in "\\PC{0,24}") {
+            if let Ok(dn) = Dn::parse(&s) {
+                let again = Dn::parse(&dn.to_string());
+                prop_assert_eq!(again, Ok(dn));
+            }
+        }
+    }
+}

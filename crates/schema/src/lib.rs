@@ -1,0 +1,508 @@
+//! Directory schema (RFC 4512): attribute types, object classes, syntaxes, matching rules,
+//! value normalization, and distinguished names (RFC 4514).
+//!
+//! Module map:
+//! - `lib.rs`: the public types and `Schema` with its lookups (this file).
+//! - `parse`: the RFC 4512 description parser and the OpenLDAP `.schema` file reader
+//!   (`objectidentifier` macros, comments, continuation lines) behind `load_schema_text`.
+//! - `builtin`: the built-in schema as `.schema` text (core, cosine, inetOrgPerson, nis,
+//!   operational), loaded through the same parser on every start.
+//! - `syntax`: the RFC 4517 syntaxes and their value checks (`validate`).
+//! - `rules`: the RFC 4517 matching rules: equality keys, ordering, substrings.
+//! - `dn`: DN parsing and RFC 4514 string form, schema normalization (`NormDn`).
+//! - `check`: the add/modify entry check (`check_entry`): object classes, MUST/MAY,
+//!   single-valued attributes.
+//! - `tests` (test builds only): API tests against the built-in schema, including proptests;
+//!   unit tests of internals sit at the end of each module.
+//!
+//! CONTRACT (used by `store` and `server`; keep these names and shapes, add freely):
+//!
+//! ```ignore
+//! Schema::builtin() -> Schema                         // core, cosine, inetOrgPerson, nis
+//! Schema::load_schema_text(&mut self, text, origin) -> Result<(), SchemaError>  // OpenLDAP .schema
+//! schema.attr_by_name(&str) -> Option<AttrId>          // name or numeric OID, case-insensitive
+//! schema.attr(AttrId) -> &AttributeType
+//! schema.class_by_name(&str) -> Option<ClassId>; schema.class(ClassId) -> &ObjectClass
+//! schema.rule_by_name(&str) -> Option<RuleId>; schema.rule(RuleId) -> &MatchingRule
+//! schema.validate(AttrId, &[u8]) -> Result<(), ValueError>          // syntax check
+//! schema.normalize_eq(AttrId, &[u8]) -> Result<Vec<u8>, ValueError>  // equality key: equal iff bytes equal
+//! schema.normalize_with(RuleId, &[u8]) -> Result<Vec<u8>, ValueError>
+//! schema.compare_ord(AttrId, a, b) -> Option<Ordering>   // raw values, ordering rule (None: no rule / invalid)
+//! schema.substrings_match(AttrId, value, initial, any, final_) -> Option<bool>  // None: no rule
+//! schema.is_subtype(AttrId, of: AttrId) -> bool       // reflexive
+//! schema.subtypes(AttrId) -> &[AttrId]                 // reflexive closure, e.g. name -> [name, cn, sn, ...]
+//! schema.class_closure(&[ClassId]) -> Vec<ClassId>     // with all superclasses
+//! schema.check_entry(&[&[u8]] objectClass values, &[(AttrId, usize)]) -> Result<ClassId, SchemaViolation>
+//!     // MUST/MAY, one structural chain; returns structural class
+//! schema.subschema() -> Subschema                      // value strings for cn=Subschema
+//! Dn::parse(&str) -> Result<Dn, DnError>; dn.normalize(&Schema) -> Result<NormDn, DnError>
+//! ```
+//!
+//! Also provided: `schema.attrs()`, `schema.classes()`, `schema.syntax(SyntaxId)`,
+//! `schema.syntax_by_oid(&str)`, `schema.compare_with(RuleId, a, b)`,
+//! `schema.substrings_with(RuleId, value, initial, any, final_)`; `Dn::is_root`, `Dn::rdn`,
+//! `Dn::parent`, `impl Display for Dn` (RFC 4514 form); `NormDn::root`, `NormDn::is_root`,
+//! `NormDn::parent`, `NormDn::is_descendant_of` (strict), `impl Display for NormDn`.
+//! `NormDn` equality and hash compare `norm` only. `substrings_match` also answers `None` when
+//! the value or an assertion component cannot be prepared (e.g. invalid UTF-8).
+
+use std::collections::HashMap;
+
+mod builtin;
+mod check;
+mod dn;
+mod parse;
+mod rules;
+mod syntax;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct AttrId(pub u32);
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ClassId(pub u32);
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RuleId(pub u32);
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SyntaxId(pub u32);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Usage {
+    UserApplications,
+    DirectoryOperation,
+    DistributedOperation,
+    DsaOperation,
+}
+
+#[derive(Debug, Clone)]
+pub struct AttributeType {
+    pub oid: String,
+    /// First name is the canonical one returned to clients.
+    pub names: Vec<String>,
+    pub desc: Option<String>,
+    pub obsolete: bool,
+    pub sup: Option<AttrId>,
+    pub equality: Option<RuleId>,
+    pub ordering: Option<RuleId>,
+    pub substr: Option<RuleId>,
+    pub syntax: Option<SyntaxId>,
+    pub syntax_len: Option<u32>,
+    pub single_value: bool,
+    pub collective: bool,
+    pub no_user_modification: bool,
+    pub usage: Usage,
+    /// The RFC 4512 description string, as published in cn=Subschema.
+    pub definition: String,
+}
+
+impl AttributeType {
+    pub fn name(&self) -> &str {
+        self.names.first().map(String::as_str).unwrap_or(&self.oid)
+    }
+    pub fn is_operational(&self) -> bool {
+        self.usage != Usage::UserApplications
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClassKind {
+    Abstract,
+    Structural,
+    Auxiliary,
+}
+
+#[derive(Debug, Clone)]
+pub struct ObjectClass {
+    pub oid: String,
+    pub names: Vec<String>,
+    pub desc: Option<String>,
+    pub obsolete: bool,
+    pub sup: Vec<ClassId>,
+    pub kind: ClassKind,
+    pub must: Vec<AttrId>,
+    pub may: Vec<AttrId>,
+    pub definition: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RuleKind {
+    Equality,
+    Ordering,
+    Substring,
+}
+
+#[derive(Debug, Clone)]
+pub struct MatchingRule {
+    pub oid: String,
+    pub names: Vec<String>,
+    pub kind: RuleKind,
+    pub syntax: SyntaxId,
+    pub definition: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct Syntax {
+    pub oid: String,
+    pub desc: String,
+    pub definition: String,
+}
+
+/// Value strings for the subschema subentry (cn=Subschema).
+#[derive(Debug, Clone, Default)]
+pub struct Subschema {
+    pub attribute_types: Vec<String>,
+    pub object_classes: Vec<String>,
+    pub ldap_syntaxes: Vec<String>,
+    pub matching_rules: Vec<String>,
+    /// `matchingRuleUse` values: for each rule, the attribute types that use it.
+    pub matching_rule_uses: Vec<String>,
+}
+
+/// A value that does not conform to its syntax or cannot be normalized by a rule.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ValueError(pub String);
+
+/// Which LDAP result an entry-level schema check failed with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ViolationKind {
+    ObjectClassViolation,
+    UndefinedAttributeType,
+    InvalidAttributeSyntax,
+    ConstraintViolation,
+    NamingViolation,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct SchemaViolation {
+    pub kind: ViolationKind,
+    /// A message a person can act on, in the words slapd uses where possible.
+    pub message: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{origin}:{line}: {message}")]
+pub struct SchemaError {
+    pub origin: String,
+    pub line: usize,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid DN: {0}")]
+pub struct DnError(pub String);
+
+/// One attribute value assertion of an RDN, as written by the user (value unescaped).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ava {
+    pub attr: String,
+    pub value: Vec<u8>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rdn {
+    pub avas: Vec<Ava>,
+}
+
+/// A parsed DN (RFC 4514), most specific RDN first. Not yet schema-aware.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Dn {
+    pub rdns: Vec<Rdn>,
+}
+
+/// A schema-normalized DN. `norm` is a canonical string: each AVA as `<attr oid or lowercased
+/// canonical name>=<normalized value, RFC 4514-escaped>`, multi-valued RDN AVAs sorted and joined by
+/// `+`, RDNs joined by `,`. Two DNs name the same entry iff their `norm` strings are equal, and
+/// `a` is below `b` iff `a.norm` ends with `,` + `b.norm` (or `b` is the root "").
+/// `rdns` keeps the resolved attribute ids and raw values for RDN checks.
+///
+/// Equality and hashing look at `norm` only: two spellings of one DN are equal `NormDn`s even
+/// though their raw `rdns` values differ.
+#[derive(Debug, Clone)]
+pub struct NormDn {
+    pub norm: String,
+    pub rdns: Vec<Vec<(AttrId, Vec<u8>)>>,
+}
+
+impl PartialEq for NormDn {
+    fn eq(&self, other: &NormDn) -> bool {
+        self.norm == other.norm
+    }
+}
+
+impl Eq for NormDn {}
+
+impl std::hash::Hash for NormDn {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.norm.hash(state);
+    }
+}
+
+/// The schema in force: every definition, the name indexes, and precomputed subtype lists.
+///
+/// Built once at startup (`Schema::builtin` plus any `load_schema_text`) and then shared
+/// read-only (`Arc<Schema>`), so lookups take `&self` and never lock.
+#[derive(Debug, Clone)]
+pub struct Schema {
+    attrs: Vec<AttributeType>,
+    classes: Vec<ObjectClass>,
+    rules: Vec<MatchingRule>,
+    /// Implementation of each rule, parallel to `rules`.
+    rule_impls: Vec<rules::Family>,
+    syntaxes: Vec<Syntax>,
+    /// Value check of each syntax, parallel to `syntaxes`.
+    syntax_checks: Vec<syntax::Check>,
+    /// Lowercased names and numeric OIDs.
+    attr_index: HashMap<String, AttrId>,
+    class_index: HashMap<String, ClassId>,
+    rule_index: HashMap<String, RuleId>,
+    syntax_index: HashMap<String, SyntaxId>,
+    /// `objectidentifier` macros, lowercased name to numeric OID.
+    macros: HashMap<String, String>,
+    /// For each attribute: itself and all its descendants.
+    subtypes: Vec<Vec<AttrId>>,
+}
+
+impl Schema {
+    /// An empty schema with only the built-in syntaxes and matching rules.
+    fn with_rules() -> Schema {
+        let mut s = Schema {
+            attrs: Vec::new(),
+            classes: Vec::new(),
+            rules: Vec::new(),
+            rule_impls: Vec::new(),
+            syntaxes: Vec::new(),
+            syntax_checks: Vec::new(),
+            attr_index: HashMap::new(),
+            class_index: HashMap::new(),
+            rule_index: HashMap::new(),
+            syntax_index: HashMap::new(),
+            macros: HashMap::new(),
+            subtypes: Vec::new(),
+        };
+        for (oid, desc, check) in syntax::SYNTAXES {
+            s.add_syntax(oid, desc, *check);
+        }
+        for r in rules::RULES {
+            let syntax = s.syntax_index.get(r.syntax).copied().unwrap_or(SyntaxId(0));
+            let id = RuleId(s.rules.len() as u32);
+            let definition = format!("( {} NAME '{}' SYNTAX {} )", r.oid, r.name, r.syntax);
+            s.rules.push(MatchingRule {
+                oid: r.oid.to_string(),
+                names: vec![r.name.to_string()],
+                kind: r.kind,
+                syntax,
+                definition,
+            });
+            s.rule_impls.push(r.family);
+            s.rule_index.insert(r.oid.to_string(), id);
+            s.rule_index.insert(r.name.to_ascii_lowercase(), id);
+        }
+        s
+    }
+
+    fn add_syntax(&mut self, oid: &str, desc: &str, check: syntax::Check) -> SyntaxId {
+        let id = SyntaxId(self.syntaxes.len() as u32);
+        self.syntaxes.push(Syntax {
+            oid: oid.to_string(),
+            desc: desc.to_string(),
+            definition: format!("( {oid} DESC '{}' )", parse::escape_qdstring(desc)),
+        });
+        self.syntax_checks.push(check);
+        self.syntax_index.insert(oid.to_string(), id);
+        id
+    }
+
+    /// The built-in schema: core (RFC 4512, RFC 4519), cosine (RFC 4524), inetOrgPerson
+    /// (RFC 2798), nis (RFC 2307) and the server's operational attributes.
+    pub fn builtin() -> Schema {
+        let mut s = Schema::with_rules();
+        for (origin, text) in builtin::FILES {
+            if let Err(e) = s.load_inner(text, origin) {
+                // The built-in text is part of the program and covered by tests; a failure
+                // here is a build defect, not input a user controls.
+                unreachable!("built-in schema does not load: {e}");
+            }
+        }
+        s.finish();
+        s
+    }
+
+    /// Adds the definitions of an OpenLDAP `.schema` file (or bare RFC 4512 descriptions).
+    /// All or nothing: on error the schema is unchanged.
+    pub fn load_schema_text(&mut self, text: &str, origin: &str) -> Result<(), SchemaError> {
+        let mut next = self.clone();
+        next.load_inner(text, origin)?;
+        next.finish();
+        *self = next;
+        Ok(())
+    }
+
+    /// Recomputes derived tables after definitions were added.
+    fn finish(&mut self) {
+        let n = self.attrs.len();
+        let mut subtypes: Vec<Vec<AttrId>> = (0..n).map(|i| vec![AttrId(i as u32)]).collect();
+        for i in 0..n {
+            let mut cur = self.attrs[i].sup;
+            let mut guard = 0;
+            while let Some(sup) = cur {
+                if let Some(list) = subtypes.get_mut(sup.0 as usize) {
+                    list.push(AttrId(i as u32));
+                }
+                cur = self.attrs.get(sup.0 as usize).and_then(|a| a.sup);
+                guard += 1;
+                if guard > n {
+                    break;
+                }
+            }
+        }
+        self.subtypes = subtypes;
+    }
+
+    /// An attribute type by any of its names or its numeric OID, case-insensitively.
+    /// Options (`;binary`, `;lang-en`) must be stripped by the caller.
+    pub fn attr_by_name(&self, name: &str) -> Option<AttrId> {
+        lookup(&self.attr_index, name)
+    }
+
+    pub fn attr(&self, id: AttrId) -> &AttributeType {
+        &self.attrs[id.0 as usize]
+    }
+
+    /// All attribute types in definition order.
+    pub fn attrs(&self) -> impl Iterator<Item = (AttrId, &AttributeType)> {
+        self.attrs
+            .iter()
+            .enumerate()
+            .map(|(i, a)| (AttrId(i as u32), a))
+    }
+
+    pub fn class_by_name(&self, name: &str) -> Option<ClassId> {
+        lookup(&self.class_index, name)
+    }
+
+    pub fn class(&self, id: ClassId) -> &ObjectClass {
+        &self.classes[id.0 as usize]
+    }
+
+    /// All object classes in definition order.
+    pub fn classes(&self) -> impl Iterator<Item = (ClassId, &ObjectClass)> {
+        self.classes
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (ClassId(i as u32), c))
+    }
+
+    /// A matching rule by name or numeric OID, case-insensitively.
+    pub fn rule_by_name(&self, name: &str) -> Option<RuleId> {
+        lookup(&self.rule_index, name)
+    }
+
+    pub fn rule(&self, id: RuleId) -> &MatchingRule {
+        &self.rules[id.0 as usize]
+    }
+
+    pub fn syntax(&self, id: SyntaxId) -> &Syntax {
+        &self.syntaxes[id.0 as usize]
+    }
+
+    /// A syntax by numeric OID.
+    pub fn syntax_by_oid(&self, oid: &str) -> Option<SyntaxId> {
+        self.syntax_index.get(oid.trim()).copied()
+    }
+
+    /// Whether `a` is `of` or one of its descendants (via SUP).
+    pub fn is_subtype(&self, a: AttrId, of: AttrId) -> bool {
+        let mut cur = Some(a);
+        let mut steps = 0;
+        while let Some(c) = cur {
+            if c == of {
+                return true;
+            }
+            cur = self.attrs.get(c.0 as usize).and_then(|t| t.sup);
+            steps += 1;
+            if steps > self.attrs.len() {
+                return false;
+            }
+        }
+        false
+    }
+
+    /// The attribute and all its descendants, e.g. `name` → `name, cn, sn, givenName, ...`.
+    pub fn subtypes(&self, a: AttrId) -> &[AttrId] {
+        self.subtypes
+            .get(a.0 as usize)
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
+    }
+
+    /// The given classes and all their superclasses, each once, given ones first.
+    pub fn class_closure(&self, classes: &[ClassId]) -> Vec<ClassId> {
+        let mut out: Vec<ClassId> = Vec::new();
+        let mut stack: Vec<ClassId> = classes.iter().rev().copied().collect();
+        while let Some(c) = stack.pop() {
+            if out.contains(&c) {
+                continue;
+            }
+            out.push(c);
+            if let Some(oc) = self.classes.get(c.0 as usize) {
+                stack.extend(oc.sup.iter().rev().copied());
+            }
+        }
+        out
+    }
+
+    /// The values of the subschema subentry (cn=Subschema).
+    pub fn subschema(&self) -> Subschema {
+        Subschema {
+            attribute_types: self.attrs.iter().map(|a| a.definition.clone()).collect(),
+            object_classes: self.classes.iter().map(|c| c.definition.clone()).collect(),
+            ldap_syntaxes: self.syntaxes.iter().map(|s| s.definition.clone()).collect(),
+            matching_rules: self.rules.iter().map(|r| r.definition.clone()).collect(),
+            matching_rule_uses: self.matching_rule_uses(),
+        }
+    }
+}
+
+impl Schema {
+    fn matching_rule_uses(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for (i, r) in self.rules.iter().enumerate() {
+            let id = Some(RuleId(i as u32));
+            let users: Vec<&str> = self
+                .attrs
+                .iter()
+                .filter(|a| a.equality == id || a.ordering == id || a.substr == id)
+                .map(AttributeType::name)
+                .collect();
+            if users.is_empty() {
+                continue;
+            }
+            let applies = if users.len() == 1 {
+                users[0].to_string()
+            } else {
+                format!("( {} )", users.join(" $ "))
+            };
+            let name = r
+                .names
+                .first()
+                .map(|n| format!(" NAME '{n}'"))
+                .unwrap_or_default();
+            out.push(format!("( {}{name} APPLIES {applies} )", r.oid));
+        }
+        out
+    }
+}
+
+fn lookup<T: Copy>(index: &HashMap<String, T>, name: &str) -> Option<T> {
+    let name = name.trim();
+    if let Some(v) = index.get(name) {
+        return Some(*v);
+    }
+    if name.bytes().any(|b| b.is_ascii_uppercase()) {
+        return index.get(&name.to_ascii_lowercase()).copied();
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests;

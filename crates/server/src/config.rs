@@ -1,0 +1,53 @@
+//! Server configuration as the listener and sessions see it. The binary (`linden`) builds it
+//! from flags, environment and the TOML file; this crate never reads files.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+/// Everything `server::run` needs. Field defaults are documented on `Default`.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Address to listen on. Default `127.0.0.1:3389`.
+    pub listen: SocketAddr,
+    /// Data directory. Default `./linden-data`.
+    pub data_dir: PathBuf,
+    /// Naming contexts served; each suffix entry is created at first start. Default `dc=example,dc=com`.
+    pub suffixes: Vec<String>,
+    /// Administrator (root) DN, not stored in the tree. Default `cn=admin,dc=example,dc=com`.
+    pub admin_dn: String,
+    /// The administrator's password as a stored userPassword value (`{SSHA512}...`), never cleartext.
+    pub admin_password_hash: Vec<u8>,
+    /// Load the demo organisation into an empty directory at start.
+    pub demo: bool,
+    /// Largest PDU accepted, in bytes. Default 16 MiB (`max_pdu_size`).
+    pub max_pdu_size: usize,
+    /// Requests a connection may have in progress before the server stops reading from it. Default 256.
+    pub max_outstanding: usize,
+    /// Server-side cap on entries per search (0 = none). Default 0... overridden by clients' smaller limit.
+    pub size_limit: u64,
+    /// Server-side cap on seconds per search (0 = none). Default 3600.
+    pub time_limit: u64,
+    /// Attributes with equality and presence indexes. Default objectClass, uid, cn, sn, mail.
+    pub indexes: Vec<String>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            listen: SocketAddr::from(([127, 0, 0, 1], 3389)),
+            data_dir: PathBuf::from("./linden-data"),
+            suffixes: vec!["dc=example,dc=com".to_string()],
+            admin_dn: "cn=admin,dc=example,dc=com".to_string(),
+            admin_password_hash: Vec::new(),
+            demo: false,
+            max_pdu_size: 16 * 1024 * 1024,
+            max_outstanding: 256,
+            size_limit: 0,
+            time_limit: 3600,
+            indexes: ["objectClass", "uid", "cn", "sn", "mail"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+        }
+    }
+}

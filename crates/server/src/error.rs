@@ -1,0 +1,68 @@
+//! The error every operation returns: an LDAP result code, the matched DN where RFC 4511 asks
+//! for one (noSuchObject and friends), and a message a person can act on.
+
+use proto::ResultCode;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LdapError {
+    pub code: ResultCode,
+    pub matched: String,
+    pub message: String,
+}
+
+impl LdapError {
+    pub fn new(code: ResultCode, message: impl Into<String>) -> LdapError {
+        LdapError {
+            code,
+            matched: String::new(),
+            message: message.into(),
+        }
+    }
+
+    pub fn with_matched(mut self, matched: impl Into<String>) -> LdapError {
+        self.matched = matched.into();
+        self
+    }
+}
+
+impl std::fmt::Display for LdapError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.code.name(), self.message)
+    }
+}
+
+impl std::error::Error for LdapError {}
+
+impl From<schema::SchemaViolation> for LdapError {
+    fn from(v: schema::SchemaViolation) -> LdapError {
+        use schema::ViolationKind as K;
+        let code = match v.kind {
+            K::ObjectClassViolation => ResultCode::ObjectClassViolation,
+            K::UndefinedAttributeType => ResultCode::UndefinedAttributeType,
+            K::InvalidAttributeSyntax => ResultCode::InvalidAttributeSyntax,
+            K::ConstraintViolation => ResultCode::ConstraintViolation,
+            K::NamingViolation => ResultCode::NamingViolation,
+        };
+        LdapError::new(code, v.message)
+    }
+}
+
+impl From<store::StoreError> for LdapError {
+    fn from(e: store::StoreError) -> LdapError {
+        use store::StoreError as S;
+        let code = match e {
+            S::WriterStopped => ResultCode::Unavailable,
+            S::AlreadyExists(_) => ResultCode::EntryAlreadyExists,
+            S::NoParent(_) | S::NoSuchEntry => ResultCode::NoSuchObject,
+            S::NotLeaf(_) => ResultCode::NotAllowedOnNonLeaf,
+        };
+        LdapError::new(code, e.to_string())
+    }
+}
+
+pub type LdapResult<T> = Result<T, LdapError>;
+
+/// Shorthand constructors for the common cases.
+pub fn err<T>(code: ResultCode, message: impl Into<String>) -> LdapResult<T> {
+    Err(LdapError::new(code, message))
+}

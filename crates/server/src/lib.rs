@@ -1,0 +1,331 @@
+//! The LDAP server: listener, sessions, dispatch, one module per operation.
+//!
+//! - `config`: the server's configuration (built by the binary from flags and TOML).
+//! - `state`: what all sessions share (schema, store, naming contexts, virtual entries, counters).
+//! - `session`: one connection: framing, pipelined dispatch, batched writes, abandon.
+//! - `ops/*`: one module per operation (bind, search, compare, add, delete, modify, modrdn,
+//!   extended).
+//! - `error`: the LDAP error every operation returns.
+//!
+//! Use: `Server::start(config)?` builds everything (no sockets), then
+//! `server.serve(listener, shutdown).await` serves until `shutdown` resolves.
+
+pub mod config;
+pub mod error;
+mod ops;
+mod session;
+pub mod state;
+
+use std::future::Future;
+use std::sync::Arc;
+
+use schema::{AttrId, Dn, NormDn, Schema};
+use store::{Attr, Entry, Store};
+use tokio::net::TcpListener;
+
+pub use config::Config;
+pub use error::LdapError;
+use state::{Counters, Shared};
+
+/// The demo organisation loaded by `linden serve --demo`.
+pub const DEMO_LDIF: &str = include_str!("../demo.ldif");
+
+/// Why the server could not start: one line naming the setting or input at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("{0}")]
+    Config(String),
+    #[error("demo data, line {line}: {message}")]
+    Demo { line: usize, message: String },
+}
+
+pub struct Server {
+    shared: Arc<Shared>,
+}
+
+impl Server {
+    pub fn start(config: Config) -> Result<Server, StartError> {
+        let schema = Arc::new(Schema::builtin());
+        let known = Shared::known_init(&schema).map_err(StartError::Config)?;
+        let norm_dn = |what: &str, s: &str| -> Result<(Dn, NormDn), StartError> {
+            let dn = Dn::parse(s).map_err(|e| StartError::Config(format!("{what} '{s}': {e}")))?;
+            let ndn = dn
+                .normalize(&schema)
+                .map_err(|e| StartError::Config(format!("{what} '{s}': {e}")))?;
+            Ok((dn, ndn))
+        };
+        let mut suffixes = Vec::new();
+        for s in &config.suffixes {
+            let (_, ndn) = norm_dn("suffix", s)?;
+            if ndn.rdns.is_empty() {
+                return Err(StartError::Config(
+                    "suffix: the empty DN cannot be a naming context".into(),
+                ));
+            }
+            suffixes.push(ndn);
+        }
+        if suffixes.is_empty() {
+            return Err(StartError::Config(
+                "suffix: at least one naming context is required".into(),
+            ));
+        }
+        let (_, admin) = norm_dn("admin_dn", &config.admin_dn)?;
+        let mut indexed: Vec<AttrId> = Vec::new();
+        for name in &config.indexes {
+            let id = schema.attr_by_name(name).ok_or_else(|| {
+                StartError::Config(format!("indexes: unknown attribute type '{name}'"))
+            })?;
+            indexed.push(id);
+        }
+        let store = Store::new(schema.clone(), &indexed);
+        let root_dse = root_dse(&schema, &config);
+        let subschema = subschema_entry(&schema);
+        let shared = Arc::new(Shared {
+            config,
+            schema,
+            store,
+            known,
+            suffixes,
+            admin,
+            root_dse,
+            subschema,
+            counters: Counters::default(),
+        });
+        create_suffixes(&shared)?;
+        if shared.config.demo {
+            load_demo(&shared)?;
+        }
+        Ok(Server { shared })
+    }
+
+    /// Per-operation counters since start.
+    pub fn counters(&self) -> &Counters {
+        &self.shared.counters
+    }
+
+    /// Accepts connections until `shutdown` resolves.
+    pub async fn serve(
+        &self,
+        listener: TcpListener,
+        shutdown: impl Future<Output = ()> + Send,
+    ) -> std::io::Result<()> {
+        tokio::pin!(shutdown);
+        loop {
+            tokio::select! {
+                _ = &mut shutdown => return Ok(()),
+                r = listener.accept() => match r {
+                    Ok((stream, peer)) => {
+                        tokio::spawn(session::run(self.shared.clone(), stream, peer));
+                    }
+                    Err(e) => {
+                        // Out of file descriptors and the like: back off instead of spinning.
+                        tracing::warn!("accept failed: {e}");
+                        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn attr(schema: &Schema, name: &str, values: &[&[u8]]) -> Option<Attr> {
+    let ty = schema.attr_by_name(name)?;
+    Attr::new(
+        schema,
+        ty,
+        "",
+        values.iter().map(|v| Box::<[u8]>::from(*v)).collect(),
+    )
+    .ok()
+}
+
+fn virtual_entry(dn: &str, ndn: NormDn, attrs: Vec<Option<Attr>>) -> Entry {
+    Entry {
+        id: 0,
+        dn: dn.to_string(),
+        ndn,
+        parent: None,
+        attrs: attrs.into_iter().flatten().collect(),
+    }
+}
+
+fn root_dse(schema: &Schema, config: &Config) -> Entry {
+    let contexts: Vec<&[u8]> = config.suffixes.iter().map(|s| s.as_bytes()).collect();
+    let controls: Vec<&[u8]> = session::SUPPORTED_CONTROLS
+        .iter()
+        .map(|s| s.as_bytes())
+        .collect();
+    let version = format!("Linden {}", env!("CARGO_PKG_VERSION"));
+    virtual_entry(
+        "",
+        NormDn {
+            norm: String::new(),
+            rdns: Vec::new(),
+        },
+        vec![
+            attr(schema, "objectClass", &[b"top"]),
+            attr(schema, "namingContexts", &contexts),
+            attr(schema, "supportedLDAPVersion", &[b"3"]),
+            attr(schema, "supportedControl", &controls),
+            attr(
+                schema,
+                "supportedExtension",
+                &[
+                    proto::oids::WHO_AM_I.as_bytes(),
+                    proto::oids::PASSWORD_MODIFY.as_bytes(),
+                ],
+            ),
+            // All operational attributes (+), absolute true/false filters, modify-increment.
+            attr(
+                schema,
+                "supportedFeatures",
+                &[
+                    b"1.3.6.1.4.1.4203.1.5.1",
+                    b"1.3.6.1.4.1.4203.1.5.3",
+                    b"1.3.6.1.1.14",
+                ],
+            ),
+            attr(schema, "subschemaSubentry", &[b"cn=Subschema"]),
+            attr(schema, "vendorName", &[b"Linden"]),
+            attr(schema, "vendorVersion", &[version.as_bytes()]),
+        ],
+    )
+}
+
+fn subschema_entry(schema: &Schema) -> Entry {
+    let sub = schema.subschema();
+    let bytes = |v: &Vec<String>| -> Vec<Box<[u8]>> {
+        v.iter().map(|s| Box::<[u8]>::from(s.as_bytes())).collect()
+    };
+    let big = |name: &str, v: &Vec<String>| -> Option<Attr> {
+        let ty = schema.attr_by_name(name)?;
+        // Published as-is: these values are the schema's own definitions, not user input.
+        let values = bytes(v);
+        let norm = values.clone();
+        Some(Attr {
+            ty,
+            options: "".into(),
+            values,
+            norm,
+        })
+    };
+    let ndn = Dn::parse("cn=Subschema")
+        .ok()
+        .and_then(|d| d.normalize(schema).ok())
+        .unwrap_or(NormDn {
+            norm: "cn=subschema".into(),
+            rdns: Vec::new(),
+        });
+    virtual_entry(
+        "cn=Subschema",
+        ndn,
+        vec![
+            attr(
+                schema,
+                "objectClass",
+                &[b"top", b"subentry", b"subschema", b"extensibleObject"],
+            )
+            .or_else(|| attr(schema, "objectClass", &[b"top", b"subschema"])),
+            attr(schema, "cn", &[b"Subschema"]),
+            big("attributeTypes", &sub.attribute_types),
+            big("objectClasses", &sub.object_classes),
+            big("ldapSyntaxes", &sub.ldap_syntaxes),
+            big("matchingRules", &sub.matching_rules),
+        ],
+    )
+}
+
+/// The attributes of a naming context entry created at first start, from its RDN type.
+fn suffix_attrs(rdn_attr: &str, value: &[u8]) -> Option<Vec<(&'static str, Vec<u8>)>> {
+    let v = value.to_vec();
+    Some(match rdn_attr.to_ascii_lowercase().as_str() {
+        "dc" => vec![
+            ("objectClass", b"top".to_vec()),
+            ("objectClass", b"dcObject".to_vec()),
+            ("objectClass", b"organization".to_vec()),
+            ("o", v),
+        ],
+        "o" => vec![
+            ("objectClass", b"top".to_vec()),
+            ("objectClass", b"organization".to_vec()),
+        ],
+        "ou" => vec![
+            ("objectClass", b"top".to_vec()),
+            ("objectClass", b"organizationalUnit".to_vec()),
+        ],
+        "c" => vec![
+            ("objectClass", b"top".to_vec()),
+            ("objectClass", b"country".to_vec()),
+        ],
+        "l" => vec![
+            ("objectClass", b"top".to_vec()),
+            ("objectClass", b"locality".to_vec()),
+        ],
+        _ => return None,
+    })
+}
+
+fn create_suffixes(shared: &Arc<Shared>) -> Result<(), StartError> {
+    for (i, s) in shared.config.suffixes.iter().enumerate() {
+        let ndn = &shared.suffixes[i];
+        if shared.store.read().lookup(ndn).is_some() {
+            continue;
+        }
+        let dn = Dn::parse(s).map_err(|e| StartError::Config(format!("suffix '{s}': {e}")))?;
+        let Some(ava) = dn.rdns.first().and_then(|r| r.avas.first()) else {
+            continue;
+        };
+        let Some(pairs) = suffix_attrs(&ava.attr, &ava.value) else {
+            tracing::warn!(
+                "suffix '{s}': no default entry for RDN type '{}'; add it as the administrator",
+                ava.attr
+            );
+            continue;
+        };
+        let input = ops::add::group_values(pairs);
+        let e = ops::add::build(shared, s.as_bytes(), &input, false)
+            .map_err(|e| StartError::Config(format!("suffix '{s}': {e}")))?;
+        let sh = shared.clone();
+        let who = shared.config.admin_dn.clone();
+        shared
+            .store
+            .write_blocking(move |txn| ops::add::apply(&sh, txn, &who, e))
+            .map_err(|e| StartError::Config(e.to_string()))?
+            .map_err(|e| StartError::Config(format!("suffix '{s}': {e}")))?;
+    }
+    Ok(())
+}
+
+/// Loads the demo organisation, unless the directory already holds more than its suffixes.
+fn load_demo(shared: &Arc<Shared>) -> Result<(), StartError> {
+    if shared.store.read().len() > shared.suffixes.len() {
+        return Ok(());
+    }
+    for rec in ldif::Reader::new(DEMO_LDIF.as_bytes()) {
+        let rec = rec.map_err(|e| StartError::Demo {
+            line: e.line,
+            message: e.message.clone(),
+        })?;
+        let ldif::Record::Content { dn, attrs, line } = rec else {
+            continue;
+        };
+        let input = ops::add::group_values(attrs);
+        let e = ops::add::build(shared, dn.as_bytes(), &input, false).map_err(|e| {
+            StartError::Demo {
+                line,
+                message: format!("{dn}: {e}"),
+            }
+        })?;
+        let sh = shared.clone();
+        let who = shared.config.admin_dn.clone();
+        shared
+            .store
+            .write_blocking(move |txn| ops::add::apply(&sh, txn, &who, e))
+            .map_err(|e| StartError::Config(e.to_string()))?
+            .map_err(|e| StartError::Demo {
+                line,
+                message: format!("{dn}: {e}"),
+            })?;
+    }
+    Ok(())
+}

@@ -1,0 +1,200 @@
+//! Add (RFC 4511 §4.7).
+//!
+//! `build` turns a DN and attribute list into a schema-checked entry (used by the protocol
+//! operation, demo data and later bulk import); `apply` runs on the writer, checks what depends
+//! on the data (parent, existence) and stamps the server-kept attributes.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use proto::{AddRequest, ResultCode};
+use schema::{Dn, NormDn};
+use store::{Attr, Txn};
+
+use crate::error::{LdapError, LdapResult};
+use crate::ops::{
+    check_entry, check_user_modifiable, checked_values, generalized_time, hash_passwords, ready,
+    require_admin, set_operational, submit_write, Pending,
+};
+use crate::state::{resolve_attr, Identity, Shared};
+
+/// One attribute of an add request: description and values.
+pub(crate) type InputAttr<'a> = (Cow<'a, [u8]>, Vec<Cow<'a, [u8]>>);
+
+/// Groups `(description, value)` pairs (LDIF order) into attributes, joining repeated
+/// descriptions case-insensitively.
+pub(crate) fn group_values<N: AsRef<[u8]>>(
+    pairs: impl IntoIterator<Item = (N, Vec<u8>)>,
+) -> Vec<InputAttr<'static>> {
+    let mut out: Vec<InputAttr<'static>> = Vec::new();
+    for (name, value) in pairs {
+        let name = name.as_ref();
+        match out.iter_mut().find(|(n, _)| n.eq_ignore_ascii_case(name)) {
+            Some((_, vs)) => vs.push(Cow::Owned(value)),
+            None => out.push((Cow::Owned(name.to_vec()), vec![Cow::Owned(value)])),
+        }
+    }
+    out
+}
+
+/// A new entry, checked against the schema, not yet placed in the tree.
+pub(crate) struct NewEntry {
+    pub dn: Dn,
+    pub ndn: NormDn,
+    pub attrs: Vec<Attr>,
+}
+
+/// Builds the entry of an add request. `trusted` (import of server-written data) keeps
+/// server-kept attributes the input carries instead of refusing them.
+pub(crate) fn build(
+    shared: &Shared,
+    dn: &[u8],
+    input: &[InputAttr<'_>],
+    trusted: bool,
+) -> LdapResult<NewEntry> {
+    let schema = &*shared.schema;
+    let (dn, ndn) = shared.parse_dn(dn)?;
+    if ndn.rdns.is_empty() {
+        return Err(LdapError::new(
+            ResultCode::UnwillingToPerform,
+            "cannot add the root DSE",
+        ));
+    }
+    let mut attrs: Vec<Attr> = Vec::with_capacity(input.len() + 6);
+    for (desc, values) in input {
+        let (ty, options) = resolve_attr(schema, desc)?;
+        let name = schema.attr(ty).name().to_string();
+        if !trusted {
+            check_user_modifiable(schema, ty, &name)?;
+        }
+        if values.is_empty() {
+            return Err(LdapError::new(
+                ResultCode::ProtocolError,
+                format!("{name}: no values for attribute type"),
+            ));
+        }
+        // The same type listed twice: its values join (and must still be distinct).
+        let mut all: Vec<Cow<'_, [u8]>> = Vec::new();
+        if let Some(pos) = attrs
+            .iter()
+            .position(|a| a.ty == ty && *a.options == *options)
+        {
+            let prev = attrs.remove(pos);
+            all.extend(prev.values.iter().map(|v| Cow::Owned(v.to_vec())));
+        }
+        all.extend(values.iter().cloned());
+        let mut vals = checked_values(shared, ty, &name, &all, "")?;
+        if ty == shared.known.user_password {
+            hash_passwords(&mut vals);
+        }
+        let a = Attr::new(schema, ty, &options, vals)
+            .map_err(|e| LdapError::new(ResultCode::InvalidAttributeSyntax, e.to_string()))?;
+        attrs.push(a);
+    }
+    // RFC 4511 §4.7: RDN values the client left out join the entry.
+    if let Some(rdn) = ndn.rdns.first() {
+        for (ty, raw) in rdn {
+            let norm = schema.normalize_eq(*ty, raw).unwrap_or_default();
+            match attrs
+                .iter_mut()
+                .find(|a| a.ty == *ty && a.options.is_empty())
+            {
+                Some(a) => {
+                    if a.find(&norm).is_none() {
+                        a.values.push(raw.clone().into_boxed_slice());
+                        a.norm.push(norm.into_boxed_slice());
+                    }
+                }
+                None => {
+                    let a = Attr::new(schema, *ty, "", vec![raw.clone().into_boxed_slice()])
+                        .map_err(|e| {
+                            LdapError::new(ResultCode::InvalidAttributeSyntax, e.to_string())
+                        })?;
+                    attrs.push(a);
+                }
+            }
+        }
+    }
+    let structural = check_entry(shared, &attrs)?;
+    if !attrs
+        .iter()
+        .any(|a| a.ty == shared.known.structural_object_class)
+    {
+        set_operational(
+            schema,
+            &mut attrs,
+            shared.known.structural_object_class,
+            structural.as_bytes(),
+        );
+    }
+    Ok(NewEntry { dn, ndn, attrs })
+}
+
+/// Places a built entry in the tree: under its parent, or as a naming context.
+pub(crate) fn apply(shared: &Shared, txn: &mut Txn, who: &str, mut e: NewEntry) -> LdapResult<()> {
+    let schema = &*shared.schema;
+    let k = &shared.known;
+    let v = txn.version();
+    if v.lookup(&e.ndn).is_some() {
+        return Err(LdapError::new(
+            ResultCode::EntryAlreadyExists,
+            "entry already exists",
+        ));
+    }
+    let root = shared.is_suffix(&e.ndn);
+    let dn_string = if root {
+        e.dn.to_string()
+    } else {
+        if shared.suffix_of(&e.ndn).is_none() {
+            return Err(LdapError::new(
+                ResultCode::UnwillingToPerform,
+                "no global superior knowledge",
+            ));
+        }
+        let parent = e.ndn.parent().and_then(|p| v.lookup(&p).cloned());
+        let Some(parent) = parent else {
+            return Err(shared.no_such_object(v, &e.ndn));
+        };
+        // Store the DN as the client spelled its RDN, under the parent's stored DN, so a subtree
+        // rename can swap the suffix of every descendant's DN.
+        let rdn = Dn {
+            rdns: e.dn.rdns.first().cloned().into_iter().collect(),
+        };
+        format!("{},{}", rdn, parent.dn)
+    };
+    let now = generalized_time(txn.now());
+    let stamp = |attrs: &mut Vec<Attr>, ty, value: &[u8]| {
+        if !attrs.iter().any(|a| a.ty == ty) {
+            set_operational(schema, attrs, ty, value);
+        }
+    };
+    stamp(
+        &mut e.attrs,
+        k.entry_uuid,
+        uuid::Uuid::new_v4().to_string().as_bytes(),
+    );
+    stamp(&mut e.attrs, k.creators_name, who.as_bytes());
+    stamp(&mut e.attrs, k.create_timestamp, now.as_bytes());
+    stamp(&mut e.attrs, k.modifiers_name, who.as_bytes());
+    stamp(&mut e.attrs, k.modify_timestamp, now.as_bytes());
+    txn.add(dn_string, e.ndn, e.attrs, root)?;
+    Ok(())
+}
+
+pub(crate) fn submit(shared: &Arc<Shared>, who: &Identity, req: &AddRequest<'_>) -> Pending {
+    if let Err(e) = require_admin(who, "add") {
+        return ready(Err(e));
+    }
+    let input: Vec<InputAttr<'_>> = req
+        .attributes
+        .iter()
+        .map(|a| (a.name.clone(), a.values.clone()))
+        .collect();
+    let e = match build(shared, &req.dn, &input, false) {
+        Ok(e) => e,
+        Err(e) => return ready(Err(e)),
+    };
+    let sh = shared.clone();
+    let who = who.dn.clone();
+    submit_write(shared, move |txn| apply(&sh, txn, &who, e))
+}

@@ -1,0 +1,185 @@
+//! Extended operations (RFC 4511 §4.12): Who am I? (RFC 4532) and Password Modify (RFC 3062).
+//! Any other request name is a protocolError naming the OID, as RFC 4511 asks.
+
+use std::sync::Arc;
+
+use proto::{oids, tags, ExtendedRequest, ResultCode};
+
+use crate::error::{LdapError, LdapResult};
+use crate::ops::{generalized_time, set_operational};
+use crate::session::{Conn, DispatchNext};
+use crate::state::{Identity, Shared};
+
+fn send_ext(id: i32, r: Result<Option<Vec<u8>>, &LdapError>) -> Vec<u8> {
+    let mut out = Vec::with_capacity(96);
+    let (res, value) = match r {
+        Ok(v) => (
+            proto::LdapResult {
+                code: ResultCode::Success,
+                matched_dn: b""[..].into(),
+                message: b""[..].into(),
+                referral: Vec::new(),
+            },
+            v,
+        ),
+        Err(e) => (
+            proto::LdapResult {
+                code: e.code,
+                matched_dn: e.matched.as_bytes().into(),
+                message: e.message.as_bytes().into(),
+                referral: Vec::new(),
+            },
+            None,
+        ),
+    };
+    proto::encode_extended_response(&mut out, id, &res, None, value.as_deref());
+    out
+}
+
+pub(crate) async fn handle(
+    conn: &Arc<Conn>,
+    id: i32,
+    req: &ExtendedRequest<'_>,
+    who: &Identity,
+) -> DispatchNext {
+    let shared = &conn.shared;
+    let oid = String::from_utf8_lossy(&req.oid).into_owned();
+    let out = match oid.as_str() {
+        oids::WHO_AM_I => {
+            let authz = if who.is_anonymous() {
+                String::new()
+            } else {
+                format!("dn:{}", who.dn)
+            };
+            send_ext(id, Ok(Some(authz.into_bytes())))
+        }
+        oids::PASSWORD_MODIFY => {
+            let r = password_modify(shared, who, req.value.as_deref()).await;
+            match r {
+                Ok(generated) => send_ext(
+                    id,
+                    Ok(generated.map(|g| proto::encode_passwd_modify_response(g.as_bytes()))),
+                ),
+                Err(e) => send_ext(id, Err(&e)),
+            }
+        }
+        oids::START_TLS => {
+            let e = LdapError::new(
+                ResultCode::Unavailable,
+                "StartTLS is not available on this server",
+            );
+            let _ = tags::EXTENDED_RESPONSE;
+            send_ext(id, Err(&e))
+        }
+        _ => {
+            let e = LdapError::new(
+                ResultCode::ProtocolError,
+                format!("unsupported extended operation {oid}"),
+            );
+            send_ext(id, Err(&e))
+        }
+    };
+    conn.send(out).await;
+    DispatchNext::Continue
+}
+
+/// RFC 3062. Returns the generated password when the request carried no new one.
+async fn password_modify(
+    shared: &Arc<Shared>,
+    who: &Identity,
+    value: Option<&[u8]>,
+) -> LdapResult<Option<String>> {
+    let req = match value {
+        Some(v) => proto::PasswdModifyRequest::decode(v).map_err(|e| {
+            LdapError::new(
+                ResultCode::ProtocolError,
+                format!("malformed password modify request: {e}"),
+            )
+        })?,
+        None => proto::PasswdModifyRequest::default(),
+    };
+    if who.is_anonymous() {
+        return Err(LdapError::new(
+            ResultCode::StrongerAuthRequired,
+            "only authenticated users may change passwords",
+        ));
+    }
+    let target = match &req.user_identity {
+        Some(u) => shared.parse_dn(u)?.1,
+        None => match &who.ndn {
+            Some(n) => n.clone(),
+            None => {
+                return Err(LdapError::new(
+                    ResultCode::UnwillingToPerform,
+                    "only authenticated users may change passwords",
+                ))
+            }
+        },
+    };
+    if target == shared.admin {
+        return Err(LdapError::new(
+            ResultCode::UnwillingToPerform,
+            "the administrator's password is set in the server configuration",
+        ));
+    }
+    if !who.is_admin && who.ndn.as_ref() != Some(&target) {
+        return Err(LdapError::new(
+            ResultCode::InsufficientAccessRights,
+            "may only change one's own password",
+        ));
+    }
+    let generated = req
+        .new_passwd
+        .is_none()
+        .then(|| pwhash::generate_password(12));
+    let new_pw: Vec<u8> = match (&req.new_passwd, &generated) {
+        (Some(p), _) => p.to_vec(),
+        (None, Some(g)) => g.as_bytes().to_vec(),
+        (None, None) => Vec::new(),
+    };
+    let old = req.old_passwd.as_ref().map(|o| o.to_vec());
+    let hashed = pwhash::hash(pwhash::Scheme::default(), &new_pw);
+    let sh = shared.clone();
+    let who_dn = who.dn.clone();
+    let fut = shared.store.write(move |txn| -> LdapResult<()> {
+        let schema = &*sh.schema;
+        let v = txn.version();
+        let e = v
+            .lookup(&target)
+            .ok_or_else(|| sh.no_such_object(v, &target))?;
+        let id = e.id;
+        if let Some(old) = old {
+            let ok = e
+                .attr(sh.known.user_password)
+                .is_some_and(|a| a.values.iter().any(|s| pwhash::verify(s, &old)));
+            if !ok {
+                return Err(LdapError::new(
+                    ResultCode::UnwillingToPerform,
+                    "unwilling to verify old password",
+                ));
+            }
+        }
+        let mut attrs = e.attrs.clone();
+        set_operational(schema, &mut attrs, sh.known.user_password, &hashed);
+        let now = generalized_time(txn.now());
+        set_operational(
+            schema,
+            &mut attrs,
+            sh.known.modifiers_name,
+            who_dn.as_bytes(),
+        );
+        set_operational(
+            schema,
+            &mut attrs,
+            sh.known.modify_timestamp,
+            now.as_bytes(),
+        );
+        txn.replace_attrs(id, attrs)?;
+        Ok(())
+    });
+    match fut.await {
+        Ok(Ok(())) => Ok(generated),
+        Ok(Err(e)) => Err(e),
+        Err(e) => Err(e.into()),
+    }
+}

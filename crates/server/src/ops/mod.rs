@@ -1,0 +1,218 @@
+//! One module per LDAP operation, each reading decode → authorize → execute → respond.
+//!
+//! Writes are split in two: `submit` runs in the session's read loop (parse, resolve, check
+//! what needs no data) and hands a closure to the store's writer, which checks everything that
+//! depends on the data against the newest version and applies it all-or-nothing.
+
+pub mod add;
+pub mod bind;
+pub mod compare;
+pub mod delete;
+pub mod extended;
+pub mod modify;
+pub mod modrdn;
+pub mod search;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use proto::ResultCode;
+use schema::{AttrId, Schema};
+use store::{Attr, Txn};
+
+use crate::error::{LdapError, LdapResult};
+use crate::state::{Identity, Shared};
+
+/// A write on its way through the writer.
+pub(crate) type Pending = Pin<Box<dyn Future<Output = LdapResult<()>> + Send>>;
+
+pub(crate) fn ready(r: LdapResult<()>) -> Pending {
+    Box::pin(async move { r })
+}
+
+/// Queues `f` on the writer now and returns the future of its result.
+pub(crate) fn submit_write(
+    shared: &Arc<Shared>,
+    f: impl FnOnce(&mut Txn) -> LdapResult<()> + Send + 'static,
+) -> Pending {
+    let fut = shared.store.write(f);
+    Box::pin(async move {
+        match fut.await {
+            Ok(r) => r,
+            Err(e) => Err(e.into()),
+        }
+    })
+}
+
+/// Writes are for the administrator until access control arrives; a bound user may change
+/// their own entry's password (Password Modify, or a modify of their own userPassword).
+pub(crate) fn require_admin(who: &Identity, what: &str) -> LdapResult<()> {
+    if who.is_admin {
+        Ok(())
+    } else if who.is_anonymous() {
+        // slapd's answer to unauthenticated writes.
+        let _ = what;
+        Err(LdapError::new(
+            ResultCode::StrongerAuthRequired,
+            "modifications require authentication",
+        ))
+    } else {
+        Err(LdapError::new(
+            ResultCode::InsufficientAccessRights,
+            format!("no write access to {what}"),
+        ))
+    }
+}
+
+/// RFC 4517 GeneralizedTime in UTC, `YYYYMMDDHHMMSSZ`.
+pub(crate) fn generalized_time(t: SystemTime) -> String {
+    let dt = time::OffsetDateTime::from(t);
+    format!(
+        "{:04}{:02}{:02}{:02}{:02}{:02}Z",
+        dt.year(),
+        u8::from(dt.month()),
+        dt.day(),
+        dt.hour(),
+        dt.minute(),
+        dt.second()
+    )
+}
+
+/// Sets (replaces) a single-valued server-kept attribute.
+pub(crate) fn set_operational(schema: &Schema, attrs: &mut Vec<Attr>, ty: AttrId, value: &[u8]) {
+    attrs.retain(|a| a.ty != ty);
+    if let Ok(a) = Attr::new(schema, ty, "", vec![value.into()]) {
+        attrs.push(a);
+    }
+}
+
+/// Stores cleartext userPassword values hashed (already-hashed values are kept as given, so
+/// migrated data keeps working).
+pub(crate) fn hash_passwords(values: &mut [Box<[u8]>]) {
+    for v in values.iter_mut() {
+        if !pwhash::is_hashed(v) {
+            *v = pwhash::hash(pwhash::Scheme::default(), v).into_boxed_slice();
+        }
+    }
+}
+
+/// Builds the values of one attribute from a request: syntax-checked, no duplicates.
+/// `context` prefixes messages as slapd does (e.g. "modify/add").
+pub(crate) fn checked_values(
+    shared: &Shared,
+    ty: AttrId,
+    name: &str,
+    raw: &[std::borrow::Cow<'_, [u8]>],
+    context: &str,
+) -> LdapResult<Vec<Box<[u8]>>> {
+    let schema = &*shared.schema;
+    let mut out: Vec<Box<[u8]>> = Vec::with_capacity(raw.len());
+    let mut norms: Vec<Vec<u8>> = Vec::with_capacity(raw.len());
+    for (i, v) in raw.iter().enumerate() {
+        let invalid = || {
+            LdapError::new(
+                ResultCode::InvalidAttributeSyntax,
+                format!("{context}{name}: value #{i} invalid per syntax"),
+            )
+        };
+        schema.validate(ty, v).map_err(|_| invalid())?;
+        // An objectClass value must name a class (slapd: invalid per syntax).
+        if ty == shared.known.object_class
+            && std::str::from_utf8(v)
+                .ok()
+                .and_then(|n| schema.class_by_name(n.trim()))
+                .is_none()
+        {
+            return Err(invalid());
+        }
+        let n = schema.normalize_eq(ty, v).map_err(|_| invalid())?;
+        if norms.contains(&n) {
+            return Err(LdapError::new(
+                ResultCode::AttributeOrValueExists,
+                format!("{context}{name}: value #{i} provided more than once"),
+            ));
+        }
+        norms.push(n);
+        out.push(v.as_ref().into());
+    }
+    Ok(out)
+}
+
+/// Refuses changes to attributes the server keeps itself.
+pub(crate) fn check_user_modifiable(schema: &Schema, ty: AttrId, name: &str) -> LdapResult<()> {
+    if schema.attr(ty).no_user_modification {
+        return Err(LdapError::new(
+            ResultCode::ConstraintViolation,
+            format!("{name}: no user modification allowed"),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks the whole entry against the schema and returns the structural object class name.
+pub(crate) fn check_entry(shared: &Shared, attrs: &[Attr]) -> LdapResult<String> {
+    let schema = &*shared.schema;
+    let oc: Vec<&[u8]> = attrs
+        .iter()
+        .filter(|a| a.ty == shared.known.object_class)
+        .flat_map(|a| a.values.iter().map(|v| &**v))
+        .collect();
+    let counts: Vec<(AttrId, usize)> = attrs.iter().map(|a| (a.ty, a.values.len())).collect();
+    let structural = schema.check_entry(&oc, &counts)?;
+    Ok(schema
+        .class(structural)
+        .names
+        .first()
+        .cloned()
+        .unwrap_or_else(|| schema.class(structural).oid.clone()))
+}
+
+/// Every value of each RDN AVA must be in the entry (RFC 4512 §2.3).
+pub(crate) fn rdn_values_present(
+    shared: &Shared,
+    ndn: &schema::NormDn,
+    attrs: &[Attr],
+) -> LdapResult<()> {
+    if let Some(rdn) = ndn.rdns.first() {
+        for (ty, raw) in rdn {
+            let norm = shared.schema.normalize_eq(*ty, raw).unwrap_or_default();
+            let present = attrs
+                .iter()
+                .any(|a| a.ty == *ty && a.options.is_empty() && a.find(&norm).is_some());
+            if !present {
+                return Err(LdapError::new(
+                    ResultCode::NamingViolation,
+                    format!(
+                        "value of naming attribute '{}' is not present in entry",
+                        shared.schema.attr(*ty).name()
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The structural object class an objectClass value set names: the most specific structural
+/// class among them (the others must be its superclasses for the entry to be valid).
+pub(crate) fn structural_of(shared: &Shared, attrs: &[Attr]) -> Option<schema::ClassId> {
+    let schema = &*shared.schema;
+    let ids: Vec<schema::ClassId> = attrs
+        .iter()
+        .filter(|a| a.ty == shared.known.object_class)
+        .flat_map(|a| a.values.iter())
+        .filter_map(|v| {
+            std::str::from_utf8(v)
+                .ok()
+                .and_then(|n| schema.class_by_name(n.trim()))
+        })
+        .filter(|c| schema.class(*c).kind == schema::ClassKind::Structural)
+        .collect();
+    // The most specific: no other listed class has it among its superclasses.
+    ids.iter().copied().find(|c| {
+        !ids.iter()
+            .any(|o| o != c && schema.class_closure(&[*o]).contains(c))
+    })
+}

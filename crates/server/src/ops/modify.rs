@@ -1,0 +1,242 @@
+//! Modify (RFC 4511 §4.6, increment from RFC 4525). All changes of a request apply, in order,
+//! to a copy of the entry; the copy is checked as a whole and replaces the entry, or nothing
+//! changes.
+
+use std::sync::Arc;
+
+use proto::{ModOp, ModifyRequest, ResultCode};
+use schema::{AttrId, NormDn};
+use store::{Attr, Txn};
+
+use crate::error::{LdapError, LdapResult};
+use crate::ops::{
+    check_entry, check_user_modifiable, checked_values, generalized_time, hash_passwords,
+    rdn_values_present, ready, require_admin, set_operational, structural_of, submit_write,
+    Pending,
+};
+use crate::state::{resolve_attr, Identity, Shared};
+
+/// One change, resolved and syntax-checked.
+pub(crate) struct Mod {
+    pub op: ModOp,
+    pub ty: AttrId,
+    pub options: String,
+    pub name: String,
+    pub values: Vec<Box<[u8]>>,
+}
+
+fn context(op: ModOp) -> &'static str {
+    match op {
+        ModOp::Add => "modify/add: ",
+        ModOp::Delete => "modify/delete: ",
+        ModOp::Replace => "modify/replace: ",
+        ModOp::Increment => "modify/increment: ",
+    }
+}
+
+pub(crate) fn prepare(shared: &Shared, req: &ModifyRequest<'_>) -> LdapResult<(NormDn, Vec<Mod>)> {
+    let schema = &*shared.schema;
+    let (_, ndn) = shared.parse_dn(&req.dn)?;
+    let mut mods = Vec::with_capacity(req.changes.len());
+    for ch in &req.changes {
+        let (ty, options) = resolve_attr(schema, &ch.attr.name)?;
+        let name = schema.attr(ty).name().to_string();
+        let ctx = context(ch.op);
+        check_user_modifiable(schema, ty, &name)?;
+        if ch.op == ModOp::Add && ch.attr.values.is_empty() {
+            return Err(LdapError::new(
+                ResultCode::ProtocolError,
+                format!("{ctx}{name}: no values given"),
+            ));
+        }
+        if ch.op == ModOp::Increment && ch.attr.values.len() != 1 {
+            return Err(LdapError::new(
+                ResultCode::ProtocolError,
+                format!("{ctx}{name}: exactly one value required"),
+            ));
+        }
+        let mut values = if ch.op == ModOp::Increment {
+            ch.attr
+                .values
+                .iter()
+                .map(|v| Box::<[u8]>::from(&**v))
+                .collect()
+        } else {
+            checked_values(shared, ty, &name, &ch.attr.values, ctx)?
+        };
+        if ty == shared.known.user_password && matches!(ch.op, ModOp::Add | ModOp::Replace) {
+            hash_passwords(&mut values);
+        }
+        mods.push(Mod {
+            op: ch.op,
+            ty,
+            options,
+            name,
+            values,
+        });
+    }
+    Ok((ndn, mods))
+}
+
+fn parse_int(v: &[u8]) -> Option<i128> {
+    std::str::from_utf8(v).ok()?.trim().parse().ok()
+}
+
+/// Applies the changes to the entry named `ndn`, all or nothing.
+pub(crate) fn apply(
+    shared: &Shared,
+    txn: &mut Txn,
+    who: &str,
+    ndn: &NormDn,
+    mods: Vec<Mod>,
+) -> LdapResult<()> {
+    let schema = &*shared.schema;
+    let k = &shared.known;
+    let v = txn.version();
+    let e = v.lookup(ndn).ok_or_else(|| shared.no_such_object(v, ndn))?;
+    let id = e.id;
+    let old_structural = e
+        .attr(k.structural_object_class)
+        .and_then(|a| a.values.first().cloned());
+    let mut attrs = e.attrs.clone();
+    for m in mods {
+        let ctx = context(m.op);
+        let pos = attrs
+            .iter()
+            .position(|a| a.ty == m.ty && *a.options == *m.options);
+        match m.op {
+            ModOp::Add => {
+                let new = Attr::new(schema, m.ty, &m.options, m.values).map_err(|e| {
+                    LdapError::new(ResultCode::InvalidAttributeSyntax, format!("{ctx}{e}"))
+                })?;
+                match pos {
+                    Some(p) => {
+                        let a = &mut attrs[p];
+                        for (i, (val, norm)) in new.values.into_iter().zip(new.norm).enumerate() {
+                            if a.find(&norm).is_some() {
+                                return Err(LdapError::new(
+                                    ResultCode::AttributeOrValueExists,
+                                    format!("{ctx}{}: value #{i} already exists", m.name),
+                                ));
+                            }
+                            a.values.push(val);
+                            a.norm.push(norm);
+                        }
+                    }
+                    None => attrs.push(new),
+                }
+            }
+            ModOp::Delete => {
+                let Some(p) = pos else {
+                    return Err(LdapError::new(
+                        ResultCode::NoSuchAttribute,
+                        format!("{ctx}{}: no such attribute", m.name),
+                    ));
+                };
+                if m.values.is_empty() {
+                    attrs.remove(p);
+                } else {
+                    let a = &mut attrs[p];
+                    for (i, val) in m.values.iter().enumerate() {
+                        let norm = schema.normalize_eq(m.ty, val).unwrap_or_default();
+                        let Some(at) = a.find(&norm) else {
+                            return Err(LdapError::new(
+                                ResultCode::NoSuchAttribute,
+                                format!("{ctx}{}: value #{i} not found", m.name),
+                            ));
+                        };
+                        a.values.remove(at);
+                        a.norm.remove(at);
+                    }
+                    if a.values.is_empty() {
+                        attrs.remove(p);
+                    }
+                }
+            }
+            ModOp::Replace => {
+                if let Some(p) = pos {
+                    attrs.remove(p);
+                }
+                if !m.values.is_empty() {
+                    let new = Attr::new(schema, m.ty, &m.options, m.values).map_err(|e| {
+                        LdapError::new(ResultCode::InvalidAttributeSyntax, format!("{ctx}{e}"))
+                    })?;
+                    attrs.push(new);
+                }
+            }
+            ModOp::Increment => {
+                let Some(p) = pos else {
+                    return Err(LdapError::new(
+                        ResultCode::NoSuchAttribute,
+                        format!("{ctx}{}: no such attribute", m.name),
+                    ));
+                };
+                let delta = m.values.first().and_then(|d| parse_int(d)).ok_or_else(|| {
+                    LdapError::new(
+                        ResultCode::InvalidAttributeSyntax,
+                        format!("{ctx}{}: increment value is not an integer", m.name),
+                    )
+                })?;
+                let mut out = Vec::with_capacity(attrs[p].values.len());
+                for val in &attrs[p].values {
+                    let n = parse_int(val).ok_or_else(|| {
+                        LdapError::new(
+                            ResultCode::ConstraintViolation,
+                            format!("{ctx}{}: value is not an integer", m.name),
+                        )
+                    })?;
+                    out.push((n + delta).to_string().into_bytes().into_boxed_slice());
+                }
+                let new = Attr::new(schema, m.ty, &m.options, out).map_err(|e| {
+                    LdapError::new(ResultCode::ConstraintViolation, format!("{ctx}{e}"))
+                })?;
+                attrs[p] = new;
+            }
+        }
+    }
+    rdn_values_present(shared, ndn, &attrs)?;
+    // Changing the structural class is refused before the entry is checked as a whole (slapd).
+    if let (Some(old), Some(new)) = (old_structural, structural_of(shared, &attrs)) {
+        let old_id = std::str::from_utf8(&old)
+            .ok()
+            .and_then(|o| schema.class_by_name(o));
+        if old_id != Some(new) {
+            return Err(LdapError::new(
+                ResultCode::ObjectClassModsProhibited,
+                format!(
+                    "structural object class modification from '{}' to '{}' not allowed",
+                    String::from_utf8_lossy(&old),
+                    schema
+                        .class(new)
+                        .names
+                        .first()
+                        .map_or(schema.class(new).oid.as_str(), String::as_str)
+                ),
+            ));
+        }
+    }
+    check_entry(shared, &attrs)?;
+    let now = generalized_time(txn.now());
+    set_operational(schema, &mut attrs, k.modifiers_name, who.as_bytes());
+    set_operational(schema, &mut attrs, k.modify_timestamp, now.as_bytes());
+    txn.replace_attrs(id, attrs)?;
+    Ok(())
+}
+
+pub(crate) fn submit(shared: &Arc<Shared>, who: &Identity, req: &ModifyRequest<'_>) -> Pending {
+    let (ndn, mods) = match prepare(shared, req) {
+        Ok(p) => p,
+        Err(e) => return ready(Err(e)),
+    };
+    // A user may change their own password; everything else is the administrator's.
+    let own_password =
+        who.ndn.as_ref() == Some(&ndn) && mods.iter().all(|m| m.ty == shared.known.user_password);
+    if !own_password {
+        if let Err(e) = require_admin(who, "modify") {
+            return ready(Err(e));
+        }
+    }
+    let sh = shared.clone();
+    let who = who.dn.clone();
+    submit_write(shared, move |txn| apply(&sh, txn, &who, &ndn, mods))
+}

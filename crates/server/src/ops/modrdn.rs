@@ -1,0 +1,180 @@
+//! Modify DN (RFC 4511 §4.9): rename, keep or delete the old RDN values, move a whole subtree
+//! under a new superior.
+
+use std::sync::Arc;
+
+use proto::{ModifyDnRequest, ResultCode};
+use schema::{Dn, NormDn};
+use store::{Attr, Txn};
+
+use crate::error::{LdapError, LdapResult};
+use crate::ops::{
+    check_entry, generalized_time, rdn_values_present, ready, require_admin, set_operational,
+    submit_write, Pending,
+};
+use crate::state::{Identity, Shared};
+
+pub(crate) struct Rename {
+    pub ndn: NormDn,
+    pub new_rdn: Dn,
+    pub new_rdn_norm: NormDn,
+    pub delete_old_rdn: bool,
+    pub new_superior: Option<NormDn>,
+}
+
+pub(crate) fn prepare(shared: &Shared, req: &ModifyDnRequest<'_>) -> LdapResult<Rename> {
+    let (_, ndn) = shared.parse_dn(&req.dn)?;
+    let (new_rdn, new_rdn_norm) = shared.parse_dn(&req.new_rdn)?;
+    if new_rdn.rdns.len() != 1 {
+        return Err(LdapError::new(
+            ResultCode::InvalidDnSyntax,
+            "newrdn must be a single RDN",
+        ));
+    }
+    let new_superior = match &req.new_superior {
+        Some(s) => Some(shared.parse_dn(s)?.1),
+        None => None,
+    };
+    Ok(Rename {
+        ndn,
+        new_rdn,
+        new_rdn_norm,
+        delete_old_rdn: req.delete_old_rdn,
+        new_superior,
+    })
+}
+
+pub(crate) fn apply(shared: &Shared, txn: &mut Txn, who: &str, r: Rename) -> LdapResult<()> {
+    let schema = &*shared.schema;
+    let v = txn.version();
+    let e = v
+        .lookup(&r.ndn)
+        .ok_or_else(|| shared.no_such_object(v, &r.ndn))?
+        .clone();
+    if shared.is_suffix(&e.ndn) {
+        return Err(LdapError::new(
+            ResultCode::UnwillingToPerform,
+            "cannot rename a naming context",
+        ));
+    }
+    let parent = match &r.new_superior {
+        Some(sup) => {
+            let p = v.lookup(sup).ok_or_else(|| {
+                LdapError::new(ResultCode::NoSuchObject, "newSuperior does not exist")
+                    .with_matched(v.matched(sup).map(|m| m.dn.clone()).unwrap_or_default())
+            })?;
+            if p.id == e.id || p.ndn.is_descendant_of(&e.ndn) {
+                return Err(LdapError::new(
+                    ResultCode::UnwillingToPerform,
+                    "newSuperior is the entry itself or one of its subordinates",
+                ));
+            }
+            p.clone()
+        }
+        None => {
+            let pid = e.parent.ok_or_else(|| {
+                LdapError::new(ResultCode::UnwillingToPerform, "entry has no parent")
+            })?;
+            v.get(pid)
+                .ok_or_else(|| LdapError::new(ResultCode::OperationsError, "parent entry missing"))?
+                .clone()
+        }
+    };
+    let mut rdns = r.new_rdn_norm.rdns.clone();
+    rdns.extend(parent.ndn.rdns.iter().cloned());
+    let new_ndn = NormDn {
+        norm: format!("{},{}", r.new_rdn_norm.norm, parent.ndn.norm),
+        rdns,
+    };
+    if let Some(other) = v.lookup(&new_ndn) {
+        if other.id != e.id {
+            return Err(LdapError::new(
+                ResultCode::EntryAlreadyExists,
+                "entry already exists",
+            ));
+        }
+    }
+    let mut attrs = e.attrs.clone();
+    let new_avas = r.new_rdn_norm.rdns.first().cloned().unwrap_or_default();
+    let norm_of = |ty, raw: &[u8]| schema.normalize_eq(ty, raw).unwrap_or_default();
+    // Old RDN values go first (unless the new RDN keeps them), then new ones join.
+    if r.delete_old_rdn {
+        if let Some(old) = e.ndn.rdns.first() {
+            for (ty, raw) in old {
+                let n = norm_of(*ty, raw);
+                if new_avas.iter().any(|(t, v)| t == ty && norm_of(*t, v) == n) {
+                    continue;
+                }
+                if let Some(p) = attrs
+                    .iter()
+                    .position(|a| a.ty == *ty && a.options.is_empty())
+                {
+                    let a = &mut attrs[p];
+                    if let Some(at) = a.find(&n) {
+                        a.values.remove(at);
+                        a.norm.remove(at);
+                    }
+                    if a.values.is_empty() {
+                        attrs.remove(p);
+                    }
+                }
+            }
+        }
+    }
+    for (ty, raw) in &new_avas {
+        schema.validate(*ty, raw).map_err(|_| {
+            LdapError::new(
+                ResultCode::InvalidAttributeSyntax,
+                format!("{}: value invalid per syntax", schema.attr(*ty).name()),
+            )
+        })?;
+        let n = norm_of(*ty, raw);
+        match attrs
+            .iter_mut()
+            .find(|a| a.ty == *ty && a.options.is_empty())
+        {
+            Some(a) => {
+                if a.find(&n).is_none() {
+                    a.values.push(raw.clone().into_boxed_slice());
+                    a.norm.push(n.into_boxed_slice());
+                }
+            }
+            None => attrs.push(
+                Attr::new(schema, *ty, "", vec![raw.clone().into_boxed_slice()]).map_err(|e| {
+                    LdapError::new(ResultCode::InvalidAttributeSyntax, e.to_string())
+                })?,
+            ),
+        }
+    }
+    rdn_values_present(shared, &new_ndn, &attrs)?;
+    check_entry(shared, &attrs)?;
+    let now = generalized_time(txn.now());
+    set_operational(
+        schema,
+        &mut attrs,
+        shared.known.modifiers_name,
+        who.as_bytes(),
+    );
+    set_operational(
+        schema,
+        &mut attrs,
+        shared.known.modify_timestamp,
+        now.as_bytes(),
+    );
+    let dn = format!("{},{}", r.new_rdn, parent.dn);
+    txn.rename(e.id, dn, new_ndn, Some(parent.id), attrs)?;
+    Ok(())
+}
+
+pub(crate) fn submit(shared: &Arc<Shared>, who: &Identity, req: &ModifyDnRequest<'_>) -> Pending {
+    let r = match prepare(shared, req) {
+        Ok(r) => r,
+        Err(e) => return ready(Err(e)),
+    };
+    if let Err(e) = require_admin(who, "modrdn") {
+        return ready(Err(e));
+    }
+    let sh = shared.clone();
+    let who = who.dn.clone();
+    submit_write(shared, move |txn| apply(&sh, txn, &who, r))
+}

@@ -1,0 +1,427 @@
+//! Search (RFC 4511 §4.5): resolve base, compile the filter, walk the version, stream entries.
+//!
+//! The request is parsed and the filter compiled in the read loop; the walk runs on the
+//! blocking pool so long searches neither stall the connection nor other connections, and
+//! encoded entries go to the connection's write task every `FLUSH_BYTES`. The walk sees one
+//! version of the store from start to end.
+
+use std::borrow::Cow;
+use std::ops::ControlFlow;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use proto::{tags, ResultCode, SearchRequest};
+use schema::{AttrId, NormDn, Schema};
+use store::{Entry, Filter};
+
+use crate::error::{LdapError, LdapResult};
+use crate::session::{encode_result_into, result_pdu, Conn, FLUSH_BYTES};
+use crate::state::{Identity, Shared};
+
+/// Compiles a wire filter against the schema (see `store::filter` for the Undefined rules).
+/// An assertion on an attribute in `hidden` (one the requester may not read) is Undefined, so
+/// results cannot be used to learn its values.
+pub fn compile(schema: &Schema, hidden: &[AttrId], f: &proto::Filter<'_>) -> Filter {
+    use proto::Filter as P;
+    let attr = |raw: &[u8]| -> Option<AttrId> {
+        let s = std::str::from_utf8(raw).ok()?;
+        let (name, _) = crate::state::split_description(s);
+        let id = schema.attr_by_name(name)?;
+        if hidden.iter().any(|h| schema.is_subtype(id, *h)) {
+            return None;
+        }
+        Some(id)
+    };
+    match f {
+        P::And(v) if v.is_empty() => Filter::True,
+        P::Or(v) if v.is_empty() => Filter::False,
+        P::And(v) => Filter::And(v.iter().map(|f| compile(schema, hidden, f)).collect()),
+        P::Or(v) => Filter::Or(v.iter().map(|f| compile(schema, hidden, f)).collect()),
+        P::Not(f) => Filter::Not(Box::new(compile(schema, hidden, f))),
+        P::Equality(a, v) | P::Approx(a, v) => match attr(a) {
+            Some(ty) if schema.attr(ty).equality.is_some() => match schema.normalize_eq(ty, v) {
+                Ok(norm) => Filter::Equality { attr: ty, norm },
+                Err(_) => Filter::Undefined,
+            },
+            _ => Filter::Undefined,
+        },
+        P::Substrings {
+            attr: a,
+            initial,
+            any,
+            final_,
+        } => match attr(a) {
+            Some(ty) if schema.attr(ty).substr.is_some() => Filter::Substrings {
+                attr: ty,
+                initial: initial.as_ref().map(|c| c.to_vec()),
+                any: any.iter().map(|c| c.to_vec()).collect(),
+                final_: final_.as_ref().map(|c| c.to_vec()),
+            },
+            _ => Filter::Undefined,
+        },
+        P::GreaterOrEqual(a, v) => match attr(a) {
+            Some(ty) if schema.attr(ty).ordering.is_some() => Filter::GreaterOrEqual {
+                attr: ty,
+                value: v.to_vec(),
+            },
+            _ => Filter::Undefined,
+        },
+        P::LessOrEqual(a, v) => match attr(a) {
+            Some(ty) if schema.attr(ty).ordering.is_some() => Filter::LessOrEqual {
+                attr: ty,
+                value: v.to_vec(),
+            },
+            _ => Filter::Undefined,
+        },
+        P::Present(a) => match attr(a) {
+            Some(ty)
+                if schema
+                    .attr(ty)
+                    .names
+                    .iter()
+                    .any(|n| n.eq_ignore_ascii_case("objectClass")) =>
+            {
+                Filter::True
+            }
+            Some(ty) => Filter::Present(ty),
+            None => Filter::Undefined,
+        },
+        P::Extensible {
+            rule,
+            attr: a,
+            value,
+            dn_attributes,
+        } => {
+            let rule = match rule {
+                Some(r) => match std::str::from_utf8(r)
+                    .ok()
+                    .and_then(|r| schema.rule_by_name(r))
+                {
+                    Some(r) => Some(r),
+                    None => return Filter::Undefined,
+                },
+                None => None,
+            };
+            let ty = match a {
+                Some(a) => match attr(a) {
+                    Some(t) => Some(t),
+                    None => return Filter::Undefined,
+                },
+                None => None,
+            };
+            if rule.is_none() && ty.is_none() {
+                return Filter::Undefined;
+            }
+            Filter::Extensible {
+                rule,
+                attr: ty,
+                value: value.to_vec(),
+                dn: *dn_attributes,
+            }
+        }
+    }
+}
+
+/// Which attributes a search returns (RFC 4511 §4.5.1.8).
+pub struct Selection {
+    /// Attribute names only, no values.
+    types_only: bool,
+    all_user: bool,
+    all_operational: bool,
+    named: Vec<AttrId>,
+}
+
+impl Selection {
+    pub fn parse(schema: &Schema, attrs: &[Cow<'_, [u8]>], types_only: bool) -> Selection {
+        let mut s = Selection {
+            types_only,
+            all_user: attrs.is_empty(),
+            all_operational: false,
+            named: Vec::new(),
+        };
+        for a in attrs {
+            match &**a {
+                b"*" => s.all_user = true,
+                b"+" => s.all_operational = true,
+                b"1.1" => {}
+                raw => {
+                    if let Ok(name) = std::str::from_utf8(raw) {
+                        let (name, _) = crate::state::split_description(name);
+                        if let Some(id) = schema.attr_by_name(name) {
+                            s.named.push(id);
+                        }
+                    }
+                }
+            }
+        }
+        s
+    }
+
+    pub fn wants(&self, schema: &Schema, ty: AttrId) -> bool {
+        let all = if schema.attr(ty).is_operational() {
+            self.all_operational
+        } else {
+            self.all_user
+        };
+        all || self.named.iter().any(|n| schema.is_subtype(ty, *n))
+    }
+}
+
+/// Encodes one entry as a SearchResultEntry, with the attributes `sel` asks for, the
+/// server-computed operational attributes, and userPassword only for the administrator.
+pub(crate) fn encode_entry(
+    shared: &Shared,
+    v: Option<&store::Version>,
+    out: &mut Vec<u8>,
+    id: i32,
+    e: &Entry,
+    sel: &Selection,
+    who: &Identity,
+) {
+    let schema = &*shared.schema;
+    let k = &shared.known;
+    let mut attrs: Vec<OutAttr<'_>> = Vec::with_capacity(e.attrs.len() + 4);
+    for a in &e.attrs {
+        if !sel.wants(schema, a.ty) || (a.ty == k.user_password && !who.is_admin) {
+            continue;
+        }
+        let name = schema.attr(a.ty).name();
+        let name: Cow<'_, [u8]> = if a.options.is_empty() {
+            Cow::Borrowed(name.as_bytes())
+        } else {
+            Cow::Owned(format!("{name}{}", a.options).into_bytes())
+        };
+        let values = if sel.types_only {
+            Vec::new()
+        } else {
+            a.values.iter().map(|v| &**v).collect()
+        };
+        attrs.push((name, values));
+    }
+    // Computed operational attributes (only for stored entries).
+    let mut computed: Vec<(AttrId, Vec<u8>)> = Vec::new();
+    if let Some(v) = v {
+        if sel.wants(schema, k.entry_dn) {
+            computed.push((k.entry_dn, e.dn.as_bytes().to_vec()));
+        }
+        let kids = v.num_children(e.id);
+        if sel.wants(schema, k.has_subordinates) {
+            computed.push((
+                k.has_subordinates,
+                if kids > 0 {
+                    b"TRUE".to_vec()
+                } else {
+                    b"FALSE".to_vec()
+                },
+            ));
+        }
+        if sel.wants(schema, k.num_subordinates) {
+            computed.push((k.num_subordinates, kids.to_string().into_bytes()));
+        }
+        if sel.wants(schema, k.subschema_subentry) {
+            computed.push((k.subschema_subentry, b"cn=Subschema".to_vec()));
+        }
+    }
+    for (ty, val) in &computed {
+        let values = if sel.types_only {
+            Vec::new()
+        } else {
+            vec![val.as_slice()]
+        };
+        attrs.push((Cow::Borrowed(schema.attr(*ty).name().as_bytes()), values));
+    }
+    proto::encode_search_entry(
+        out,
+        id,
+        e.dn.as_bytes(),
+        attrs.iter().map(|(n, vs)| (&**n, vs.iter().copied())),
+    );
+}
+
+/// An attribute on its way out: description and values.
+type OutAttr<'a> = (Cow<'a, [u8]>, Vec<&'a [u8]>);
+
+/// A search ready to run: everything resolved from the request.
+struct Prepared {
+    base: NormDn,
+    root: bool,
+    scope: store::Scope,
+    filter: Filter,
+    sel: Selection,
+    size_limit: u64,
+    deadline: Option<Instant>,
+}
+
+fn prepare(shared: &Shared, req: &SearchRequest<'_>, who: &Identity) -> LdapResult<Prepared> {
+    let root = req.base.is_empty();
+    let base = if root {
+        NormDn {
+            norm: String::new(),
+            rdns: Vec::new(),
+        }
+    } else {
+        shared.parse_dn(&req.base)?.1
+    };
+    let scope = match req.scope {
+        proto::Scope::Base => store::Scope::Base,
+        proto::Scope::One => store::Scope::One,
+        proto::Scope::Subtree => store::Scope::Subtree,
+    };
+    let limit = |client: i64, server: u64| -> u64 {
+        let client = u64::try_from(client).unwrap_or(0);
+        let server = if who.is_admin { 0 } else { server };
+        match (client, server) {
+            (0, s) => s,
+            (c, 0) => c,
+            (c, s) => c.min(s),
+        }
+    };
+    let size_limit = limit(req.size_limit, shared.config.size_limit);
+    let hidden: &[AttrId] = if who.is_admin {
+        &[]
+    } else {
+        std::slice::from_ref(&shared.known.user_password)
+    };
+    let time_limit = limit(req.time_limit, shared.config.time_limit);
+    Ok(Prepared {
+        base,
+        root,
+        scope,
+        filter: compile(&shared.schema, hidden, &req.filter),
+        sel: Selection::parse(&shared.schema, &req.attributes, req.types_only),
+        size_limit,
+        deadline: (time_limit > 0).then(|| Instant::now() + Duration::from_secs(time_limit)),
+    })
+}
+
+pub(crate) async fn start(conn: &Arc<Conn>, id: i32, req: &SearchRequest<'_>, who: Arc<Identity>) {
+    let shared = &conn.shared;
+    let p = match prepare(shared, req, &who) {
+        Ok(p) => p,
+        Err(e) => {
+            conn.send(result_pdu(id, tags::SEARCH_RESULT_DONE, Err(&e)))
+                .await;
+            return;
+        }
+    };
+    // The server-held entries: root DSE and subschema subentry, base scope only.
+    let virtual_entry = if p.root && p.scope == store::Scope::Base {
+        Some(&shared.root_dse)
+    } else if p.scope == store::Scope::Base && p.base == shared.subschema.ndn {
+        Some(&shared.subschema)
+    } else {
+        None
+    };
+    if let Some(e) = virtual_entry {
+        let mut out = Vec::with_capacity(1024);
+        if p.filter.eval(&shared.schema, e) == store::Tri::True {
+            encode_entry(shared, None, &mut out, id, e, &p.sel, &who);
+        }
+        encode_result_into(&mut out, id, tags::SEARCH_RESULT_DONE, Ok(()));
+        conn.send(out).await;
+        return;
+    }
+    let Ok(permit) = conn.permits.clone().acquire_owned().await else {
+        return;
+    };
+    let flag = Arc::new(AtomicBool::new(false));
+    if let Ok(mut m) = conn.running.lock() {
+        m.insert(id, flag.clone());
+    }
+    let conn = conn.clone();
+    tokio::task::spawn_blocking(move || {
+        run(&conn, id, &p, &who, &flag);
+        if let Ok(mut m) = conn.running.lock() {
+            m.remove(&id);
+        }
+        drop(permit);
+    });
+}
+
+/// Runs a prepared search and sends its entries and result, unless abandoned.
+fn run(conn: &Conn, id: i32, p: &Prepared, who: &Identity, abandoned: &AtomicBool) {
+    let shared = &*conn.shared;
+    let schema = &*shared.schema;
+    let v = shared.store.read();
+    // The bases to walk: the named entry, or every naming context for the root.
+    let mut bases: Vec<Arc<Entry>> = Vec::new();
+    let mut scope = p.scope;
+    if p.root {
+        for s in &shared.suffixes {
+            if let Some(e) = v.lookup(s) {
+                bases.push(e.clone());
+            }
+        }
+        if scope == store::Scope::One {
+            scope = store::Scope::Base;
+        }
+    } else {
+        match v.lookup(&p.base) {
+            Some(e) => bases.push(e.clone()),
+            None => {
+                let e = shared.no_such_object(&v, &p.base);
+                let _ = conn
+                    .out
+                    .blocking_send(result_pdu(id, tags::SEARCH_RESULT_DONE, Err(&e)));
+                return;
+            }
+        }
+    }
+    let mut out: Vec<u8> = Vec::with_capacity(16 * 1024);
+    let mut sent: u64 = 0;
+    let mut outcome: Result<(), LdapError> = Ok(());
+    let mut gone = false;
+    'bases: for base in &bases {
+        let mut visit = |e: &Arc<Entry>| -> ControlFlow<()> {
+            if p.size_limit > 0 && sent >= p.size_limit {
+                outcome = Err(LdapError::new(
+                    ResultCode::SizeLimitExceeded,
+                    "size limit exceeded",
+                ));
+                return ControlFlow::Break(());
+            }
+            encode_entry(shared, Some(&v), &mut out, id, e, &p.sel, who);
+            sent += 1;
+            if out.len() >= FLUSH_BYTES {
+                if conn.out.blocking_send(std::mem::take(&mut out)).is_err() {
+                    gone = true;
+                    return ControlFlow::Break(());
+                }
+                out.reserve(16 * 1024);
+            }
+            ControlFlow::Continue(())
+        };
+        let mut timed_out = false;
+        let tick = || {
+            if abandoned.load(Ordering::Relaxed) {
+                return ControlFlow::Break(());
+            }
+            if p.deadline.is_some_and(|d| Instant::now() > d) {
+                timed_out = true;
+                return ControlFlow::Break(());
+            }
+            ControlFlow::Continue(())
+        };
+        v.search(schema, base, scope, &p.filter, &mut visit, tick);
+        if timed_out {
+            outcome = Err(LdapError::new(
+                ResultCode::TimeLimitExceeded,
+                "time limit exceeded",
+            ));
+        }
+        if outcome.is_err() || gone || abandoned.load(Ordering::Relaxed) {
+            break 'bases;
+        }
+    }
+    if gone || abandoned.load(Ordering::Relaxed) {
+        return;
+    }
+    encode_result_into(
+        &mut out,
+        id,
+        tags::SEARCH_RESULT_DONE,
+        outcome.as_ref().map(|_| ()),
+    );
+    let _ = conn.out.blocking_send(out);
+}

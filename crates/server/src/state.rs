@@ -1,0 +1,172 @@
+//! What every session shares: configuration, schema, the store, the naming contexts, the
+//! administrator, and the server-held virtual entries (root DSE, subschema subentry).
+//!
+//! It is one `Arc<Shared>`, immutable after start: sessions read it without locks. All mutable
+//! directory state lives in the store's versions.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use proto::ResultCode;
+use schema::{AttrId, Dn, NormDn, Schema};
+use store::{Entry, Store};
+
+use crate::config::Config;
+use crate::error::{LdapError, LdapResult};
+
+/// Attribute ids the server itself uses, resolved once.
+pub struct Known {
+    pub object_class: AttrId,
+    pub user_password: AttrId,
+    pub create_timestamp: AttrId,
+    pub modify_timestamp: AttrId,
+    pub creators_name: AttrId,
+    pub modifiers_name: AttrId,
+    pub entry_uuid: AttrId,
+    pub entry_dn: AttrId,
+    pub structural_object_class: AttrId,
+    pub has_subordinates: AttrId,
+    pub num_subordinates: AttrId,
+    pub subschema_subentry: AttrId,
+}
+
+impl Known {
+    fn resolve(schema: &Schema) -> Result<Known, String> {
+        let get = |n: &str| {
+            schema
+                .attr_by_name(n)
+                .ok_or_else(|| format!("built-in schema lacks attribute type '{n}'"))
+        };
+        Ok(Known {
+            object_class: get("objectClass")?,
+            user_password: get("userPassword")?,
+            create_timestamp: get("createTimestamp")?,
+            modify_timestamp: get("modifyTimestamp")?,
+            creators_name: get("creatorsName")?,
+            modifiers_name: get("modifiersName")?,
+            entry_uuid: get("entryUUID")?,
+            entry_dn: get("entryDN")?,
+            structural_object_class: get("structuralObjectClass")?,
+            has_subordinates: get("hasSubordinates")?,
+            num_subordinates: get("numSubordinates")?,
+            subschema_subentry: get("subschemaSubentry")?,
+        })
+    }
+}
+
+/// Per-operation counters, for monitoring and for checking load generators against the server.
+#[derive(Default)]
+pub struct Counters {
+    pub bind: AtomicU64,
+    pub search: AtomicU64,
+    pub compare: AtomicU64,
+    pub add: AtomicU64,
+    pub delete: AtomicU64,
+    pub modify: AtomicU64,
+    pub modrdn: AtomicU64,
+    pub extended: AtomicU64,
+    pub abandon: AtomicU64,
+    pub connections: AtomicU64,
+}
+
+impl Counters {
+    pub fn bump(c: &AtomicU64) {
+        c.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+pub struct Shared {
+    pub config: Config,
+    pub schema: Arc<Schema>,
+    pub store: Store,
+    pub known: Known,
+    pub suffixes: Vec<NormDn>,
+    pub admin: NormDn,
+    /// The root DSE and `cn=Subschema`, served from memory, not stored.
+    pub root_dse: Entry,
+    pub subschema: Entry,
+    pub counters: Counters,
+}
+
+/// Who a connection is bound as.
+#[derive(Debug, Clone, Default)]
+pub struct Identity {
+    /// The DN as the client gave it at bind; empty for anonymous.
+    pub dn: String,
+    pub ndn: Option<NormDn>,
+    pub is_admin: bool,
+}
+
+impl Identity {
+    pub fn is_anonymous(&self) -> bool {
+        self.ndn.is_none()
+    }
+}
+
+impl Shared {
+    pub(crate) fn known_init(schema: &Schema) -> Result<Known, String> {
+        Known::resolve(schema)
+    }
+
+    /// Parses and normalizes a DN from the wire (invalidDNSyntax when it is not one).
+    pub fn parse_dn(&self, raw: &[u8]) -> LdapResult<(Dn, NormDn)> {
+        let s = std::str::from_utf8(raw)
+            .map_err(|_| LdapError::new(ResultCode::InvalidDnSyntax, "invalid DN: not UTF-8"))?;
+        let dn =
+            Dn::parse(s).map_err(|e| LdapError::new(ResultCode::InvalidDnSyntax, e.to_string()))?;
+        let ndn = dn
+            .normalize(&self.schema)
+            .map_err(|e| LdapError::new(ResultCode::InvalidDnSyntax, e.to_string()))?;
+        Ok((dn, ndn))
+    }
+
+    /// The naming context holding `ndn`, if any.
+    pub fn suffix_of(&self, ndn: &NormDn) -> Option<&NormDn> {
+        self.suffixes
+            .iter()
+            .find(|s| *s == ndn || ndn.is_descendant_of(s))
+    }
+
+    pub fn is_suffix(&self, ndn: &NormDn) -> bool {
+        self.suffixes.iter().any(|s| s == ndn)
+    }
+
+    /// noSuchObject for `ndn`, with the nearest existing ancestor as matchedDN.
+    pub fn no_such_object(&self, v: &store::Version, ndn: &NormDn) -> LdapError {
+        let matched = v.matched(ndn).map(|e| e.dn.clone()).unwrap_or_default();
+        LdapError::new(ResultCode::NoSuchObject, "no such object").with_matched(matched)
+    }
+}
+
+/// Splits an attribute description `name;opt1;opt2` into the type and its options, lower-cased
+/// and sorted (RFC 4512 §2.5: options are case-insensitive and unordered).
+pub fn split_description(desc: &str) -> (&str, String) {
+    let mut parts = desc.split(';');
+    let name = parts.next().unwrap_or("");
+    let mut opts: Vec<String> = parts
+        .filter(|p| !p.is_empty())
+        .map(|p| p.to_ascii_lowercase())
+        .collect();
+    opts.sort();
+    opts.dedup();
+    let options = opts.iter().map(|o| format!(";{o}")).collect::<String>();
+    (name, options)
+}
+
+/// Resolves an attribute description from a request; undefinedAttributeType when unknown.
+pub fn resolve_attr(schema: &Schema, raw: &[u8]) -> LdapResult<(AttrId, String)> {
+    let s = std::str::from_utf8(raw).map_err(|_| {
+        LdapError::new(
+            ResultCode::UndefinedAttributeType,
+            "attribute description is not UTF-8",
+        )
+    })?;
+    let (name, options) = split_description(s);
+    match schema.attr_by_name(name) {
+        Some(id) => Ok((id, options)),
+        None => Err(LdapError::new(
+            ResultCode::UndefinedAttributeType,
+            format!("{name}: attribute type undefined"),
+        )),
+    }
+}

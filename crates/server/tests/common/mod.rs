@@ -1,0 +1,125 @@
+//! A Linden server for tests: started in-process on 127.0.0.1:0 with its own runtime, stopped
+//! when the handle drops. Administrator `cn=admin,dc=example,dc=com`, password `secret`.
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::process::Command;
+use std::sync::Arc;
+
+pub const ADMIN_DN: &str = "cn=admin,dc=example,dc=com";
+pub const ADMIN_PW: &str = "secret";
+pub const BASE: &str = "dc=example,dc=com";
+
+pub struct TestServer {
+    pub addr: SocketAddr,
+    pub url: String,
+    pub server: Arc<server::Server>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl TestServer {
+    pub fn start(demo: bool) -> TestServer {
+        Self::start_with(|c| c.demo = demo)
+    }
+
+    pub fn start_with(tweak: impl FnOnce(&mut server::Config)) -> TestServer {
+        let mut config = server::Config {
+            listen: "127.0.0.1:0".parse().expect("addr"),
+            admin_password_hash: pwhash::hash(pwhash::Scheme::default(), ADMIN_PW.as_bytes()),
+            ..server::Config::default()
+        };
+        tweak(&mut config);
+        let srv = Arc::new(server::Server::start(config).expect("server starts"));
+        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let s2 = srv.clone();
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .expect("runtime");
+            rt.block_on(async move {
+                let l = tokio::net::TcpListener::bind("127.0.0.1:0")
+                    .await
+                    .expect("bind");
+                addr_tx
+                    .send(l.local_addr().expect("addr"))
+                    .expect("send addr");
+                let _ = s2
+                    .serve(l, async {
+                        let _ = stop_rx.await;
+                    })
+                    .await;
+            });
+        });
+        let addr = addr_rx.recv().expect("server address");
+        TestServer {
+            addr,
+            url: format!("ldap://{addr}"),
+            server: srv,
+            stop: Some(stop_tx),
+            thread: Some(thread),
+        }
+    }
+
+    /// An ldap3 connection bound as the administrator.
+    pub fn admin(&self) -> ldap3::LdapConn {
+        let mut c = ldap3::LdapConn::new(&self.url).expect("connect");
+        c.simple_bind(ADMIN_DN, ADMIN_PW)
+            .expect("bind")
+            .success()
+            .expect("admin bind");
+        c
+    }
+
+    pub fn anon(&self) -> ldap3::LdapConn {
+        ldap3::LdapConn::new(&self.url).expect("connect")
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Runs an OpenLDAP client tool; panics with a pointer to the installer when it is missing.
+pub fn tool(name: &str, args: &[&str], stdin: Option<&str>) -> (i32, String, String) {
+    use std::io::Write;
+    let mut cmd = Command::new(name);
+    cmd.args(args)
+        .env("LDAPTLS_REQCERT", "never")
+        .env("LDAPCONF", "/dev/null")
+        .env("LDAPRC", "/dev/null")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap_or_else(|e| {
+        panic!(
+            "cannot run {name} ({e}): install OpenLDAP's ldap-utils (scripts/install-test-deps.sh)"
+        )
+    });
+    if let Some(input) = stdin {
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(input.as_bytes())
+            .expect("write stdin");
+    } else {
+        drop(child.stdin.take());
+    }
+    let out = child.wait_with_output().expect("tool output");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}

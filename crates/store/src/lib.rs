@@ -1,0 +1,31 @@
+//! The in-memory, versioned (MVCC) directory store.
+//!
+//! - `entry`: entries and attributes as kept in memory (raw values plus equality-normalized keys).
+//! - `version`: one immutable, consistent version of the whole directory, with its DN map,
+//!   children map and indexes; readers hold an `Arc<Version>` and never block.
+//! - `filter`: the schema-resolved search filter and its three-valued evaluation (RFC 4511 §4.5.1.7).
+//! - `plan`: candidate selection over the indexes and scope walking.
+//! - `writer`: the single writer thread with group commit; operations run as closures against a
+//!   `Txn`, each all-or-nothing, and are acknowledged after their batch is published.
+//!
+//! Persistence (transaction log, snapshots) attaches to the writer: every batch ends in one place
+//! (`Writer::commit_batch`) where the changed entries are known.
+
+pub mod entry;
+pub mod filter;
+pub mod plan;
+pub mod version;
+pub mod writer;
+
+pub use entry::{Attr, Entry, EntryId};
+pub use filter::{Filter, Tri};
+pub use version::Version;
+pub use writer::{Store, StoreError, Txn};
+
+/// Search scope (RFC 4511 §4.5.1.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    Base,
+    One,
+    Subtree,
+}

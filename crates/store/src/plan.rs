@@ -1,0 +1,164 @@
+//! Search planning: pick candidate entries from the indexes, then walk the scope.
+//!
+//! `candidates` returns `None` when the indexes cannot narrow the filter (the scope is walked
+//! instead). Every candidate is still checked against the scope and the full filter, so the plan
+//! only has to over-approximate.
+
+use std::ops::ControlFlow;
+use std::sync::Arc;
+
+use roaring::RoaringBitmap;
+use schema::Schema;
+
+use crate::entry::{Entry, EntryId};
+use crate::filter::{Filter, Tri};
+use crate::version::Version;
+use crate::Scope;
+
+/// How many entries a search examines between calls of its `tick`.
+pub const TICK_EVERY: u32 = 256;
+
+impl Version {
+    /// Entries that may match `f`, or `None` for "cannot tell, scan the scope".
+    pub fn candidates(&self, schema: &Schema, f: &Filter) -> Option<RoaringBitmap> {
+        match f {
+            Filter::False | Filter::Undefined => Some(RoaringBitmap::new()),
+            Filter::Equality { attr, norm } => {
+                let mut out = RoaringBitmap::new();
+                for &t in schema.subtypes(*attr) {
+                    if !self.is_indexed(t) {
+                        return None;
+                    }
+                    if let Some(b) = self.eq_postings(t, norm) {
+                        out |= b;
+                    }
+                }
+                Some(out)
+            }
+            Filter::Present(attr) => {
+                let mut out = RoaringBitmap::new();
+                for &t in schema.subtypes(*attr) {
+                    if !self.is_indexed(t) {
+                        return None;
+                    }
+                    if let Some(b) = self.pres_postings(t) {
+                        out |= b;
+                    }
+                }
+                Some(out)
+            }
+            Filter::And(fs) => {
+                // Intersect what the indexed parts give; unindexed parts are checked per entry.
+                let mut acc: Option<RoaringBitmap> = None;
+                for f in fs {
+                    if let Some(b) = self.candidates(schema, f) {
+                        acc = Some(match acc {
+                            Some(a) => a & b,
+                            None => b,
+                        });
+                        if acc.as_ref().is_some_and(RoaringBitmap::is_empty) {
+                            break;
+                        }
+                    }
+                }
+                acc
+            }
+            Filter::Or(fs) => {
+                let mut acc = RoaringBitmap::new();
+                for f in fs {
+                    acc |= self.candidates(schema, f)?;
+                }
+                Some(acc)
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether entry `e` is within `scope` of `base`.
+    pub fn in_scope(&self, base: &Entry, scope: Scope, e: &Entry) -> bool {
+        match scope {
+            Scope::Base => e.id == base.id,
+            Scope::One => e.parent == Some(base.id),
+            Scope::Subtree => e.id == base.id || e.ndn.is_descendant_of(&base.ndn),
+        }
+    }
+
+    /// Calls `visit` with every entry within `scope` of `base` for which `filter` is True, each
+    /// exactly once. Stops early when `visit` breaks, or when `tick` (called every
+    /// `TICK_EVERY` entries examined, matching or not) breaks: that is where abandon and time
+    /// limits are checked during long scans that match little.
+    pub fn search(
+        &self,
+        schema: &Schema,
+        base: &Arc<Entry>,
+        scope: Scope,
+        filter: &Filter,
+        mut visit: impl FnMut(&Arc<Entry>) -> ControlFlow<()>,
+        mut tick: impl FnMut() -> ControlFlow<()>,
+    ) {
+        let mut examined: u32 = 0;
+        let mut check = |e: &Arc<Entry>| -> ControlFlow<()> {
+            examined = examined.wrapping_add(1);
+            if examined.is_multiple_of(TICK_EVERY) {
+                tick()?;
+            }
+            if filter.eval(schema, e) == Tri::True {
+                visit(e)
+            } else {
+                ControlFlow::Continue(())
+            }
+        };
+        if scope == Scope::Base {
+            let _ = check(base);
+            return;
+        }
+        if let Some(cands) = self.candidates(schema, filter) {
+            // Walk the smaller of the two sets: candidates, or the scope when it is smaller.
+            let scope_small = scope == Scope::One && self.num_children(base.id) < cands.len();
+            if !scope_small {
+                for id in &cands {
+                    if let Some(e) = self.get(id) {
+                        if self.in_scope(base, scope, e) && check(e).is_break() {
+                            return;
+                        }
+                    }
+                }
+                return;
+            }
+        }
+        match scope {
+            Scope::Base => {}
+            Scope::One => {
+                if let Some(kids) = self.children(base.id) {
+                    for id in kids {
+                        if let Some(e) = self.get(id) {
+                            if check(e).is_break() {
+                                return;
+                            }
+                        }
+                    }
+                }
+            }
+            Scope::Subtree => {
+                let _ = self.walk(base, &mut check);
+            }
+        }
+    }
+
+    /// Depth-first walk of a subtree (base first), with an explicit stack.
+    pub fn walk(
+        &self,
+        base: &Arc<Entry>,
+        f: &mut impl FnMut(&Arc<Entry>) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        let mut stack: Vec<EntryId> = vec![base.id];
+        while let Some(id) = stack.pop() {
+            let Some(e) = self.get(id) else { continue };
+            f(e)?;
+            if let Some(kids) = self.children(id) {
+                stack.extend(kids.iter().rev());
+            }
+        }
+        ControlFlow::Continue(())
+    }
+}

@@ -1,0 +1,286 @@
+//! The single writer and its transactions.
+//!
+//! All changes go through one thread. It takes every operation waiting in its queue (a batch),
+//! runs each as a closure against a private working copy of the newest version, publishes the
+//! resulting version once for the whole batch, and only then answers the operations. Each
+//! operation is all-or-nothing: the working copy is saved before it runs (an O(1) clone of the
+//! persistent maps) and restored if it returns an error. The durable log attaches in
+//! `commit_batch`, between applying the batch and publishing it.
+
+use std::collections::HashSet;
+use std::future::Future;
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use arc_swap::ArcSwap;
+use schema::{AttrId, NormDn, Schema};
+use tokio::sync::oneshot;
+
+use crate::entry::{Attr, Entry, EntryId};
+use crate::version::Version;
+
+/// Failures of the store itself (not of an operation's own checks).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    #[error("the writer has stopped; no further changes are accepted")]
+    WriterStopped,
+    #[error("entry '{0}' already exists")]
+    AlreadyExists(String),
+    #[error("parent of '{0}' does not exist")]
+    NoParent(String),
+    #[error("entry '{0}' has subordinates")]
+    NotLeaf(String),
+    #[error("no such entry")]
+    NoSuchEntry,
+}
+
+/// Operations handed to the writer thread: run against the working version, return the reply
+/// to send once the batch is published.
+type Job = Box<dyn FnOnce(&mut Txn) -> Box<dyn FnOnce() + Send> + Send>;
+
+/// Most operations applied in one batch before it is published.
+const MAX_BATCH: usize = 4096;
+
+pub struct Store {
+    current: Arc<ArcSwap<Version>>,
+    schema: Arc<Schema>,
+    jobs: mpsc::Sender<Job>,
+}
+
+impl Store {
+    /// A new, empty store indexing `indexed` attribute types (equality and presence).
+    pub fn new(schema: Arc<Schema>, indexed: &[AttrId]) -> Store {
+        let set: HashSet<AttrId> = indexed.iter().copied().collect();
+        let current = Arc::new(ArcSwap::from_pointee(Version::empty(set)));
+        let (tx, rx) = mpsc::channel::<Job>();
+        let cur = current.clone();
+        let sch = schema.clone();
+        std::thread::Builder::new()
+            .name("linden-writer".into())
+            .spawn(move || writer_loop(rx, cur, sch))
+            .map(|_| ())
+            .unwrap_or_else(|e| tracing::error!("cannot start the writer thread: {e}"));
+        Store {
+            current,
+            schema,
+            jobs: tx,
+        }
+    }
+
+    pub fn schema(&self) -> &Arc<Schema> {
+        &self.schema
+    }
+
+    /// The newest published version. Never blocks.
+    pub fn read(&self) -> Arc<Version> {
+        self.current.load_full()
+    }
+
+    /// Hands `f` to the writer as one all-or-nothing operation, now (so operations queued in
+    /// order run in that order); the returned future resolves after the batch holding it is
+    /// published (and, with persistence, durable).
+    pub fn write<R, E, F>(
+        &self,
+        f: F,
+    ) -> impl Future<Output = Result<Result<R, E>, StoreError>> + Send + 'static
+    where
+        R: Send + 'static,
+        E: Send + 'static,
+        F: FnOnce(&mut Txn) -> Result<R, E> + Send + 'static,
+    {
+        let (tx, rx) = oneshot::channel();
+        let job: Job = Box::new(move |txn: &mut Txn| {
+            let saved = txn.work.clone();
+            let r = f(txn);
+            if r.is_err() {
+                txn.work = saved;
+            }
+            Box::new(move || {
+                let _ = tx.send(r);
+            })
+        });
+        let sent = self.jobs.send(job).is_ok();
+        async move {
+            if !sent {
+                return Err(StoreError::WriterStopped);
+            }
+            rx.await.map_err(|_| StoreError::WriterStopped)
+        }
+    }
+
+    /// Blocking variant of `write` for start-up code outside an async context.
+    pub fn write_blocking<R, E, F>(&self, f: F) -> Result<Result<R, E>, StoreError>
+    where
+        R: Send + 'static,
+        E: Send + 'static,
+        F: FnOnce(&mut Txn) -> Result<R, E> + Send + 'static,
+    {
+        let (tx, rx) = mpsc::channel();
+        let job: Job = Box::new(move |txn: &mut Txn| {
+            let saved = txn.work.clone();
+            let r = f(txn);
+            if r.is_err() {
+                txn.work = saved;
+            }
+            Box::new(move || {
+                let _ = tx.send(r);
+            })
+        });
+        self.jobs.send(job).map_err(|_| StoreError::WriterStopped)?;
+        rx.recv().map_err(|_| StoreError::WriterStopped)
+    }
+}
+
+fn writer_loop(rx: mpsc::Receiver<Job>, current: Arc<ArcSwap<Version>>, schema: Arc<Schema>) {
+    let mut replies: Vec<Box<dyn FnOnce() + Send>> = Vec::new();
+    while let Ok(first) = rx.recv() {
+        let mut work = (**current.load()).clone();
+        work.seq += 1;
+        let mut txn = Txn {
+            work,
+            schema: schema.clone(),
+            now: SystemTime::now(),
+        };
+        replies.push(first(&mut txn));
+        while replies.len() < MAX_BATCH {
+            match rx.try_recv() {
+                Ok(job) => replies.push(job(&mut txn)),
+                Err(_) => break,
+            }
+        }
+        current.store(Arc::new(txn.work));
+        for r in replies.drain(..) {
+            r();
+        }
+    }
+}
+
+/// The view an operation has on the writer: the working version and the means to change it.
+pub struct Txn {
+    work: Version,
+    schema: Arc<Schema>,
+    now: SystemTime,
+}
+
+impl Txn {
+    /// The working version, with the changes of earlier operations of this batch.
+    pub fn version(&self) -> &Version {
+        &self.work
+    }
+
+    pub fn schema(&self) -> &Schema {
+        &self.schema
+    }
+
+    /// The batch's clock, so every operation of a batch carries one timestamp.
+    pub fn now(&self) -> SystemTime {
+        self.now
+    }
+
+    /// Adds a new entry under its existing parent (or as a naming context root when
+    /// `root` is true). Assigns and returns its id.
+    pub fn add(
+        &mut self,
+        dn: String,
+        ndn: NormDn,
+        attrs: Vec<Attr>,
+        root: bool,
+    ) -> Result<EntryId, StoreError> {
+        if self.work.lookup(&ndn).is_some() {
+            return Err(StoreError::AlreadyExists(dn));
+        }
+        let parent = if root {
+            None
+        } else {
+            let p = ndn
+                .parent()
+                .and_then(|p| self.work.lookup(&p).map(|e| e.id));
+            Some(p.ok_or_else(|| StoreError::NoParent(dn.clone()))?)
+        };
+        let id = self.work.alloc_id();
+        self.work.put(Entry {
+            id,
+            dn,
+            ndn,
+            parent,
+            attrs,
+        });
+        Ok(id)
+    }
+
+    /// Replaces the attributes of an entry (DN unchanged).
+    pub fn replace_attrs(&mut self, id: EntryId, attrs: Vec<Attr>) -> Result<(), StoreError> {
+        let old = self.work.get(id).ok_or(StoreError::NoSuchEntry)?;
+        let e = Entry {
+            id,
+            dn: old.dn.clone(),
+            ndn: old.ndn.clone(),
+            parent: old.parent,
+            attrs,
+        };
+        self.work.put(e);
+        Ok(())
+    }
+
+    /// Deletes a leaf entry.
+    pub fn delete(&mut self, id: EntryId) -> Result<Arc<Entry>, StoreError> {
+        let e = self.work.get(id).ok_or(StoreError::NoSuchEntry)?;
+        if self.work.num_children(id) > 0 {
+            return Err(StoreError::NotLeaf(e.dn.clone()));
+        }
+        self.work.remove(id).ok_or(StoreError::NoSuchEntry)
+    }
+
+    /// Renames and/or moves an entry and its whole subtree: the entry gets `dn`/`ndn`, its
+    /// new parent and attributes; every descendant's DN is rewritten under the new name.
+    pub fn rename(
+        &mut self,
+        id: EntryId,
+        dn: String,
+        ndn: NormDn,
+        new_parent: Option<EntryId>,
+        attrs: Vec<Attr>,
+    ) -> Result<(), StoreError> {
+        if let Some(other) = self.work.lookup(&ndn) {
+            if other.id != id {
+                return Err(StoreError::AlreadyExists(dn));
+            }
+        }
+        let old = self.work.get(id).ok_or(StoreError::NoSuchEntry)?.clone();
+        // Collect descendants before changing anything.
+        let mut descendants = Vec::new();
+        let _ = self.work.walk(&old, &mut |e| {
+            if e.id != id {
+                descendants.push(e.clone());
+            }
+            std::ops::ControlFlow::Continue(())
+        });
+        let (old_dn_len, old_norm_len) = (old.dn.len(), old.ndn.norm.len());
+        self.work.put(Entry {
+            id,
+            dn: dn.clone(),
+            ndn: ndn.clone(),
+            parent: new_parent,
+            attrs,
+        });
+        for d in descendants {
+            // A descendant's DN ends with the old DN: keep its own leading part, swap the rest.
+            let keep = d.dn.len().saturating_sub(old_dn_len);
+            let keep_norm = d.ndn.norm.len().saturating_sub(old_norm_len);
+            let new_dn = format!("{}{}", d.dn.get(..keep).unwrap_or(""), dn);
+            let depth = d.ndn.rdns.len() - old.ndn.rdns.len();
+            let mut rdns: Vec<_> = d.ndn.rdns[..depth].to_vec();
+            rdns.extend(ndn.rdns.iter().cloned());
+            let new_ndn = NormDn {
+                norm: format!("{}{}", d.ndn.norm.get(..keep_norm).unwrap_or(""), ndn.norm),
+                rdns,
+            };
+            let mut e = (*d).clone();
+            e.dn = new_dn;
+            e.ndn = new_ndn;
+            self.work.put(e);
+        }
+        Ok(())
+    }
+}

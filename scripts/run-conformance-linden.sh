@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Starts Linden on a free loopback port with a temporary data directory and runs the python-ldap
+# conformance suite (tests/conformance) against it. Exit status is pytest's.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+cargo build --quiet -p linden
+bin="${CARGO_TARGET_DIR:-target}/debug/linden"
+tmp="$(mktemp -d)"
+log="$tmp/linden.log"
+"$bin" serve --listen 127.0.0.1:0 --data "$tmp/data" --admin-password secret >"$log" 2>&1 &
+pid=$!
+cleanup() { kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; rm -rf "$tmp"; }
+trap cleanup EXIT
+
+port=""
+for _ in $(seq 1 100); do
+  port="$(grep -oE 'listening on [0-9.]+:[0-9]+' "$log" | head -n1 | sed -E 's/.*:([0-9]+)$/\1/' || true)"
+  [ -n "$port" ] && break
+  if ! kill -0 "$pid" 2>/dev/null; then echo "linden exited early:"; cat "$log"; exit 1; fi
+  sleep 0.1
+done
+if [ -z "$port" ]; then echo "linden did not report its port:"; cat "$log"; exit 1; fi
+
+export LDAP_URL="ldap://127.0.0.1:$port"
+export LDAP_ADMIN_DN="cn=admin,dc=example,dc=com"
+export LDAP_ADMIN_PASSWORD="secret"
+python3 -m pytest -q tests/conformance
