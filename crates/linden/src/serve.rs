@@ -94,7 +94,7 @@ pub fn run(mut settings: Settings) -> anyhow::Result<()> {
             .with_context(|| format!("cannot listen on {listen}"))?;
         // Tests and scripts read the port from this line when started with port 0.
         tracing::info!(
-            "listening on {bound}, suffixes: {suffixes}, data directory: {data} (in memory only)"
+            "listening on {bound}, suffixes: {suffixes}, data directory: {data} (entries are held in memory only)"
         );
         server
             .serve(listener, shutdown_signal())

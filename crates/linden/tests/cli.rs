@@ -170,11 +170,17 @@ impl Running {
 
 /// Starts `linden serve --listen 127.0.0.1:0 --data DATA ARGS` and waits for "listening on".
 fn start(data: &Path, args: &[&str]) -> Running {
+    start_with(data, args, &[])
+}
+
+/// Like `start`, with environment variables set for the server.
+fn start_with(data: &Path, args: &[&str], envs: &[(&str, &str)]) -> Running {
     let mut child = Command::new(BIN)
         .args(["serve", "--listen", "127.0.0.1:0", "--data"])
         .arg(data)
         .args(args)
         .env_remove("LINDEN_ADMIN_PASSWORD")
+        .envs(envs.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -310,32 +316,76 @@ fn serve_accepts_the_given_admin_password() {
 }
 
 #[test]
-fn password_from_environment_is_used() {
+fn password_precedence_flag_then_environment_then_file() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let out_dir = dir.path().join("data");
-    let mut child = Command::new(BIN)
-        .args(["serve", "--listen", "127.0.0.1:0", "--data"])
-        .arg(&out_dir)
-        .env("LINDEN_ADMIN_PASSWORD", "from-env")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start linden");
-    let stderr = child.stderr.take().expect("stderr");
-    let mut addr = None;
-    for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-        if let Some(rest) = line.split("listening on ").nth(1) {
-            addr = rest.split([' ', ',']).next().map(str::to_string);
-            break;
-        }
-    }
-    let addr = addr.expect("linden reported its address");
-    let url = format!("ldap://{addr}");
-    let r = ldap3_bind(&url, ADMIN, "from-env");
-    let _ = child.kill();
-    let _ = child.wait();
-    assert_eq!(r, Ok(()));
+    let data = dir.path().join("data");
+    let config = dir.path().join("linden.toml");
+    std::fs::write(&config, "admin_password = \"from-file\"\n").expect("write config");
+    let config = config.to_str().expect("utf-8 path");
+
+    let server = start_with(&data, &["--config", config], &[]);
+    assert_eq!(ldap3_bind(&server.url(), ADMIN, "from-file"), Ok(()));
+    drop(server);
+
+    let server = start_with(
+        &data,
+        &["--config", config],
+        &[("LINDEN_ADMIN_PASSWORD", "from-env")],
+    );
+    assert_eq!(ldap3_bind(&server.url(), ADMIN, "from-env"), Ok(()));
+    assert!(ldap3_bind(&server.url(), ADMIN, "from-file").is_err());
+    drop(server);
+
+    let server = start_with(
+        &data,
+        &["--config", config, "--admin-password", "from-flag"],
+        &[("LINDEN_ADMIN_PASSWORD", "from-env")],
+    );
+    assert_eq!(ldap3_bind(&server.url(), ADMIN, "from-flag"), Ok(()));
+    assert!(ldap3_bind(&server.url(), ADMIN, "from-env").is_err());
+    drop(server);
+
+    assert!(
+        !data.join("admin-password.hash").exists(),
+        "a given password is never written"
+    );
+}
+
+#[test]
+fn config_file_settings_reach_the_server() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("linden.toml");
+    std::fs::write(
+        &config,
+        "demo = true\nsize_limit = 2\nadmin_dn = \"cn=root,dc=example,dc=com\"\nadmin_password = \"pw\"\n",
+    )
+    .expect("write config");
+    let server = start(
+        &dir.path().join("data"),
+        &["--config", config.to_str().expect("utf-8 path")],
+    );
+    assert_eq!(
+        ldap3_bind(&server.url(), "cn=root,dc=example,dc=com", "pw"),
+        Ok(())
+    );
+    assert!(
+        ldap3_bind(&server.url(), ADMIN, "pw").is_err(),
+        "admin_dn from the file replaces the default"
+    );
+
+    // Anonymous: the server's size limit applies to the ten demo people.
+    let mut conn = ldap3::LdapConn::new(&server.url()).expect("connect");
+    let ldap3::SearchResult(entries, result) = conn
+        .search(
+            "ou=people,dc=example,dc=com",
+            ldap3::Scope::OneLevel,
+            "(objectClass=inetOrgPerson)",
+            vec!["uid"],
+        )
+        .expect("search");
+    assert_eq!(result.rc, 4, "sizeLimitExceeded expected: {result:?}");
+    assert_eq!(entries.len(), 2);
+    let _ = conn.unbind();
 }
 
 fn generated_password(stdout: &str) -> Option<String> {

@@ -131,9 +131,12 @@ fn add_request(id: i64, dn: &str, attrs: &[(&str, &[&str])]) -> Vec<u8> {
 // ---------------------------------------------------------------------------------------------
 // BER decoding of responses
 
-/// One TLV at the start of `buf`: Ok(Some((tag, content, total length))), Ok(None) if more
-/// bytes are needed, Err for encodings a server must never send.
-fn parse_tlv(buf: &[u8]) -> Result<Option<(u8, &[u8], usize)>, String> {
+/// A TLV found at the start of a buffer: tag, content octets, total encoded length.
+type Tlv<'a> = (u8, &'a [u8], usize);
+
+/// One TLV at the start of `buf`: Ok(Some(tlv)), Ok(None) if more bytes are needed, Err for
+/// encodings a server must never send.
+fn parse_tlv(buf: &[u8]) -> Result<Option<Tlv<'_>>, String> {
     if buf.len() < 2 {
         return Ok(None);
     }
@@ -799,4 +802,54 @@ fn hostile_clients_in_sequence_do_not_disturb_a_long_lived_one() {
         assert_keeper_works(&mut keeper);
     }
     assert_server_healthy(&srv);
+}
+
+/// PDUs captured from OpenLDAP 2.5's `ldapwhoami -x -D cn=admin,dc=example,dc=com -w secret`
+/// and `ldapsearch -x -b dc=example,dc=com -s base '(objectClass=*)'` (a listener recorded them).
+const CAPTURED_ADMIN_BIND: &str =
+    "302c0201016027020103041a636e3d61646d696e2c64633d6578616d706c652c64633d636f6d8006736563726574";
+const CAPTURED_WHOAMI: &str = "301e02010277198017312e332e362e312e342e312e343230332e312e31312e33";
+const CAPTURED_ANON_BIND: &str = "300c020101600702010304008000";
+const CAPTURED_SEARCH: &str = "30360201026331041164633d6578616d706c652c64633d636f6d0a01000a0100020100020100010100870b6f626a656374436c6173733000";
+
+fn unhex(s: &str) -> Vec<u8> {
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex"))
+        .collect()
+}
+
+#[test]
+fn captured_openldap_client_pdus() {
+    // The hand-built encoders above produce exactly what the real client sends.
+    assert_eq!(
+        bind_request(1, ADMIN_DN, ADMIN_PW),
+        unhex(CAPTURED_ADMIN_BIND)
+    );
+    assert_eq!(whoami_request(2), unhex(CAPTURED_WHOAMI));
+    assert_eq!(bind_request(1, "", ""), unhex(CAPTURED_ANON_BIND));
+    assert_eq!(search_request(2, BASE, 0, &[]), unhex(CAPTURED_SEARCH));
+
+    let srv = TestServer::start(false);
+    let mut c = Raw::connect(srv.addr);
+    c.send(&unhex(CAPTURED_ADMIN_BIND));
+    let m = c.expect_pdu();
+    assert_eq!((m.id, m.tag, m.rc()), (1, BIND_RESPONSE, 0));
+    c.send(&unhex(CAPTURED_WHOAMI));
+    let m = c.expect_pdu();
+    assert_eq!((m.id, m.tag, m.rc()), (2, EXTENDED_RESPONSE, 0));
+    assert_eq!(
+        m.field(0x8b).as_deref(),
+        Some(&b"dn:cn=admin,dc=example,dc=com"[..])
+    );
+
+    let mut c = Raw::connect(srv.addr);
+    c.send(&cat(&[&unhex(CAPTURED_ANON_BIND), &unhex(CAPTURED_SEARCH)]));
+    let m = c.expect_pdu();
+    assert_eq!((m.id, m.tag, m.rc()), (1, BIND_RESPONSE, 0));
+    let m = c.expect_pdu();
+    assert_eq!((m.id, m.tag), (2, SEARCH_ENTRY));
+    assert_eq!(m.entry_dn(), BASE);
+    let m = c.expect_pdu();
+    assert_eq!((m.id, m.tag, m.rc()), (2, SEARCH_DONE, 0));
 }

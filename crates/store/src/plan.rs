@@ -84,7 +84,7 @@ impl Version {
     }
 
     /// Calls `visit` with every entry within `scope` of `base` for which `filter` is True, each
-    /// exactly once. Stops early when `visit` breaks, or when `tick` (called every
+    /// exactly once, and returns how many entries it examined. Stops early when `visit` breaks, or when `tick` (called every
     /// `TICK_EVERY` entries examined, matching or not) breaks: that is where abandon and time
     /// limits are checked during long scans that match little.
     pub fn search(
@@ -95,7 +95,7 @@ impl Version {
         filter: &Filter,
         mut visit: impl FnMut(&Arc<Entry>) -> ControlFlow<()>,
         mut tick: impl FnMut() -> ControlFlow<()>,
-    ) {
+    ) -> u64 {
         let mut examined: u32 = 0;
         let mut check = |e: &Arc<Entry>| -> ControlFlow<()> {
             examined = examined.wrapping_add(1);
@@ -110,7 +110,7 @@ impl Version {
         };
         if scope == Scope::Base {
             let _ = check(base);
-            return;
+            return u64::from(examined);
         }
         if let Some(cands) = self.candidates(schema, filter) {
             // Walk the smaller of the two sets: candidates, or the scope when it is smaller.
@@ -119,11 +119,11 @@ impl Version {
                 for id in &cands {
                     if let Some(e) = self.get(id) {
                         if self.in_scope(base, scope, e) && check(e).is_break() {
-                            return;
+                            return u64::from(examined);
                         }
                     }
                 }
-                return;
+                return u64::from(examined);
             }
         }
         match scope {
@@ -133,7 +133,7 @@ impl Version {
                     for id in kids {
                         if let Some(e) = self.get(id) {
                             if check(e).is_break() {
-                                return;
+                                return u64::from(examined);
                             }
                         }
                     }
@@ -143,6 +143,7 @@ impl Version {
                 let _ = self.walk(base, &mut check);
             }
         }
+        u64::from(examined)
     }
 
     /// Depth-first walk of a subtree (base first), with an explicit stack.

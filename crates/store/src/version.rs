@@ -44,6 +44,24 @@ impl Version {
         }
     }
 
+    /// A version holding `entries` (e.g. recovered from disk), as of batch `seq`, allocating
+    /// new ids from `next_id`. Each entry's `parent` must be among `entries` (or `None`).
+    pub fn restore(
+        indexed: &[AttrId],
+        entries: impl IntoIterator<Item = Entry>,
+        next_id: EntryId,
+        seq: u64,
+    ) -> Version {
+        let mut v = Version::empty(indexed.iter().copied().collect());
+        for e in entries {
+            v.next_id = v.next_id.max(e.id.saturating_add(1));
+            v.put(e);
+        }
+        v.next_id = v.next_id.max(next_id);
+        v.seq = seq;
+        v
+    }
+
     pub fn len(&self) -> usize {
         self.entries.len()
     }

@@ -25,6 +25,10 @@ use crate::version::Version;
 pub enum StoreError {
     #[error("the writer has stopped; no further changes are accepted")]
     WriterStopped,
+    /// The journal could not make a batch durable; the writer refuses all further changes
+    /// (a failed fsync is not retryable) while reads go on.
+    #[error("changes are refused: {0}")]
+    Unavailable(String),
     #[error("entry '{0}' already exists")]
     AlreadyExists(String),
     #[error("parent of '{0}' does not exist")]
@@ -35,9 +39,20 @@ pub enum StoreError {
     NoSuchEntry,
 }
 
-/// Operations handed to the writer thread: run against the working version, return the reply
-/// to send once the batch is published.
-type Job = Box<dyn FnOnce(&mut Txn) -> Box<dyn FnOnce() + Send> + Send>;
+/// Where a batch becomes durable. The writer calls `commit` once per batch, after applying it
+/// and before publishing it or answering any of its operations.
+pub trait Journal: Send {
+    /// Makes the changes of batch `seq` durable: `touched` lists every entry the batch changed;
+    /// those present in `version` were added or modified, the others deleted.
+    fn commit(&mut self, seq: u64, version: &Version, touched: &[EntryId]) -> Result<(), String>;
+}
+
+/// The reply of one operation, sent once its batch is published, or with the reason the batch
+/// could not be made durable.
+type Reply = Box<dyn FnOnce(Option<StoreError>) + Send>;
+
+/// Operations handed to the writer thread: run against the working version, return the reply.
+type Job = Box<dyn FnOnce(&mut Txn) -> Reply + Send>;
 
 /// Most operations applied in one batch before it is published.
 const MAX_BATCH: usize = 4096;
@@ -48,17 +63,51 @@ pub struct Store {
     jobs: mpsc::Sender<Job>,
 }
 
+/// Wraps an operation so that it is all-or-nothing and answers through `send`.
+fn make_job<R, E, F>(
+    f: F,
+    send: impl FnOnce(Result<Result<R, E>, StoreError>) + Send + 'static,
+) -> Job
+where
+    R: Send + 'static,
+    E: Send + 'static,
+    F: FnOnce(&mut Txn) -> Result<R, E> + Send + 'static,
+{
+    Box::new(move |txn: &mut Txn| {
+        let saved = (txn.work.clone(), txn.touched.len());
+        let r = f(txn);
+        if r.is_err() {
+            txn.work = saved.0;
+            txn.touched.truncate(saved.1);
+        }
+        Box::new(move |failed: Option<StoreError>| match failed {
+            None => send(Ok(r)),
+            Some(e) => send(Err(e)),
+        })
+    })
+}
+
 impl Store {
-    /// A new, empty store indexing `indexed` attribute types (equality and presence).
+    /// A new, empty, memory-only store indexing `indexed` attribute types (equality and presence).
     pub fn new(schema: Arc<Schema>, indexed: &[AttrId]) -> Store {
         let set: HashSet<AttrId> = indexed.iter().copied().collect();
-        let current = Arc::new(ArcSwap::from_pointee(Version::empty(set)));
+        Store::open(schema, Version::empty(set), None)
+    }
+
+    /// A store starting from `initial` (e.g. recovered from disk), whose batches are made
+    /// durable by `journal` before they are published.
+    pub fn with_journal(schema: Arc<Schema>, initial: Version, journal: Box<dyn Journal>) -> Store {
+        Store::open(schema, initial, Some(journal))
+    }
+
+    fn open(schema: Arc<Schema>, initial: Version, journal: Option<Box<dyn Journal>>) -> Store {
+        let current = Arc::new(ArcSwap::from_pointee(initial));
         let (tx, rx) = mpsc::channel::<Job>();
         let cur = current.clone();
         let sch = schema.clone();
         std::thread::Builder::new()
             .name("linden-writer".into())
-            .spawn(move || writer_loop(rx, cur, sch))
+            .spawn(move || writer_loop(rx, cur, sch, journal))
             .map(|_| ())
             .unwrap_or_else(|e| tracing::error!("cannot start the writer thread: {e}"));
         Store {
@@ -79,7 +128,7 @@ impl Store {
 
     /// Hands `f` to the writer as one all-or-nothing operation, now (so operations queued in
     /// order run in that order); the returned future resolves after the batch holding it is
-    /// published (and, with persistence, durable).
+    /// durable and published.
     pub fn write<R, E, F>(
         &self,
         f: F,
@@ -90,22 +139,17 @@ impl Store {
         F: FnOnce(&mut Txn) -> Result<R, E> + Send + 'static,
     {
         let (tx, rx) = oneshot::channel();
-        let job: Job = Box::new(move |txn: &mut Txn| {
-            let saved = txn.work.clone();
-            let r = f(txn);
-            if r.is_err() {
-                txn.work = saved;
-            }
-            Box::new(move || {
+        let sent = self
+            .jobs
+            .send(make_job(f, move |r| {
                 let _ = tx.send(r);
-            })
-        });
-        let sent = self.jobs.send(job).is_ok();
+            }))
+            .is_ok();
         async move {
             if !sent {
                 return Err(StoreError::WriterStopped);
             }
-            rx.await.map_err(|_| StoreError::WriterStopped)
+            rx.await.map_err(|_| StoreError::WriterStopped)?
         }
     }
 
@@ -117,23 +161,23 @@ impl Store {
         F: FnOnce(&mut Txn) -> Result<R, E> + Send + 'static,
     {
         let (tx, rx) = mpsc::channel();
-        let job: Job = Box::new(move |txn: &mut Txn| {
-            let saved = txn.work.clone();
-            let r = f(txn);
-            if r.is_err() {
-                txn.work = saved;
-            }
-            Box::new(move || {
+        self.jobs
+            .send(make_job(f, move |r| {
                 let _ = tx.send(r);
-            })
-        });
-        self.jobs.send(job).map_err(|_| StoreError::WriterStopped)?;
-        rx.recv().map_err(|_| StoreError::WriterStopped)
+            }))
+            .map_err(|_| StoreError::WriterStopped)?;
+        rx.recv().map_err(|_| StoreError::WriterStopped)?
     }
 }
 
-fn writer_loop(rx: mpsc::Receiver<Job>, current: Arc<ArcSwap<Version>>, schema: Arc<Schema>) {
-    let mut replies: Vec<Box<dyn FnOnce() + Send>> = Vec::new();
+fn writer_loop(
+    rx: mpsc::Receiver<Job>,
+    current: Arc<ArcSwap<Version>>,
+    schema: Arc<Schema>,
+    mut journal: Option<Box<dyn Journal>>,
+) {
+    let mut replies: Vec<Reply> = Vec::new();
+    let mut poisoned: Option<String> = None;
     while let Ok(first) = rx.recv() {
         let mut work = (**current.load()).clone();
         work.seq += 1;
@@ -141,6 +185,7 @@ fn writer_loop(rx: mpsc::Receiver<Job>, current: Arc<ArcSwap<Version>>, schema: 
             work,
             schema: schema.clone(),
             now: SystemTime::now(),
+            touched: Vec::new(),
         };
         replies.push(first(&mut txn));
         while replies.len() < MAX_BATCH {
@@ -149,9 +194,26 @@ fn writer_loop(rx: mpsc::Receiver<Job>, current: Arc<ArcSwap<Version>>, schema: 
                 Err(_) => break,
             }
         }
-        current.store(Arc::new(txn.work));
+        let Txn {
+            work, mut touched, ..
+        } = txn;
+        let mut failed = poisoned.clone().map(StoreError::Unavailable);
+        if failed.is_none() && !touched.is_empty() {
+            if let Some(j) = journal.as_mut() {
+                touched.sort_unstable();
+                touched.dedup();
+                if let Err(e) = j.commit(work.seq, &work, &touched) {
+                    tracing::error!("writes refused from now on: {e}");
+                    poisoned = Some(e.clone());
+                    failed = Some(StoreError::Unavailable(e));
+                }
+            }
+        }
+        if failed.is_none() {
+            current.store(Arc::new(work));
+        }
         for r in replies.drain(..) {
-            r();
+            r(failed.clone());
         }
     }
 }
@@ -161,6 +223,8 @@ pub struct Txn {
     work: Version,
     schema: Arc<Schema>,
     now: SystemTime,
+    /// Entries changed by this batch, for the journal.
+    touched: Vec<EntryId>,
 }
 
 impl Txn {
@@ -220,6 +284,7 @@ impl Txn {
             attrs,
         };
         self.work.put(e);
+        self.touched.push(id);
         Ok(())
     }
 
@@ -229,6 +294,7 @@ impl Txn {
         if self.work.num_children(id) > 0 {
             return Err(StoreError::NotLeaf(e.dn.clone()));
         }
+        self.touched.push(id);
         self.work.remove(id).ok_or(StoreError::NoSuchEntry)
     }
 
@@ -279,6 +345,7 @@ impl Txn {
             let mut e = (*d).clone();
             e.dn = new_dn;
             e.ndn = new_ndn;
+            self.touched.push(e.id);
             self.work.put(e);
         }
         Ok(())

@@ -1,0 +1,398 @@
+//! The store against the built-in schema: versions are isolated, indexes follow every change,
+//! subtree renames rewrite descendants, filters are three-valued, and an indexed equality
+//! search examines only the entries that match.
+
+use std::ops::ControlFlow;
+use std::sync::Arc;
+
+use schema::{Dn, NormDn, Schema};
+use store::{Attr, Entry, Filter, Scope, Store, Tri, Version};
+
+fn ndn(schema: &Schema, s: &str) -> NormDn {
+    Dn::parse(s)
+        .expect("dn")
+        .normalize(schema)
+        .expect("normalize")
+}
+
+fn attr(schema: &Schema, name: &str, values: &[&str]) -> Attr {
+    let ty = schema.attr_by_name(name).expect("attribute");
+    Attr::new(
+        schema,
+        ty,
+        "",
+        values.iter().map(|v| v.as_bytes().into()).collect(),
+    )
+    .expect("values")
+}
+
+fn person(schema: &Schema, uid: &str) -> Vec<Attr> {
+    vec![
+        attr(
+            schema,
+            "objectClass",
+            &["top", "person", "organizationalPerson", "inetOrgPerson"],
+        ),
+        attr(schema, "uid", &[uid]),
+        attr(schema, "cn", &[&format!("User {uid}")]),
+        attr(schema, "sn", &["User"]),
+    ]
+}
+
+fn setup(n: usize) -> (Arc<Schema>, Store) {
+    let schema = Arc::new(Schema::builtin());
+    let idx: Vec<_> = ["objectClass", "uid", "cn", "sn"]
+        .iter()
+        .map(|n| schema.attr_by_name(n).expect("attr"))
+        .collect();
+    let store = Store::new(schema.clone(), &idx);
+    let s2 = schema.clone();
+    store
+        .write_blocking(move |txn| {
+            let s = &*s2;
+            txn.add(
+                "dc=example,dc=com".into(),
+                ndn(s, "dc=example,dc=com"),
+                vec![
+                    attr(s, "objectClass", &["top", "domain"]),
+                    attr(s, "dc", &["example"]),
+                ],
+                true,
+            )?;
+            txn.add(
+                "ou=people,dc=example,dc=com".into(),
+                ndn(s, "ou=people,dc=example,dc=com"),
+                vec![
+                    attr(s, "objectClass", &["organizationalUnit"]),
+                    attr(s, "ou", &["people"]),
+                ],
+                false,
+            )?;
+            for i in 0..n {
+                let dn = format!("uid=user.{i},ou=people,dc=example,dc=com");
+                txn.add(
+                    dn.clone(),
+                    ndn(s, &dn),
+                    person(s, &format!("user.{i}")),
+                    false,
+                )?;
+            }
+            Ok::<_, store::StoreError>(())
+        })
+        .expect("writer")
+        .expect("load");
+    (schema, store)
+}
+
+fn find(schema: &Schema, v: &Version, base: &str, scope: Scope, f: &Filter) -> (Vec<String>, u64) {
+    let base = v.lookup(&ndn(schema, base)).expect("base").clone();
+    let mut out = Vec::new();
+    let examined = v.search(
+        schema,
+        &base,
+        scope,
+        f,
+        |e: &Arc<Entry>| {
+            out.push(e.dn.clone());
+            ControlFlow::Continue(())
+        },
+        || ControlFlow::Continue(()),
+    );
+    (out, examined)
+}
+
+fn eq(schema: &Schema, name: &str, value: &str) -> Filter {
+    let ty = schema.attr_by_name(name).expect("attr");
+    Filter::Equality {
+        attr: ty,
+        norm: schema.normalize_eq(ty, value.as_bytes()).expect("norm"),
+    }
+}
+
+#[test]
+fn indexed_equality_examines_only_matches() {
+    let (schema, store) = setup(5000);
+    let v = store.read();
+    let (found, examined) = find(
+        &schema,
+        &v,
+        "dc=example,dc=com",
+        Scope::Subtree,
+        &eq(&schema, "uid", "USER.4321"),
+    );
+    assert_eq!(
+        found,
+        vec!["uid=user.4321,ou=people,dc=example,dc=com".to_string()]
+    );
+    assert_eq!(
+        examined, 1,
+        "an indexed equality search must touch only matching entries"
+    );
+    // An unindexed attribute falls back to walking the scope.
+    let (found, examined) = find(
+        &schema,
+        &v,
+        "dc=example,dc=com",
+        Scope::Subtree,
+        &eq(&schema, "givenName", "nobody"),
+    );
+    assert!(found.is_empty());
+    assert_eq!(examined, 5002);
+}
+
+#[test]
+fn scopes() {
+    let (schema, store) = setup(10);
+    let v = store.read();
+    let all = Filter::True;
+    assert_eq!(
+        find(&schema, &v, "dc=example,dc=com", Scope::Base, &all)
+            .0
+            .len(),
+        1
+    );
+    assert_eq!(
+        find(&schema, &v, "dc=example,dc=com", Scope::One, &all)
+            .0
+            .len(),
+        1
+    );
+    assert_eq!(
+        find(&schema, &v, "dc=example,dc=com", Scope::Subtree, &all)
+            .0
+            .len(),
+        12
+    );
+    assert_eq!(
+        find(&schema, &v, "ou=people,dc=example,dc=com", Scope::One, &all)
+            .0
+            .len(),
+        10
+    );
+    // Indexed candidates are still restricted to the scope.
+    let oc = eq(&schema, "objectClass", "inetOrgPerson");
+    assert_eq!(
+        find(
+            &schema,
+            &v,
+            "uid=user.3,ou=people,dc=example,dc=com",
+            Scope::Subtree,
+            &oc
+        )
+        .0
+        .len(),
+        1
+    );
+}
+
+#[test]
+fn readers_keep_their_version() {
+    let (schema, store) = setup(3);
+    let before = store.read();
+    let s2 = schema.clone();
+    store
+        .write_blocking(move |txn| {
+            let id = txn
+                .version()
+                .lookup(&ndn(&s2, "uid=user.1,ou=people,dc=example,dc=com"))
+                .expect("e")
+                .id;
+            txn.delete(id).map(|_| ())
+        })
+        .expect("writer")
+        .expect("delete");
+    let after = store.read();
+    let f = eq(&schema, "uid", "user.1");
+    assert_eq!(
+        find(&schema, &before, "dc=example,dc=com", Scope::Subtree, &f)
+            .0
+            .len(),
+        1
+    );
+    assert_eq!(
+        find(&schema, &after, "dc=example,dc=com", Scope::Subtree, &f)
+            .0
+            .len(),
+        0
+    );
+    assert!(after.seq > before.seq);
+}
+
+#[test]
+fn failed_operation_changes_nothing() {
+    let (schema, store) = setup(3);
+    let s2 = schema.clone();
+    let r = store
+        .write_blocking(move |txn| {
+            let s = &*s2;
+            let dn = "uid=new,ou=people,dc=example,dc=com";
+            txn.add(dn.into(), ndn(s, dn), person(s, "new"), false)?;
+            // The second change fails: the first must not be visible either.
+            txn.add(dn.into(), ndn(s, dn), person(s, "new"), false)?;
+            Ok::<_, store::StoreError>(())
+        })
+        .expect("writer");
+    assert!(r.is_err());
+    let v = store.read();
+    assert!(v
+        .lookup(&ndn(&schema, "uid=new,ou=people,dc=example,dc=com"))
+        .is_none());
+    assert_eq!(
+        find(
+            &schema,
+            &v,
+            "dc=example,dc=com",
+            Scope::Subtree,
+            &eq(&schema, "uid", "new")
+        )
+        .0
+        .len(),
+        0
+    );
+}
+
+#[test]
+fn delete_refuses_non_leaf_and_indexes_follow_changes() {
+    let (schema, store) = setup(3);
+    let s2 = schema.clone();
+    let r = store
+        .write_blocking(move |txn| {
+            let id = txn
+                .version()
+                .lookup(&ndn(&s2, "ou=people,dc=example,dc=com"))
+                .expect("e")
+                .id;
+            txn.delete(id).map(|_| ())
+        })
+        .expect("writer");
+    assert!(matches!(r, Err(store::StoreError::NotLeaf(_))));
+    // Replace attributes: the old uid leaves the index, the new one joins it.
+    let s2 = schema.clone();
+    store
+        .write_blocking(move |txn| {
+            let s = &*s2;
+            let id = txn
+                .version()
+                .lookup(&ndn(s, "uid=user.2,ou=people,dc=example,dc=com"))
+                .expect("e")
+                .id;
+            let mut attrs = person(s, "user.2");
+            attrs.push(attr(s, "cn", &["Renamed Person"]));
+            txn.replace_attrs(id, attrs)
+        })
+        .expect("writer")
+        .expect("replace");
+    let v = store.read();
+    let (found, examined) = find(
+        &schema,
+        &v,
+        "dc=example,dc=com",
+        Scope::Subtree,
+        &eq(&schema, "cn", "renamed person"),
+    );
+    assert_eq!(found.len(), 1);
+    assert_eq!(examined, 1);
+}
+
+#[test]
+fn rename_moves_subtree() {
+    let (schema, store) = setup(4);
+    let s2 = schema.clone();
+    store
+        .write_blocking(move |txn| {
+            let s = &*s2;
+            let dn = "ou=staff,dc=example,dc=com";
+            txn.add(
+                dn.into(),
+                ndn(s, dn),
+                vec![
+                    attr(s, "objectClass", &["organizationalUnit"]),
+                    attr(s, "ou", &["staff"]),
+                ],
+                false,
+            )?;
+            let people = txn
+                .version()
+                .lookup(&ndn(s, "ou=people,dc=example,dc=com"))
+                .expect("p")
+                .clone();
+            let staff = txn.version().lookup(&ndn(s, dn)).expect("s").id;
+            let new = "ou=people,ou=staff,dc=example,dc=com";
+            txn.rename(
+                people.id,
+                new.into(),
+                ndn(s, new),
+                Some(staff),
+                people.attrs.clone(),
+            )
+        })
+        .expect("writer")
+        .expect("rename");
+    let v = store.read();
+    assert!(v
+        .lookup(&ndn(&schema, "uid=user.1,ou=people,dc=example,dc=com"))
+        .is_none());
+    let moved = v
+        .lookup(&ndn(
+            &schema,
+            "uid=user.1,ou=people,ou=staff,dc=example,dc=com",
+        ))
+        .expect("moved");
+    assert_eq!(moved.dn, "uid=user.1,ou=people,ou=staff,dc=example,dc=com");
+    let all = Filter::True;
+    assert_eq!(
+        find(
+            &schema,
+            &v,
+            "ou=staff,dc=example,dc=com",
+            Scope::Subtree,
+            &all
+        )
+        .0
+        .len(),
+        6
+    );
+}
+
+#[test]
+fn three_valued_logic() {
+    let (schema, store) = setup(1);
+    let v = store.read();
+    let e = v
+        .lookup(&ndn(&schema, "uid=user.0,ou=people,dc=example,dc=com"))
+        .expect("e");
+    let undefined = Filter::Undefined;
+    assert_eq!(
+        Filter::Not(Box::new(undefined.clone())).eval(&schema, e),
+        Tri::Undefined
+    );
+    assert_eq!(
+        Filter::And(vec![Filter::True, undefined.clone()]).eval(&schema, e),
+        Tri::Undefined
+    );
+    assert_eq!(
+        Filter::And(vec![Filter::False, undefined.clone()]).eval(&schema, e),
+        Tri::False
+    );
+    assert_eq!(
+        Filter::Or(vec![Filter::True, undefined.clone()]).eval(&schema, e),
+        Tri::True
+    );
+    assert_eq!(
+        Filter::Or(vec![Filter::False, undefined]).eval(&schema, e),
+        Tri::Undefined
+    );
+    // `name` is a supertype of cn and sn: an assertion on it matches either.
+    let name = schema.attr_by_name("name").expect("name");
+    let f = Filter::Equality {
+        attr: name,
+        norm: schema.normalize_eq(name, b"user").expect("n"),
+    };
+    assert_eq!(f.eval(&schema, e), Tri::True);
+    let (found, _) = find(&schema, &v, "dc=example,dc=com", Scope::Subtree, &f);
+    assert_eq!(
+        found.len(),
+        1,
+        "supertype assertions fall back to a scan when subtypes are unindexed"
+    );
+}
