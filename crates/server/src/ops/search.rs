@@ -322,6 +322,23 @@ pub(crate) async fn start(conn: &Arc<Conn>, id: i32, req: &SearchRequest<'_>, wh
         conn.send(out).await;
         return;
     }
+    // Small searches (one base entry, or few index candidates) run right here: cheaper than a
+    // hop to the blocking pool, and they cannot hold up the connection for long.
+    let v = shared.store.read();
+    let small = (p.scope == store::Scope::Base && !p.root)
+        || v.candidates(&shared.schema, &p.filter)
+            .is_some_and(|c| c.len() <= INLINE_CANDIDATES);
+    if small {
+        let mut pending: Vec<Vec<u8>> = Vec::new();
+        run(conn, &v, id, &p, &who, &AtomicBool::new(false), &mut |b| {
+            pending.push(b);
+            true
+        });
+        for b in pending {
+            conn.send(b).await;
+        }
+        return;
+    }
     let Ok(permit) = conn.permits.clone().acquire_owned().await else {
         return;
     };
@@ -331,7 +348,10 @@ pub(crate) async fn start(conn: &Arc<Conn>, id: i32, req: &SearchRequest<'_>, wh
     }
     let conn = conn.clone();
     tokio::task::spawn_blocking(move || {
-        run(&conn, id, &p, &who, &flag);
+        let out = conn.out.clone();
+        run(&conn, &v, id, &p, &who, &flag, &mut |b| {
+            out.blocking_send(b).is_ok()
+        });
         if let Ok(mut m) = conn.running.lock() {
             m.remove(&id);
         }
@@ -339,11 +359,22 @@ pub(crate) async fn start(conn: &Arc<Conn>, id: i32, req: &SearchRequest<'_>, wh
     });
 }
 
-/// Runs a prepared search and sends its entries and result, unless abandoned.
-fn run(conn: &Conn, id: i32, p: &Prepared, who: &Identity, abandoned: &AtomicBool) {
+/// Searches whose index candidates are at most this many run inline in the read loop.
+const INLINE_CANDIDATES: u64 = 64;
+
+/// Runs a prepared search on version `v`, handing encoded entries and the result to `sink`
+/// (false from the sink: the connection is gone), unless abandoned.
+fn run(
+    conn: &Conn,
+    v: &store::Version,
+    id: i32,
+    p: &Prepared,
+    who: &Identity,
+    abandoned: &AtomicBool,
+    sink: &mut dyn FnMut(Vec<u8>) -> bool,
+) {
     let shared = &*conn.shared;
     let schema = &*shared.schema;
-    let v = shared.store.read();
     // The bases to walk: the named entry, or every naming context for the root.
     let mut bases: Vec<Arc<Entry>> = Vec::new();
     let mut scope = p.scope;
@@ -360,10 +391,8 @@ fn run(conn: &Conn, id: i32, p: &Prepared, who: &Identity, abandoned: &AtomicBoo
         match v.lookup(&p.base) {
             Some(e) => bases.push(e.clone()),
             None => {
-                let e = shared.no_such_object(&v, &p.base);
-                let _ = conn
-                    .out
-                    .blocking_send(result_pdu(id, tags::SEARCH_RESULT_DONE, Err(&e)));
+                let e = shared.no_such_object(v, &p.base);
+                sink(result_pdu(id, tags::SEARCH_RESULT_DONE, Err(&e)));
                 return;
             }
         }
@@ -381,10 +410,10 @@ fn run(conn: &Conn, id: i32, p: &Prepared, who: &Identity, abandoned: &AtomicBoo
                 ));
                 return ControlFlow::Break(());
             }
-            encode_entry(shared, Some(&v), &mut out, id, e, &p.sel, who);
+            encode_entry(shared, Some(v), &mut out, id, e, &p.sel, who);
             sent += 1;
             if out.len() >= FLUSH_BYTES {
-                if conn.out.blocking_send(std::mem::take(&mut out)).is_err() {
+                if !sink(std::mem::take(&mut out)) {
                     gone = true;
                     return ControlFlow::Break(());
                 }
@@ -423,5 +452,5 @@ fn run(conn: &Conn, id: i32, p: &Prepared, who: &Identity, abandoned: &AtomicBoo
         tags::SEARCH_RESULT_DONE,
         outcome.as_ref().map(|_| ()),
     );
-    let _ = conn.out.blocking_send(out);
+    sink(out);
 }
