@@ -29,8 +29,8 @@ impl Version {
                     if !self.is_indexed(t) {
                         return None;
                     }
-                    if let Some(b) = self.eq_postings(t, norm) {
-                        out |= b;
+                    if let Some(p) = self.eq_postings(t, norm) {
+                        p.union_into(&mut out);
                     }
                 }
                 Some(out)

@@ -1,31 +1,100 @@
 //! One consistent version of the directory.
 //!
-//! Every map is a persistent (structurally shared) map from `imbl`, so cloning a version is O(1)
-//! and a writer batch copies only the paths it touches. Posting lists are `Arc<RoaringBitmap>`:
+//! Every map is a persistent (structurally shared) B-tree map from `imbl` (its dense nodes cost
+//! far less memory per key than its HAMT `HashMap`), so cloning a version is O(1)
+//! and a writer batch copies only the paths it touches. Posting lists are `Arc<RoaringBitmap>` (or one inline id):
 //! a batch copies a list the first time it changes it (`Arc::make_mut`) and edits it in place after
 //! that, so the copy cost is paid once per list per batch, not per operation.
 
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use imbl::HashMap;
+use imbl::OrdMap;
 use roaring::RoaringBitmap;
 use schema::{AttrId, NormDn};
 
 use crate::entry::{Entry, EntryId};
 
-/// Equality index key: attribute type and equality-normalized value.
-pub type IndexKey = (AttrId, Box<[u8]>);
+/// Equality index key: attribute type and a 64-bit hash of the equality-normalized value.
+/// Index lookups only propose candidates, and every candidate is checked against the full
+/// filter, so a hash collision costs one extra check and never a wrong answer; in exchange a key
+/// needs no allocation and compares in one instruction.
+pub type IndexKey = (AttrId, u64);
+
+/// The index hash of a normalized value (SipHash with fixed keys: stable within a process).
+pub fn value_hash(norm: &[u8]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::hash::DefaultHasher::new();
+    norm.hash(&mut h);
+    h.finish()
+}
+
+/// The entries holding one indexed value. Most values of the reference attributes (uid, mail,
+/// cn, sn) name exactly one entry, so that case is stored inline: a bitmap per value would cost
+/// a few hundred bytes per entry and attribute.
+#[derive(Clone, Debug)]
+pub enum Posting {
+    One(EntryId),
+    Many(Arc<RoaringBitmap>),
+}
+
+impl Posting {
+    /// Adds this posting's ids to `out`.
+    pub fn union_into(&self, out: &mut RoaringBitmap) {
+        match self {
+            Posting::One(id) => {
+                out.insert(*id);
+            }
+            Posting::Many(b) => *out |= &**b,
+        }
+    }
+
+    fn insert(&mut self, id: EntryId) {
+        match self {
+            Posting::One(old) if *old == id => {}
+            Posting::One(old) => {
+                let mut b = RoaringBitmap::new();
+                b.insert(*old);
+                b.insert(id);
+                *self = Posting::Many(Arc::new(b));
+            }
+            Posting::Many(b) => {
+                Arc::make_mut(b).insert(id);
+            }
+        }
+    }
+
+    /// Removes `id`; true when nothing is left.
+    fn remove(&mut self, id: EntryId) -> bool {
+        match self {
+            Posting::One(old) => *old == id,
+            Posting::Many(b) => {
+                let b = Arc::make_mut(b);
+                b.remove(id);
+                match b.len() {
+                    0 => true,
+                    1 => {
+                        if let Some(last) = b.min() {
+                            *self = Posting::One(last);
+                        }
+                        false
+                    }
+                    _ => false,
+                }
+            }
+        }
+    }
+}
 
 #[derive(Clone)]
 pub struct Version {
     /// Number of the batch that produced this version.
     pub seq: u64,
-    pub(crate) entries: HashMap<EntryId, Arc<Entry>>,
-    pub(crate) by_dn: HashMap<String, EntryId>,
-    pub(crate) children: HashMap<EntryId, Arc<RoaringBitmap>>,
-    pub(crate) eq: HashMap<IndexKey, Arc<RoaringBitmap>>,
-    pub(crate) pres: HashMap<AttrId, Arc<RoaringBitmap>>,
+    pub(crate) entries: OrdMap<EntryId, Arc<Entry>>,
+    pub(crate) by_dn: OrdMap<String, EntryId>,
+    pub(crate) children: OrdMap<EntryId, Arc<RoaringBitmap>>,
+    pub(crate) eq: OrdMap<IndexKey, Posting>,
+    pub(crate) pres: OrdMap<AttrId, Arc<RoaringBitmap>>,
     pub(crate) indexed: Arc<HashSet<AttrId>>,
     pub(crate) next_id: EntryId,
 }
@@ -34,11 +103,11 @@ impl Version {
     pub(crate) fn empty(indexed: HashSet<AttrId>) -> Version {
         Version {
             seq: 0,
-            entries: HashMap::new(),
-            by_dn: HashMap::new(),
-            children: HashMap::new(),
-            eq: HashMap::new(),
-            pres: HashMap::new(),
+            entries: OrdMap::new(),
+            by_dn: OrdMap::new(),
+            children: OrdMap::new(),
+            eq: OrdMap::new(),
+            pres: OrdMap::new(),
             indexed: Arc::new(indexed),
             next_id: 1,
         }
@@ -109,10 +178,8 @@ impl Version {
         self.indexed.contains(&ty)
     }
 
-    pub(crate) fn eq_postings(&self, ty: AttrId, norm: &[u8]) -> Option<&RoaringBitmap> {
-        // The key type owns its bytes; a borrowed lookup would need a custom Borrow impl, and this
-        // allocation is small next to the bitmap work that follows.
-        self.eq.get(&(ty, Box::<[u8]>::from(norm))).map(|b| &**b)
+    pub(crate) fn eq_postings(&self, ty: AttrId, norm: &[u8]) -> Option<&Posting> {
+        self.eq.get(&(ty, value_hash(norm)))
     }
 
     pub(crate) fn pres_postings(&self, ty: AttrId) -> Option<&RoaringBitmap> {
@@ -139,13 +206,16 @@ impl Version {
                 pres.remove(id);
             }
             for n in &a.norm {
-                let key = (a.ty, n.clone());
+                let key = (a.ty, value_hash(n));
                 if add {
-                    Arc::make_mut(self.eq.entry(key).or_default()).insert(id);
-                } else if let Some(b) = self.eq.get_mut(&key) {
-                    let b = Arc::make_mut(b);
-                    b.remove(id);
-                    if b.is_empty() {
+                    match self.eq.get_mut(&key) {
+                        Some(p) => p.insert(id),
+                        None => {
+                            self.eq.insert(key, Posting::One(id));
+                        }
+                    }
+                } else if let Some(p) = self.eq.get_mut(&key) {
+                    if p.remove(id) {
                         self.eq.remove(&key);
                     }
                 }
