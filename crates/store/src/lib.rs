@@ -13,6 +13,7 @@
 
 pub mod entry;
 pub mod filter;
+pub mod persist;
 pub mod plan;
 pub mod version;
 pub mod writer;

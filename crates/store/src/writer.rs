@@ -179,8 +179,7 @@ fn writer_loop(
     let mut replies: Vec<Reply> = Vec::new();
     let mut poisoned: Option<String> = None;
     while let Ok(first) = rx.recv() {
-        let mut work = (**current.load()).clone();
-        work.seq += 1;
+        let work = (**current.load()).clone();
         let mut txn = Txn {
             work,
             schema: schema.clone(),
@@ -195,8 +194,16 @@ fn writer_loop(
             }
         }
         let Txn {
-            work, mut touched, ..
+            mut work,
+            mut touched,
+            ..
         } = txn;
+        // Batch numbers count the batches that changed something, without gaps: recovery
+        // uses them to prove no batch is missing.
+        let changed = !touched.is_empty();
+        if changed {
+            work.seq += 1;
+        }
         let mut failed = poisoned.clone().map(StoreError::Unavailable);
         if failed.is_none() && !touched.is_empty() {
             if let Some(j) = journal.as_mut() {
@@ -209,7 +216,7 @@ fn writer_loop(
                 }
             }
         }
-        if failed.is_none() {
+        if failed.is_none() && changed {
             current.store(Arc::new(work));
         }
         for r in replies.drain(..) {
@@ -270,6 +277,7 @@ impl Txn {
             parent,
             attrs,
         });
+        self.touched.push(id);
         Ok(id)
     }
 
@@ -330,6 +338,7 @@ impl Txn {
             parent: new_parent,
             attrs,
         });
+        self.touched.push(id);
         for d in descendants {
             // A descendant's DN ends with the old DN: keep its own leading part, swap the rest.
             let keep = d.dn.len().saturating_sub(old_dn_len);

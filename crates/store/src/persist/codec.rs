@@ -1,0 +1,372 @@
+//! Change records and their compact binary encoding.
+//!
+//! Records name attributes by their canonical type name plus options (`cn;lang-en`) and keep
+//! only the raw values: normalized forms, attribute ids and the normalized DN are recomputed
+//! from the schema when a record is loaded, so a schema change (new types, other ids, a fixed
+//! matching rule) never makes old files unreadable.
+//!
+//! Encoding (all integers are LEB128 varints unless noted):
+//!
+//! ```text
+//! entry  := id | parent+1 (0 = none) | len dn | count attrs | attr*
+//! attr   := len name | count values | (len value)*
+//! change := 0x01 entry          (Put: insert or replace by id)
+//!         | 0x02 id             (Delete by id)
+//! ```
+
+use schema::{Dn, Schema};
+
+use super::PersistError;
+use crate::entry::{Attr, Entry, EntryId};
+
+/// One attribute as stored on disk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredAttr {
+    /// Canonical attribute type name followed by its options, e.g. `cn;lang-en`.
+    pub name: String,
+    pub values: Vec<Vec<u8>>,
+}
+
+/// One entry as stored on disk, independent of the schema's internal ids.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredEntry {
+    pub id: EntryId,
+    pub parent: Option<EntryId>,
+    pub dn: String,
+    pub attrs: Vec<StoredAttr>,
+}
+
+/// One change of a batch: what the log records.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    /// The entry's full new state (insert, or replace the entry with this id).
+    Put(StoredEntry),
+    Delete {
+        id: EntryId,
+    },
+}
+
+pub(crate) const TAG_PUT: u8 = 1;
+pub(crate) const TAG_DELETE: u8 = 2;
+
+impl StoredEntry {
+    pub fn from_entry(entry: &Entry, schema: &Schema) -> StoredEntry {
+        StoredEntry {
+            id: entry.id,
+            parent: entry.parent,
+            dn: entry.dn.clone(),
+            attrs: entry
+                .attrs
+                .iter()
+                .map(|a| StoredAttr {
+                    name: attr_name(a, schema),
+                    values: a.values.iter().map(|v| v.to_vec()).collect(),
+                })
+                .collect(),
+        }
+    }
+
+    /// Rebuilds the in-memory entry: resolves attribute names and normalizes the DN and every
+    /// value with the schema in force. Errors are `PersistError::Schema` with an empty file
+    /// name and offset 0; the readers fill in where the record was.
+    pub fn to_entry(&self, schema: &Schema) -> Result<Entry, PersistError> {
+        let fail = |message: String| PersistError::Schema {
+            file: String::new(),
+            offset: 0,
+            message,
+        };
+        let ndn = Dn::parse(&self.dn)
+            .and_then(|d| d.normalize(schema))
+            .map_err(|e| fail(format!("entry {} '{}': {e}", self.id, self.dn)))?;
+        let mut attrs = Vec::with_capacity(self.attrs.len());
+        for a in &self.attrs {
+            let (base, options) = match a.name.find(';') {
+                Some(i) => a.name.split_at(i),
+                None => (a.name.as_str(), ""),
+            };
+            let ty = schema.attr_by_name(base).ok_or_else(|| {
+                fail(format!(
+                    "entry '{}': attribute type '{base}' is not defined in the schema in force; \
+                     load the schema that defines it",
+                    self.dn
+                ))
+            })?;
+            let values = a.values.iter().map(|v| v.as_slice().into()).collect();
+            let attr = Attr::new(schema, ty, &options.to_ascii_lowercase(), values)
+                .map_err(|e| fail(format!("entry '{}', attribute '{}': {e}", self.dn, a.name)))?;
+            attrs.push(attr);
+        }
+        Ok(Entry {
+            id: self.id,
+            dn: self.dn.clone(),
+            ndn,
+            parent: self.parent,
+            attrs,
+        })
+    }
+
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        put_varint(out, u64::from(self.id));
+        put_varint(out, self.parent.map_or(0, |p| u64::from(p) + 1));
+        put_bytes(out, self.dn.as_bytes());
+        put_varint(out, self.attrs.len() as u64);
+        for a in &self.attrs {
+            put_bytes(out, a.name.as_bytes());
+            put_varint(out, a.values.len() as u64);
+            for v in &a.values {
+                put_bytes(out, v);
+            }
+        }
+    }
+
+    pub fn decode(r: &mut Reader<'_>) -> Result<StoredEntry, DecodeError> {
+        let id = r.u32_varint("entry id")?;
+        let parent = match r.varint("parent id")? {
+            0 => None,
+            p => Some(
+                u32::try_from(p - 1)
+                    .map_err(|_| r.error(format!("parent id {} out of range", p - 1)))?,
+            ),
+        };
+        let dn = r.string("DN")?;
+        let n = r.count("attribute count")?;
+        let mut attrs = Vec::with_capacity(n);
+        for _ in 0..n {
+            let name = r.string("attribute name")?;
+            let nv = r.count("value count")?;
+            let mut values = Vec::with_capacity(nv);
+            for _ in 0..nv {
+                values.push(r.bytes("value")?.to_vec());
+            }
+            attrs.push(StoredAttr { name, values });
+        }
+        Ok(StoredEntry {
+            id,
+            parent,
+            dn,
+            attrs,
+        })
+    }
+}
+
+fn attr_name(a: &Attr, schema: &Schema) -> String {
+    let base = schema.attr(a.ty).name();
+    let mut s = String::with_capacity(base.len() + a.options.len());
+    s.push_str(base);
+    s.push_str(&a.options);
+    s
+}
+
+/// Encodes an in-memory entry exactly as `StoredEntry::from_entry(e).encode()` would, without
+/// building the intermediate record (the snapshot writer's hot loop).
+pub fn encode_entry(e: &Entry, schema: &Schema, out: &mut Vec<u8>) {
+    put_varint(out, u64::from(e.id));
+    put_varint(out, e.parent.map_or(0, |p| u64::from(p) + 1));
+    put_bytes(out, e.dn.as_bytes());
+    put_varint(out, e.attrs.len() as u64);
+    for a in &e.attrs {
+        let base = schema.attr(a.ty).name();
+        put_varint(out, (base.len() + a.options.len()) as u64);
+        out.extend_from_slice(base.as_bytes());
+        out.extend_from_slice(a.options.as_bytes());
+        put_varint(out, a.values.len() as u64);
+        for v in &a.values {
+            put_bytes(out, v);
+        }
+    }
+}
+
+impl Change {
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        match self {
+            Change::Put(e) => {
+                out.push(TAG_PUT);
+                e.encode(out);
+            }
+            Change::Delete { id } => {
+                out.push(TAG_DELETE);
+                put_varint(out, u64::from(*id));
+            }
+        }
+    }
+
+    pub fn decode(r: &mut Reader<'_>) -> Result<Change, DecodeError> {
+        match r.u8("change tag")? {
+            TAG_PUT => Ok(Change::Put(StoredEntry::decode(r)?)),
+            TAG_DELETE => Ok(Change::Delete {
+                id: r.u32_varint("entry id")?,
+            }),
+            t => Err(DecodeError {
+                offset: r.pos() - 1,
+                reason: format!("unknown change tag {t:#04x}"),
+            }),
+        }
+    }
+}
+
+pub fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
+    put_varint(out, b.len() as u64);
+    out.extend_from_slice(b);
+}
+
+/// A decoding failure at `offset` bytes into the slice being decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecodeError {
+    pub offset: usize,
+    pub reason: String,
+}
+
+/// A bounds-checked reader over borrowed bytes. Never panics on any input.
+pub struct Reader<'a> {
+    b: &'a [u8],
+    i: usize,
+}
+
+impl<'a> Reader<'a> {
+    pub fn new(b: &'a [u8]) -> Reader<'a> {
+        Reader { b, i: 0 }
+    }
+
+    pub fn pos(&self) -> usize {
+        self.i
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.i >= self.b.len()
+    }
+
+    pub fn remaining(&self) -> usize {
+        self.b.len().saturating_sub(self.i)
+    }
+
+    pub fn error(&self, reason: impl Into<String>) -> DecodeError {
+        DecodeError {
+            offset: self.i,
+            reason: reason.into(),
+        }
+    }
+
+    pub fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8], DecodeError> {
+        if n > self.remaining() {
+            return Err(self.error(format!(
+                "{what}: needs {n} bytes, only {} left",
+                self.remaining()
+            )));
+        }
+        let s = &self.b[self.i..self.i + n];
+        self.i += n;
+        Ok(s)
+    }
+
+    pub fn u8(&mut self, what: &str) -> Result<u8, DecodeError> {
+        Ok(self.take(1, what)?[0])
+    }
+
+    pub fn u32_le(&mut self, what: &str) -> Result<u32, DecodeError> {
+        let s = self.take(4, what)?;
+        Ok(u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
+    }
+
+    pub fn u64_le(&mut self, what: &str) -> Result<u64, DecodeError> {
+        let s = self.take(8, what)?;
+        let mut a = [0u8; 8];
+        a.copy_from_slice(s);
+        Ok(u64::from_le_bytes(a))
+    }
+
+    pub fn varint(&mut self, what: &str) -> Result<u64, DecodeError> {
+        let start = self.i;
+        let mut v: u64 = 0;
+        for shift in (0..64).step_by(7) {
+            let Some(&b) = self.b.get(self.i) else {
+                self.i = start;
+                return Err(self.error(format!("{what}: truncated varint")));
+            };
+            self.i += 1;
+            let bits = u64::from(b & 0x7f);
+            if shift == 63 && bits > 1 {
+                self.i = start;
+                return Err(self.error(format!("{what}: varint overflows 64 bits")));
+            }
+            v |= bits << shift;
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+        self.i = start;
+        Err(self.error(format!("{what}: varint longer than 10 bytes")))
+    }
+
+    pub fn u32_varint(&mut self, what: &str) -> Result<u32, DecodeError> {
+        let start = self.i;
+        let v = self.varint(what)?;
+        u32::try_from(v).map_err(|_| DecodeError {
+            offset: start,
+            reason: format!("{what}: {v} does not fit in 32 bits"),
+        })
+    }
+
+    /// An element count; since every element takes at least one byte, a count larger than the
+    /// bytes left is corrupt (and this bounds the allocation it leads to).
+    pub fn count(&mut self, what: &str) -> Result<usize, DecodeError> {
+        let start = self.i;
+        let v = self.varint(what)?;
+        if v > self.remaining() as u64 {
+            return Err(DecodeError {
+                offset: start,
+                reason: format!("{what} {v} exceeds the {} bytes left", self.remaining()),
+            });
+        }
+        Ok(v as usize)
+    }
+
+    pub fn bytes(&mut self, what: &str) -> Result<&'a [u8], DecodeError> {
+        let start = self.i;
+        let n = self.varint(what)?;
+        if n > self.remaining() as u64 {
+            let left = self.remaining();
+            self.i = start;
+            return Err(self.error(format!("{what}: length {n} exceeds the {left} bytes left")));
+        }
+        self.take(n as usize, what)
+    }
+
+    pub fn string(&mut self, what: &str) -> Result<String, DecodeError> {
+        let start = self.i;
+        let b = self.bytes(what)?;
+        String::from_utf8(b.to_vec()).map_err(|_| DecodeError {
+            offset: start,
+            reason: format!("{what} is not valid UTF-8"),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn varint_edges() {
+        for v in [0u64, 1, 127, 128, 300, u64::from(u32::MAX), u64::MAX] {
+            let mut b = Vec::new();
+            put_varint(&mut b, v);
+            let mut r = Reader::new(&b);
+            assert_eq!(r.varint("v"), Ok(v));
+            assert!(r.is_empty());
+        }
+        // 11 continuation bytes and an overflowing 10th byte are both rejected.
+        assert!(Reader::new(&[0xff; 11]).varint("v").is_err());
+        let mut b = vec![0xff; 9];
+        b.push(0x02);
+        assert!(Reader::new(&b).varint("v").is_err());
+        assert!(Reader::new(&[0x80]).varint("v").is_err());
+    }
+}

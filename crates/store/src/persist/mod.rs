@@ -1,0 +1,115 @@
+//! Durability: the transaction log, snapshots and recovery (design.md, "In memory, durable on
+//! disk"; formats byte by byte in `docs/storage-format.md`).
+//!
+//! - `io`: the `Io` trait every disk access goes through; `FsIo` (real files) and `SimIo`
+//!   (in memory, with power cuts and injected failures, for tests).
+//! - `codec`: schema-independent change records (`Change`, `StoredEntry`) and their encoding.
+//! - `log`: `log-<first seq>.lnl` files of checksummed, self-delimiting batches; `LogWriter`
+//!   appends one batch with one write and one fsync, and refuses everything after a failure.
+//! - `snapshot`: `snap-<seq>.lns` files of checksummed chunks that decode in parallel.
+//! - `recover`: newest snapshot plus the log batches after it gives the state at startup;
+//!   `verify` checks every file for `linden verify`.
+//!
+//! Nothing here deletes or rewrites a file that recovery would need: a torn last batch is
+//! reported and left in place, and the writer continues in a new log file.
+
+pub mod codec;
+pub mod io;
+pub mod log;
+pub mod recover;
+pub mod snapshot;
+
+use std::path::PathBuf;
+
+pub use codec::{Change, StoredAttr, StoredEntry};
+pub use io::{FsIo, Io, IoFile, Keep, SimIo};
+pub use log::{read_log, Batch, LogContents, LogOptions, LogWriter, TornTail};
+pub use recover::{
+    prune, recover, verify, FileKind, FileReport, FileStatus, Recovered, VerifyReport,
+};
+pub use snapshot::{read_snapshot, write_snapshot, write_snapshot_with, Snapshot, SnapshotInfo};
+
+/// Why persistence failed. Every variant names the file (and, for contents, the byte offset)
+/// so a person can find and judge the damage.
+#[derive(Debug, thiserror::Error)]
+pub enum PersistError {
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{file}: corrupt at byte {offset}: {reason}; nothing was changed on disk — inspect or restore this file before starting again")]
+    Corrupt {
+        file: String,
+        offset: u64,
+        reason: String,
+    },
+    /// An earlier write or fsync failed; the log accepts nothing more (a failed fsync cannot be
+    /// retried: the kernel may have dropped the dirty pages).
+    #[error("the transaction log refuses writes after an earlier failure: {0}")]
+    Poisoned(String),
+    /// A record that is well-formed but does not fit the schema in force.
+    #[error("{file}: record at byte {offset}: {message}")]
+    Schema {
+        file: String,
+        offset: u64,
+        message: String,
+    },
+    /// A caller broke the log's contract (e.g. a batch number out of sequence); nothing was written.
+    #[error("{0}")]
+    Usage(String),
+}
+
+impl PersistError {
+    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> PersistError {
+        PersistError::Io {
+            path: path.into(),
+            source,
+        }
+    }
+
+    /// Fills in where a schema error from `StoredEntry::to_entry` came from.
+    pub(crate) fn located(self, file: &str, at: u64) -> PersistError {
+        match self {
+            PersistError::Schema { message, .. } => PersistError::Schema {
+                file: file.to_string(),
+                offset: at,
+                message,
+            },
+            other => other,
+        }
+    }
+}
+
+/// Width of the zero-padded sequence number in file names, so names sort in sequence order.
+pub(crate) const SEQ_DIGITS: usize = 20;
+
+pub(crate) fn crc(data: &[u8]) -> u32 {
+    crc32c::crc32c(data)
+}
+
+/// Parses `<prefix><20 digits><suffix>`.
+pub(crate) fn parse_seq_name(name: &str, prefix: &str, suffix: &str) -> Option<u64> {
+    let digits = name.strip_prefix(prefix)?.strip_suffix(suffix)?;
+    if digits.len() != SEQ_DIGITS || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// The changes of one writer batch, for `LogWriter::append_batch`: `touched` lists every entry
+/// the batch changed; those present in `version` (the batch's result) are written whole (Put),
+/// the others are deleted. Pass each id once (sorted and deduplicated, as the writer does).
+pub fn batch_changes(
+    version: &crate::Version,
+    touched: &[crate::EntryId],
+    schema: &schema::Schema,
+) -> Vec<Change> {
+    touched
+        .iter()
+        .map(|&id| match version.get(id) {
+            Some(e) => Change::Put(StoredEntry::from_entry(e, schema)),
+            None => Change::Delete { id },
+        })
+        .collect()
+}

@@ -1,0 +1,345 @@
+//! Snapshots: `snap-<seq, 20 digits>.lns`, the whole directory as of batch `seq`, in
+//! checksummed chunks that decode in parallel. Format in `docs/storage-format.md`.
+//!
+//! The entry count of a snapshot is not known until its last entry is written and files are
+//! written strictly in order (no seeking), so the chunk index lives in a footer at the end,
+//! guarded by a checksum over the header and the index: a truncated file has no valid footer.
+
+use std::path::Path;
+
+use schema::Schema;
+
+use super::codec::{encode_entry, Reader, StoredEntry};
+use super::io::Io;
+use super::{crc, parse_seq_name, PersistError};
+use crate::entry::{Entry, EntryId};
+
+pub const SNAP_MAGIC: [u8; 8] = *b"LNDNSNAP";
+pub const SNAP_END_MAGIC: [u8; 8] = *b"LNDNSEND";
+pub const SNAP_VERSION: u32 = 1;
+/// magic, u32 version, u64 seq, u64 next_id.
+pub const SNAP_HEADER_LEN: usize = 28;
+/// u32 crc, u32 footer length, end magic.
+const TRAILER_LEN: usize = 16;
+/// u64 offset, u32 length, u32 entry count.
+const INDEX_ENTRY_LEN: usize = 16;
+pub const DEFAULT_CHUNK_ENTRIES: usize = 65_536;
+/// A chunk is closed early at this size, whatever its entry count.
+const MAX_CHUNK_BYTES: usize = 64 << 20;
+
+pub fn snapshot_file_name(seq: u64) -> String {
+    format!("snap-{seq:020}.lns")
+}
+
+pub fn parse_snapshot_name(name: &str) -> Option<u64> {
+    parse_seq_name(name, "snap-", ".lns")
+}
+
+/// A snapshot read back.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    /// The last batch whose changes it includes.
+    pub seq: u64,
+    pub next_id: EntryId,
+    pub entries: Vec<Entry>,
+    pub chunks: usize,
+}
+
+/// What `write_snapshot` wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SnapshotInfo {
+    pub name: String,
+    pub entries: u64,
+    pub chunks: usize,
+    pub bytes: u64,
+}
+
+/// Writes a snapshot of `entries` as of batch `seq`, durably and atomically: to
+/// `snap-<seq>.lns.tmp`, fsync, rename, fsync of the directory.
+pub fn write_snapshot<'a>(
+    io: &dyn Io,
+    dir: &Path,
+    seq: u64,
+    next_id: EntryId,
+    entries: impl Iterator<Item = &'a Entry>,
+    schema: &Schema,
+) -> Result<SnapshotInfo, PersistError> {
+    write_snapshot_with(
+        io,
+        dir,
+        seq,
+        next_id,
+        entries,
+        schema,
+        DEFAULT_CHUNK_ENTRIES,
+    )
+}
+
+/// `write_snapshot` with `chunk_entries` entries per chunk.
+pub fn write_snapshot_with<'a>(
+    io: &dyn Io,
+    dir: &Path,
+    seq: u64,
+    next_id: EntryId,
+    entries: impl Iterator<Item = &'a Entry>,
+    schema: &Schema,
+    chunk_entries: usize,
+) -> Result<SnapshotInfo, PersistError> {
+    let chunk_entries = chunk_entries.max(1);
+    let name = snapshot_file_name(seq);
+    let path = dir.join(&name);
+    let tmp = dir.join(format!("{name}.tmp"));
+    let err = |e| PersistError::io(&tmp, e);
+    io.create_dir_all(dir)
+        .map_err(|e| PersistError::io(dir, e))?;
+    let mut f = io.create(&tmp).map_err(err)?;
+
+    let mut head = Vec::with_capacity(SNAP_HEADER_LEN);
+    head.extend_from_slice(&SNAP_MAGIC);
+    head.extend_from_slice(&SNAP_VERSION.to_le_bytes());
+    head.extend_from_slice(&seq.to_le_bytes());
+    head.extend_from_slice(&u64::from(next_id).to_le_bytes());
+    f.write_all(&head).map_err(err)?;
+
+    let mut offset = SNAP_HEADER_LEN as u64;
+    let mut index: Vec<(u64, u32, u32)> = Vec::new();
+    let mut total: u64 = 0;
+    let mut chunk: Vec<u8> = Vec::new();
+    let mut in_chunk: u32 = 0;
+    let mut flush = |chunk: &mut Vec<u8>, in_chunk: &mut u32| -> Result<(), PersistError> {
+        // chunk = [len, crc, count, entries...]; fill in the first three words.
+        let len = chunk.len() - 8;
+        chunk[8..12].copy_from_slice(&in_chunk.to_le_bytes());
+        let sum = crc(&chunk[8..]);
+        chunk[..4].copy_from_slice(&(len as u32).to_le_bytes());
+        chunk[4..8].copy_from_slice(&sum.to_le_bytes());
+        f.write_all(chunk).map_err(err)?;
+        index.push((offset, len as u32, *in_chunk));
+        offset += chunk.len() as u64;
+        chunk.clear();
+        *in_chunk = 0;
+        Ok(())
+    };
+    for e in entries {
+        if in_chunk == 0 {
+            chunk.extend_from_slice(&[0; 12]);
+        }
+        encode_entry(e, schema, &mut chunk);
+        in_chunk += 1;
+        total += 1;
+        if in_chunk as usize >= chunk_entries || chunk.len() >= MAX_CHUNK_BYTES {
+            flush(&mut chunk, &mut in_chunk)?;
+        }
+    }
+    if in_chunk > 0 {
+        flush(&mut chunk, &mut in_chunk)?;
+    }
+
+    let mut foot = Vec::with_capacity(12 + index.len() * INDEX_ENTRY_LEN + TRAILER_LEN);
+    foot.extend_from_slice(&(index.len() as u32).to_le_bytes());
+    for (off, len, n) in &index {
+        foot.extend_from_slice(&off.to_le_bytes());
+        foot.extend_from_slice(&len.to_le_bytes());
+        foot.extend_from_slice(&n.to_le_bytes());
+    }
+    foot.extend_from_slice(&total.to_le_bytes());
+    let mut guarded = head.clone();
+    guarded.extend_from_slice(&foot);
+    foot.extend_from_slice(&crc(&guarded).to_le_bytes());
+    let footer_len = foot.len() as u32;
+    foot.extend_from_slice(&footer_len.to_le_bytes());
+    foot.extend_from_slice(&SNAP_END_MAGIC);
+    f.write_all(&foot).map_err(err)?;
+    f.sync().map_err(err)?;
+    drop(f);
+    io.rename(&tmp, &path)
+        .map_err(|e| PersistError::io(&path, e))?;
+    io.sync_dir(dir).map_err(|e| PersistError::io(dir, e))?;
+    Ok(SnapshotInfo {
+        name,
+        entries: total,
+        chunks: index.len(),
+        bytes: offset + foot.len() as u64,
+    })
+}
+
+/// Reads a snapshot file's bytes, decoding its chunks on all available cores. `name` is used
+/// in error messages.
+pub fn read_snapshot(name: &str, bytes: &[u8], schema: &Schema) -> Result<Snapshot, PersistError> {
+    let corrupt = |offset: usize, reason: String| PersistError::Corrupt {
+        file: name.to_string(),
+        offset: offset as u64,
+        reason,
+    };
+    if bytes.len() < SNAP_HEADER_LEN {
+        return Err(corrupt(
+            0,
+            format!("header truncated ({} bytes)", bytes.len()),
+        ));
+    }
+    if bytes[..8] != SNAP_MAGIC {
+        return Err(corrupt(0, "not a Linden snapshot (bad magic)".into()));
+    }
+    let mut r = Reader::new(&bytes[8..SNAP_HEADER_LEN]);
+    let at = |base: usize| move |e: super::codec::DecodeError| corrupt(base + e.offset, e.reason);
+    let version = r.u32_le("version").map_err(at(8))?;
+    let seq = r.u64_le("seq").map_err(at(8))?;
+    let next_id = r.u64_le("next id").map_err(at(8))?;
+    if version != SNAP_VERSION {
+        return Err(corrupt(
+            8,
+            format!("snapshot format version {version}; this Linden reads version {SNAP_VERSION}"),
+        ));
+    }
+    let next_id = EntryId::try_from(next_id)
+        .map_err(|_| corrupt(20, format!("next entry id {next_id} out of range")))?;
+
+    // Trailer and footer.
+    let len = bytes.len();
+    if len < SNAP_HEADER_LEN + TRAILER_LEN || bytes[len - 8..] != SNAP_END_MAGIC {
+        return Err(corrupt(
+            len,
+            "no end marker: the file is truncated or was never finished".into(),
+        ));
+    }
+    let mut t = Reader::new(&bytes[len - 12..len - 8]);
+    let footer_len = t.u32_le("footer length").map_err(at(len - 12))? as usize;
+    if footer_len < 16 || footer_len > len - SNAP_HEADER_LEN - 12 {
+        return Err(corrupt(
+            len - 12,
+            format!("impossible footer length {footer_len}"),
+        ));
+    }
+    let foot_start = len - 12 - footer_len;
+    let foot = &bytes[foot_start..len - 12];
+    let stored = &foot[foot.len() - 4..];
+    let stored = u32::from_le_bytes([stored[0], stored[1], stored[2], stored[3]]);
+    let mut guarded = bytes[..SNAP_HEADER_LEN].to_vec();
+    guarded.extend_from_slice(&foot[..foot.len() - 4]);
+    if crc(&guarded) != stored {
+        return Err(corrupt(
+            foot_start,
+            "header or chunk index fails its checksum".into(),
+        ));
+    }
+    let mut f = Reader::new(&foot[..foot.len() - 4]);
+    let n = f.u32_le("chunk count").map_err(at(foot_start))? as usize;
+    if n.saturating_mul(INDEX_ENTRY_LEN) > f.remaining() {
+        return Err(corrupt(
+            foot_start,
+            format!("chunk count {n} exceeds the footer"),
+        ));
+    }
+    let mut chunks = Vec::with_capacity(n);
+    let mut expect = SNAP_HEADER_LEN as u64;
+    let mut total_in_index: u64 = 0;
+    for i in 0..n {
+        let off = f.u64_le("chunk offset").map_err(at(foot_start))?;
+        let clen = f.u32_le("chunk length").map_err(at(foot_start))?;
+        let count = f.u32_le("chunk entries").map_err(at(foot_start))?;
+        if off != expect {
+            return Err(corrupt(
+                foot_start,
+                format!("chunk {i} at byte {off}, expected at {expect}"),
+            ));
+        }
+        expect = off + 8 + u64::from(clen);
+        total_in_index += u64::from(count);
+        chunks.push((off as usize, clen as usize, count));
+    }
+    let total = f.u64_le("entry count").map_err(at(foot_start))?;
+    if expect != foot_start as u64 || !f.is_empty() || total != total_in_index {
+        return Err(corrupt(
+            foot_start,
+            "chunk index does not match the file's layout".into(),
+        ));
+    }
+
+    let decode_chunk =
+        |&(off, clen, count): &(usize, usize, u32)| -> Result<Vec<Entry>, PersistError> {
+            let mut h = Reader::new(&bytes[off..off + 8]);
+            let hl = h.u32_le("chunk length").map_err(at(off))? as usize;
+            let hc = h.u32_le("chunk crc").map_err(at(off))?;
+            if hl != clen {
+                return Err(corrupt(
+                    off,
+                    format!("chunk length {hl}, index says {clen}"),
+                ));
+            }
+            let payload = &bytes[off + 8..off + 8 + clen];
+            if crc(payload) != hc {
+                return Err(corrupt(off, "chunk fails its checksum".into()));
+            }
+            let base = off + 8;
+            let mut p = Reader::new(payload);
+            let c = p.u32_le("entry count").map_err(at(base))?;
+            if c != count {
+                return Err(corrupt(
+                    base,
+                    format!("chunk holds {c} entries, index says {count}"),
+                ));
+            }
+            let mut out = Vec::with_capacity((c as usize).min(payload.len()));
+            for _ in 0..c {
+                let rec = base + p.pos();
+                let se = StoredEntry::decode(&mut p).map_err(at(base))?;
+                out.push(
+                    se.to_entry(schema)
+                        .map_err(|e| e.located(name, rec as u64))?,
+                );
+            }
+            if !p.is_empty() {
+                return Err(corrupt(
+                    base + p.pos(),
+                    "bytes after the chunk's last entry".into(),
+                ));
+            }
+            Ok(out)
+        };
+
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, chunks.len().max(1));
+    let per = chunks.len().div_ceil(threads).max(1);
+    let parts: Vec<Result<Vec<Entry>, PersistError>> = if threads <= 1 {
+        vec![decode_group(&chunks, &decode_chunk)]
+    } else {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = chunks
+                .chunks(per)
+                .map(|group| s.spawn(|| decode_group(group, &decode_chunk)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(PersistError::Usage(
+                            "a snapshot decoding thread panicked".into(),
+                        ))
+                    })
+                })
+                .collect()
+        })
+    };
+    let mut entries = Vec::with_capacity((total as usize).min(len));
+    for part in parts {
+        entries.extend(part?);
+    }
+    Ok(Snapshot {
+        seq,
+        next_id,
+        entries,
+        chunks: chunks.len(),
+    })
+}
+
+fn decode_group<F>(group: &[(usize, usize, u32)], f: &F) -> Result<Vec<Entry>, PersistError>
+where
+    F: Fn(&(usize, usize, u32)) -> Result<Vec<Entry>, PersistError>,
+{
+    let mut out = Vec::new();
+    for c in group {
+        out.extend(f(c)?);
+    }
+    Ok(out)
+}
