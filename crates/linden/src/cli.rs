@@ -91,6 +91,22 @@ pub struct ServeArgs {
     #[arg(long, value_name = "SECONDS")]
     pub time_limit: Option<u64>,
 
+    /// When a write is acknowledged: "sync" after its batch is fsynced to the transaction
+    /// log; "nosync" without fsync, so a crash of the machine can lose acknowledged writes
+    /// (benchmarks only). [default: sync] [key: durability]
+    #[arg(long, value_name = "sync|nosync")]
+    pub durability: Option<String>,
+
+    /// Seconds between background snapshots, 0 for none by time. [default: 86400]
+    /// [key: snapshot_interval]
+    #[arg(long, value_name = "SECONDS")]
+    pub snapshot_interval: Option<u64>,
+
+    /// Transaction-log bytes written since the last snapshot that trigger a new one, 0 for
+    /// none by volume. [default: 1073741824] [key: snapshot_log_bytes]
+    #[arg(long, value_name = "BYTES")]
+    pub snapshot_log_bytes: Option<u64>,
+
     /// What to log to stderr: a level (error, warn, info, debug, trace) or a tracing filter such
     /// as "info,server=debug". [default: info] [key: log_level]
     #[arg(long, value_name = "LEVEL")]

@@ -41,6 +41,9 @@ pub const KEYS: &[&str] = &[
     "size_limit",
     "time_limit",
     "indexes",
+    "durability",
+    "snapshot_interval",
+    "snapshot_log_bytes",
     "log_level",
 ];
 
@@ -62,6 +65,9 @@ pub struct Settings {
     pub size_limit: Option<u64>,
     pub time_limit: Option<u64>,
     pub indexes: Option<Vec<String>>,
+    pub durability: Option<server::Durability>,
+    pub snapshot_interval: Option<u64>,
+    pub snapshot_log_bytes: Option<u64>,
     pub log_level: String,
 }
 
@@ -108,6 +114,14 @@ pub fn merge(args: &ServeArgs, file: Settings) -> Result<Settings, ConfigError> 
         size_limit: args.size_limit.or(file.size_limit),
         time_limit: args.time_limit.or(file.time_limit),
         indexes: file.indexes,
+        durability: match &args.durability {
+            Some(d) => {
+                Some(parse_durability(d).map_err(|e| ConfigError(format!("--durability: {e}")))?)
+            }
+            None => file.durability,
+        },
+        snapshot_interval: args.snapshot_interval.or(file.snapshot_interval),
+        snapshot_log_bytes: args.snapshot_log_bytes.or(file.snapshot_log_bytes),
         log_level,
     };
     if s.max_pdu_size == Some(0) {
@@ -173,6 +187,12 @@ pub fn parse_file(path: &Path, text: &str) -> Result<Settings, ConfigError> {
             "size_limit" => s.size_limit = Some(integer(value, 0).map_err(bad)?),
             "time_limit" => s.time_limit = Some(integer(value, 0).map_err(bad)?),
             "indexes" => s.indexes = Some(strings(value).map_err(bad)?),
+            "durability" => {
+                let v = string(value).map_err(bad)?;
+                s.durability = Some(parse_durability(&v).map_err(bad)?);
+            }
+            "snapshot_interval" => s.snapshot_interval = Some(integer(value, 0).map_err(bad)?),
+            "snapshot_log_bytes" => s.snapshot_log_bytes = Some(integer(value, 0).map_err(bad)?),
             "log_level" => {
                 let v = string(value).map_err(bad)?;
                 check_log_level(&v).map_err(bad)?;
@@ -190,6 +210,17 @@ pub fn parse_file(path: &Path, text: &str) -> Result<Settings, ConfigError> {
         }
     }
     Ok(s)
+}
+
+/// `sync` (every batch fsynced before it is acknowledged) or `nosync` (benchmarks only).
+pub fn parse_durability(s: &str) -> Result<server::Durability, String> {
+    match s {
+        "sync" => Ok(server::Durability::Sync),
+        "nosync" => Ok(server::Durability::NoSync),
+        other => Err(format!(
+            "invalid value '{other}' (expected \"sync\" or \"nosync\")"
+        )),
+    }
 }
 
 /// Accepts a level or a list of `target=level` directives (what `EnvFilter` accepts), except

@@ -42,6 +42,15 @@ pub fn server_config(s: Settings, admin_password_hash: Vec<u8>) -> server::Confi
     if let Some(v) = s.indexes {
         c.indexes = v;
     }
+    if let Some(v) = s.durability {
+        c.durability = v;
+    }
+    if let Some(v) = s.snapshot_interval {
+        c.snapshot_interval = v;
+    }
+    if let Some(v) = s.snapshot_log_bytes {
+        c.snapshot_log_bytes = v;
+    }
     c
 }
 
@@ -93,9 +102,7 @@ pub fn run(mut settings: Settings) -> anyhow::Result<()> {
             .local_addr()
             .with_context(|| format!("cannot listen on {listen}"))?;
         // Tests and scripts read the port from this line when started with port 0.
-        tracing::info!(
-            "listening on {bound}, suffixes: {suffixes}, data directory: {data} (entries are held in memory only)"
-        );
+        tracing::info!("listening on {bound}, suffixes: {suffixes}, data directory: {data}");
         server
             .serve(listener, shutdown_signal())
             .await
@@ -104,6 +111,20 @@ pub fn run(mut settings: Settings) -> anyhow::Result<()> {
         anyhow::Ok(())
     });
     runtime.shutdown_timeout(SHUTDOWN_GRACE);
+    // A clean stop leaves a snapshot, so the next start replays no log.
+    match server.snapshot() {
+        Ok(Some(r)) => tracing::info!(
+            "snapshot {} written: {} entries, {} bytes in {:.2} s",
+            r.file,
+            r.entries,
+            r.bytes,
+            r.seconds
+        ),
+        Ok(None) => {}
+        Err(e) => tracing::error!(
+            "snapshot at shutdown failed: {e}; the transaction log still holds every change"
+        ),
+    }
     result
 }
 

@@ -4,6 +4,16 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+/// When an acknowledged write is on disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// Every batch of writes is fsynced before any of them is acknowledged (the default).
+    Sync,
+    /// Batches are written but not fsynced: an acknowledged write can be lost in a crash of
+    /// the machine. For benchmarks only; the startup log line says so.
+    NoSync,
+}
+
 /// Everything `server::run` needs. Field defaults are documented on `Default`.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -29,6 +39,13 @@ pub struct Config {
     pub time_limit: u64,
     /// Attributes with equality and presence indexes. Default objectClass, uid, cn, sn, mail.
     pub indexes: Vec<String>,
+    /// Default `Sync`.
+    pub durability: Durability,
+    /// Seconds between snapshots (0 = never by time). Default 86400 (daily).
+    pub snapshot_interval: u64,
+    /// Log bytes written since the last snapshot that trigger a new one (0 = never by volume).
+    /// Default 1 GiB.
+    pub snapshot_log_bytes: u64,
 }
 
 impl Default for Config {
@@ -48,6 +65,9 @@ impl Default for Config {
                 .iter()
                 .map(|s| s.to_string())
                 .collect(),
+            durability: Durability::Sync,
+            snapshot_interval: 86_400,
+            snapshot_log_bytes: 1 << 30,
         }
     }
 }

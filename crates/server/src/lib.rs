@@ -13,6 +13,7 @@
 pub mod config;
 pub mod error;
 mod ops;
+mod persistence;
 mod session;
 pub mod state;
 
@@ -20,10 +21,10 @@ use std::future::Future;
 use std::sync::Arc;
 
 use schema::{AttrId, Dn, NormDn, Schema};
-use store::{Attr, Entry, Store};
+use store::{Attr, Entry};
 use tokio::net::TcpListener;
 
-pub use config::Config;
+pub use config::{Config, Durability};
 pub use error::LdapError;
 use state::{Counters, Shared};
 
@@ -37,6 +38,9 @@ pub enum StartError {
     Config(String),
     #[error("demo data, line {line}: {message}")]
     Demo { line: usize, message: String },
+    /// The data directory could not be recovered; nothing in it was changed.
+    #[error("{0}")]
+    Storage(String),
 }
 
 pub struct Server {
@@ -77,7 +81,7 @@ impl Server {
             })?;
             indexed.push(id);
         }
-        let store = Store::new(schema.clone(), &indexed);
+        let (store, persistence) = persistence::open(&config, &schema, &indexed)?;
         let root_dse = root_dse(&schema, &config);
         let subschema = subschema_entry(&schema);
         let shared = Arc::new(Shared {
@@ -90,6 +94,7 @@ impl Server {
             root_dse,
             subschema,
             counters: Counters::default(),
+            persistence,
         });
         create_suffixes(&shared)?;
         if shared.config.demo {
@@ -103,8 +108,53 @@ impl Server {
         &self.shared.counters
     }
 
-    /// Accepts connections until `shutdown` resolves.
+    /// Writes a snapshot of the current version now (clean shutdown, or on demand) and
+    /// removes the log files it covers. `Ok(None)`: one is already being written, or this
+    /// version is already on disk.
+    pub fn snapshot(&self) -> Result<Option<persistence::SnapshotReport>, String> {
+        let sh = &self.shared;
+        sh.persistence.snapshot(&sh.store, &sh.schema)
+    }
+
+    /// Accepts connections until `shutdown` resolves. Snapshots are taken in the background
+    /// when the configured interval or log volume calls for one.
     pub async fn serve(
+        &self,
+        listener: TcpListener,
+        shutdown: impl Future<Output = ()> + Send,
+    ) -> std::io::Result<()> {
+        let sh = self.shared.clone();
+        let snapshots = tokio::spawn(async move {
+            let mut tick = tokio::time::interval(std::time::Duration::from_secs(5));
+            loop {
+                tick.tick().await;
+                if sh.persistence.due(&sh.config) {
+                    let sh2 = sh.clone();
+                    let r = tokio::task::spawn_blocking(move || {
+                        sh2.persistence.snapshot(&sh2.store, &sh2.schema)
+                    })
+                    .await;
+                    match r {
+                        Ok(Ok(Some(rep))) => tracing::info!(
+                            "snapshot {} written: {} entries, {} bytes in {:.2} s",
+                            rep.file,
+                            rep.entries,
+                            rep.bytes,
+                            rep.seconds
+                        ),
+                        Ok(Ok(None)) => {}
+                        Ok(Err(e)) => tracing::error!("snapshot failed: {e}"),
+                        Err(e) => tracing::error!("snapshot task failed: {e}"),
+                    }
+                }
+            }
+        });
+        let r = self.accept_loop(listener, shutdown).await;
+        snapshots.abort();
+        r
+    }
+
+    async fn accept_loop(
         &self,
         listener: TcpListener,
         shutdown: impl Future<Output = ()> + Send,

@@ -86,6 +86,7 @@ pub struct Shared {
     pub root_dse: Entry,
     pub subschema: Entry,
     pub counters: Counters,
+    pub(crate) persistence: crate::persistence::Persistence,
 }
 
 /// Who a connection is bound as.

@@ -21,7 +21,7 @@ pub mod writer;
 pub use entry::{Attr, Entry, EntryId};
 pub use filter::{Filter, Tri};
 pub use version::Version;
-pub use writer::{Store, StoreError, Txn};
+pub use writer::{Journal, Store, StoreError, Txn};
 
 /// Search scope (RFC 4511 §4.5.1.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

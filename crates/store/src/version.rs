@@ -131,6 +131,11 @@ impl Version {
         v
     }
 
+    /// The id the next new entry will get.
+    pub fn next_id(&self) -> EntryId {
+        self.next_id
+    }
+
     pub fn len(&self) -> usize {
         self.entries.len()
     }

@@ -15,6 +15,8 @@ pub struct TestServer {
     pub url: String,
     pub server: Arc<server::Server>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
+    /// The server's data directory, removed when the handle drops.
+    pub data: tempfile::TempDir,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -24,7 +26,9 @@ impl TestServer {
     }
 
     pub fn start_with(tweak: impl FnOnce(&mut server::Config)) -> TestServer {
+        let data = tempfile::tempdir().expect("temporary data directory");
         let mut config = server::Config {
+            data_dir: data.path().to_path_buf(),
             listen: "127.0.0.1:0".parse().expect("addr"),
             admin_password_hash: pwhash::hash(pwhash::Scheme::default(), ADMIN_PW.as_bytes()),
             ..server::Config::default()
@@ -60,6 +64,7 @@ impl TestServer {
             url: format!("ldap://{addr}"),
             server: srv,
             stop: Some(stop_tx),
+            data,
             thread: Some(thread),
         }
     }

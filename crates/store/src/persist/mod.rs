@@ -113,3 +113,30 @@ pub fn batch_changes(
         })
         .collect()
 }
+
+/// The writer's journal backed by the transaction log: each batch is appended with one write
+/// and (with `LogOptions::sync`) one fsync before the writer publishes it.
+pub struct LogJournal {
+    log: LogWriter,
+    schema: std::sync::Arc<schema::Schema>,
+}
+
+impl LogJournal {
+    pub fn new(log: LogWriter, schema: std::sync::Arc<schema::Schema>) -> LogJournal {
+        LogJournal { log, schema }
+    }
+}
+
+impl crate::writer::Journal for LogJournal {
+    fn commit(
+        &mut self,
+        seq: u64,
+        version: &crate::Version,
+        touched: &[crate::EntryId],
+    ) -> Result<(), String> {
+        let changes = batch_changes(version, touched, &self.schema);
+        self.log
+            .append_batch(seq, &changes)
+            .map_err(|e| e.to_string())
+    }
+}

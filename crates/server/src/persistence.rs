@@ -1,0 +1,146 @@
+//! Durability glue between the server and the store's `persist` layer: recovery at start, the
+//! transaction-log journal behind the writer, and snapshots (on demand, by time, by log volume,
+//! and at clean shutdown), written from one consistent version while the server keeps serving.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use schema::{AttrId, Schema};
+use store::persist::{self, FsIo, Io, LogJournal, LogOptions, LogWriter};
+use store::{Store, Version};
+
+use crate::config::{Config, Durability};
+use crate::StartError;
+
+pub(crate) struct Persistence {
+    pub dir: PathBuf,
+    io: Arc<dyn Io>,
+    /// Held while a snapshot is written: one at a time.
+    busy: Mutex<()>,
+    /// When the last snapshot was taken, and the log bytes on disk right after it.
+    last: Mutex<(Instant, u64)>,
+}
+
+/// What one snapshot did, for the log line.
+pub struct SnapshotReport {
+    pub file: String,
+    pub entries: u64,
+    pub bytes: u64,
+    pub seconds: f64,
+    pub removed: Vec<String>,
+}
+
+/// Recovers the directory in `config.data_dir` and opens the store on it.
+pub(crate) fn open(
+    config: &Config,
+    schema: &Arc<Schema>,
+    indexed: &[AttrId],
+) -> Result<(Store, Persistence), StartError> {
+    let t = Instant::now();
+    let dir = config.data_dir.clone();
+    let io: Arc<dyn Io> = Arc::new(FsIo);
+    let storage = |e: persist::PersistError| StartError::Storage(e.to_string());
+    let rec = persist::recover(&*io, &dir, schema).map_err(storage)?;
+    for (file, offset) in &rec.torn_tails {
+        tracing::warn!(
+            "{}: ignored an incomplete last batch at byte {offset} (a crash cut it before it was acknowledged)",
+            dir.join(file).display()
+        );
+    }
+    let opts = LogOptions {
+        sync: config.durability == Durability::Sync,
+        ..LogOptions::default()
+    };
+    let log = LogWriter::open_after_recovery(io.clone(), &dir, &rec, opts).map_err(storage)?;
+    let entries = rec.entries.len();
+    let replayed = rec.log_records_replayed;
+    let version = Version::restore(indexed, rec.entries, rec.next_id, rec.last_seq);
+    tracing::info!(
+        "loaded {entries} entries from {} (snapshot {}, {replayed} log records replayed) in {:.2} s",
+        dir.display(),
+        rec.snapshot.as_deref().unwrap_or("none"),
+        t.elapsed().as_secs_f64()
+    );
+    if config.durability == Durability::NoSync {
+        tracing::warn!(
+            "durability = \"nosync\": writes are acknowledged before they reach the disk and can be lost in a crash (for benchmarks only)"
+        );
+    }
+    let store = Store::with_journal(
+        schema.clone(),
+        version,
+        Box::new(LogJournal::new(log, schema.clone())),
+    );
+    let p = Persistence {
+        last: Mutex::new((Instant::now(), log_bytes(&dir))),
+        dir,
+        io,
+        busy: Mutex::new(()),
+    };
+    Ok((store, p))
+}
+
+/// Total size of the transaction log files in `dir`.
+fn log_bytes(dir: &Path) -> u64 {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    rd.filter_map(Result::ok)
+        .filter(|e| persist::log::parse_log_name(&e.file_name().to_string_lossy()).is_some())
+        .filter_map(|e| e.metadata().ok())
+        .map(|m| m.len())
+        .sum()
+}
+
+impl Persistence {
+    /// Writes a snapshot of the newest version and removes the files it makes unnecessary.
+    /// `Ok(None)` when another snapshot is being written or this version is already on disk.
+    pub fn snapshot(
+        &self,
+        store: &Store,
+        schema: &Schema,
+    ) -> Result<Option<SnapshotReport>, String> {
+        let Ok(_guard) = self.busy.try_lock() else {
+            return Ok(None);
+        };
+        let t = Instant::now();
+        let v = store.read();
+        let name = persist::snapshot::snapshot_file_name(v.seq);
+        if self.dir.join(&name).exists() {
+            return Ok(None);
+        }
+        let info = persist::write_snapshot(
+            &*self.io,
+            &self.dir,
+            v.seq,
+            v.next_id(),
+            v.iter().map(|e| &**e),
+            schema,
+        )
+        .map_err(|e| e.to_string())?;
+        let removed = persist::prune(&*self.io, &self.dir, v.seq).map_err(|e| e.to_string())?;
+        if let Ok(mut last) = self.last.lock() {
+            *last = (Instant::now(), log_bytes(&self.dir));
+        }
+        Ok(Some(SnapshotReport {
+            file: info.name,
+            entries: info.entries,
+            bytes: info.bytes,
+            seconds: t.elapsed().as_secs_f64(),
+            removed,
+        }))
+    }
+
+    /// Whether the interval or the log volume since the last snapshot calls for a new one.
+    pub fn due(&self, config: &Config) -> bool {
+        let Ok(last) = self.last.lock() else {
+            return false;
+        };
+        let by_time = config.snapshot_interval > 0
+            && last.0.elapsed() >= Duration::from_secs(config.snapshot_interval);
+        let by_volume = config.snapshot_log_bytes > 0
+            && log_bytes(&self.dir).saturating_sub(last.1) >= config.snapshot_log_bytes;
+        by_time || by_volume
+    }
+}
