@@ -25,8 +25,15 @@ pub struct Cli {
 pub enum Command {
     /// Serve LDAP on a TCP port until Ctrl-C or SIGTERM.
     ///
-    /// Data is held in memory only for now: it is lost when the server stops.
-    Serve(ServeArgs),
+    /// Every acknowledged change is in the transaction log of the data directory; a clean stop
+    /// also writes a snapshot.
+    Serve(Box<ServeArgs>),
+    /// Load an LDIF file into a new data directory (server stopped), writing a snapshot.
+    Import(crate::bulk::ImportArgs),
+    /// Write every entry of a data directory as LDIF.
+    Export(crate::bulk::ExportArgs),
+    /// Copy a (running) server's data directory consistently.
+    Backup(crate::bulk::BackupArgs),
 }
 
 #[derive(Debug, Default, Args)]

@@ -4,9 +4,11 @@
 //! - `config`: the TOML file and its merge with the flags; every error names file and key.
 //! - `password`: the administrator password, given or generated (hash kept in the data dir).
 //! - `serve`: `linden serve`, from settings to a listening server.
+//! - `bulk`: `linden import`, `export` and `backup`.
 //!
 //! Exit status: 0 after a clean shutdown, 2 for unusable settings (flags or file), 1 otherwise.
 
+mod bulk;
 mod cli;
 mod config;
 mod password;
@@ -31,6 +33,12 @@ fn main() -> ExitCode {
                     serve::run(settings)
                 })
         }
+        Command::Import(args) => {
+            init_logging("warn");
+            bulk::import(&args)
+        }
+        Command::Export(args) => bulk::export(&args),
+        Command::Backup(args) => bulk::backup(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

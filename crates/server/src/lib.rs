@@ -10,6 +10,7 @@
 //! Use: `Server::start(config)?` builds everything (no sockets), then
 //! `server.serve(listener, shutdown).await` serves until `shutdown` resolves.
 
+pub mod bulk;
 pub mod config;
 pub mod error;
 mod ops;
@@ -22,6 +23,8 @@ use std::sync::Arc;
 
 use schema::{AttrId, Dn, NormDn, Schema};
 use store::{Attr, Entry};
+
+pub use persistence::SnapshotReport;
 use tokio::net::TcpListener;
 
 pub use config::{Config, Durability};
@@ -47,8 +50,27 @@ pub struct Server {
     shared: Arc<Shared>,
 }
 
+/// How `Server::build` gets its store.
+pub(crate) enum Mode {
+    /// Recover the data directory and journal every change to it.
+    Durable,
+    /// Memory only, nothing read or written (bulk import builds here, then writes a snapshot).
+    Memory,
+}
+
 impl Server {
+    /// Recovers the data directory, creates missing naming-context entries, loads the demo
+    /// data when asked; binds no socket.
     pub fn start(config: Config) -> Result<Server, StartError> {
+        let server = Server::build(config, Mode::Durable)?;
+        create_suffixes(&server.shared)?;
+        if server.shared.config.demo {
+            load_demo(&server.shared)?;
+        }
+        Ok(server)
+    }
+
+    pub(crate) fn build(config: Config, mode: Mode) -> Result<Server, StartError> {
         let schema = Arc::new(Schema::builtin());
         let known = Shared::known_init(&schema).map_err(StartError::Config)?;
         let norm_dn = |what: &str, s: &str| -> Result<(Dn, NormDn), StartError> {
@@ -81,7 +103,13 @@ impl Server {
             })?;
             indexed.push(id);
         }
-        let (store, persistence) = persistence::open(&config, &schema, &indexed)?;
+        let (store, persistence) = match mode {
+            Mode::Durable => {
+                let (store, p) = persistence::open(&config, &schema, &indexed)?;
+                (store, Some(p))
+            }
+            Mode::Memory => (store::Store::new(schema.clone(), &indexed), None),
+        };
         let root_dse = root_dse(&schema, &config);
         let subschema = subschema_entry(&schema);
         let shared = Arc::new(Shared {
@@ -96,10 +124,6 @@ impl Server {
             counters: Counters::default(),
             persistence,
         });
-        create_suffixes(&shared)?;
-        if shared.config.demo {
-            load_demo(&shared)?;
-        }
         Ok(Server { shared })
     }
 
@@ -113,7 +137,10 @@ impl Server {
     /// version is already on disk.
     pub fn snapshot(&self) -> Result<Option<persistence::SnapshotReport>, String> {
         let sh = &self.shared;
-        sh.persistence.snapshot(&sh.store, &sh.schema)
+        match &sh.persistence {
+            Some(p) => p.snapshot(&sh.store, &sh.schema),
+            None => Ok(None),
+        }
     }
 
     /// Accepts connections until `shutdown` resolves. Snapshots are taken in the background
@@ -128,10 +155,11 @@ impl Server {
             let mut tick = tokio::time::interval(std::time::Duration::from_secs(5));
             loop {
                 tick.tick().await;
-                if sh.persistence.due(&sh.config) {
+                if sh.persistence.as_ref().is_some_and(|p| p.due(&sh.config)) {
                     let sh2 = sh.clone();
-                    let r = tokio::task::spawn_blocking(move || {
-                        sh2.persistence.snapshot(&sh2.store, &sh2.schema)
+                    let r = tokio::task::spawn_blocking(move || match &sh2.persistence {
+                        Some(p) => p.snapshot(&sh2.store, &sh2.schema),
+                        None => Ok(None),
                     })
                     .await;
                     match r {

@@ -86,7 +86,8 @@ pub struct Shared {
     pub root_dse: Entry,
     pub subschema: Entry,
     pub counters: Counters,
-    pub(crate) persistence: crate::persistence::Persistence,
+    /// `None` for a memory-only server (bulk import).
+    pub(crate) persistence: Option<crate::persistence::Persistence>,
 }
 
 /// Who a connection is bound as.

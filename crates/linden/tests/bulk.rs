@@ -1,0 +1,150 @@
+//! `linden import`, `export` and `backup` as a user runs them.
+
+use std::process::Command;
+
+const LDIF: &str = "dn: dc=example,dc=com
+objectClass: dcObject
+objectClass: organization
+dc: example
+o: Example
+
+dn: ou=people,dc=example,dc=com
+objectClass: organizationalUnit
+ou: people
+
+dn: uid=ann,ou=people,dc=example,dc=com
+objectClass: inetOrgPerson
+uid: ann
+cn: Ann Archer
+sn: Archer
+userPassword: secret
+";
+
+const BAD: &str = "
+dn: uid=bob,ou=people,dc=example,dc=com
+objectClass: inetOrgPerson
+uid: bob
+cn: Bob
+";
+
+fn linden(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_linden"))
+        .args(args)
+        .output()
+        .expect("run linden");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn import_export_import_gives_identical_data() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let src = tmp.path().join("in.ldif");
+    std::fs::write(&src, LDIF).expect("write");
+    let d1 = tmp.path().join("d1");
+    let (rc, out, err) = linden(&[
+        "import",
+        "--data",
+        d1.to_str().expect("p"),
+        src.to_str().expect("p"),
+    ]);
+    assert_eq!(rc, 0, "{out}{err}");
+    assert!(out.contains("imported 3 entries"), "{out}");
+    let e1 = tmp.path().join("e1.ldif");
+    let (rc, _, err) = linden(&[
+        "export",
+        "--data",
+        d1.to_str().expect("p"),
+        e1.to_str().expect("p"),
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    let exported = std::fs::read_to_string(&e1).expect("read");
+    assert!(exported.contains("dn: uid=ann,ou=people,dc=example,dc=com"));
+    assert!(
+        exported.contains("entryUUID: "),
+        "operational attributes are exported"
+    );
+    assert!(
+        exported.contains("userPassword: {SSHA512}"),
+        "cleartext passwords are hashed on import"
+    );
+    let d2 = tmp.path().join("d2");
+    let (rc, _, err) = linden(&[
+        "import",
+        "--data",
+        d2.to_str().expect("p"),
+        e1.to_str().expect("p"),
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    let e2 = tmp.path().join("e2.ldif");
+    linden(&[
+        "export",
+        "--data",
+        d2.to_str().expect("p"),
+        e2.to_str().expect("p"),
+    ]);
+    assert_eq!(exported, std::fs::read_to_string(&e2).expect("read"));
+    // Importing again into a directory that holds data is refused.
+    let (rc, _, err) = linden(&[
+        "import",
+        "--data",
+        d1.to_str().expect("p"),
+        src.to_str().expect("p"),
+    ]);
+    assert_ne!(rc, 0);
+    assert!(err.contains("empty data directory"), "{err}");
+    // A backup of it restores the same entries.
+    let b = tmp.path().join("backup");
+    let (rc, out, err) = linden(&[
+        "backup",
+        "--data",
+        d1.to_str().expect("p"),
+        b.to_str().expect("p"),
+    ]);
+    assert_eq!(rc, 0, "{out}{err}");
+    let e3 = tmp.path().join("e3.ldif");
+    linden(&[
+        "export",
+        "--data",
+        b.to_str().expect("p"),
+        e3.to_str().expect("p"),
+    ]);
+    assert_eq!(exported, std::fs::read_to_string(&e3).expect("read"));
+}
+
+#[test]
+fn bad_record_names_its_line() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let src = tmp.path().join("in.ldif");
+    std::fs::write(&src, format!("{LDIF}{BAD}")).expect("write");
+    let d = tmp.path().join("d");
+    let (rc, _, err) = linden(&[
+        "import",
+        "--data",
+        d.to_str().expect("p"),
+        src.to_str().expect("p"),
+    ]);
+    assert_eq!(rc, 1, "{err}");
+    // bob's record starts on line 18 and lacks sn (inetOrgPerson requires it).
+    assert!(err.contains("in.ldif:18:") && err.contains("sn"), "{err}");
+    assert!(
+        !d.join("snap-00000000000000000001.lns").exists(),
+        "nothing is written"
+    );
+    let (rc, out, err) = linden(&[
+        "import",
+        "--continue-on-error",
+        "--data",
+        d.to_str().expect("p"),
+        src.to_str().expect("p"),
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(err.contains("in.ldif:18: skipped"), "{err}");
+    assert!(
+        out.contains("imported 3 entries") && out.contains("1 records skipped"),
+        "{out}"
+    );
+}
