@@ -47,6 +47,56 @@ pub struct BackupArgs {
     pub dest: PathBuf,
 }
 
+#[derive(Debug, Args)]
+pub struct SnapshotArgs {
+    /// The running server. [default: ldap://127.0.0.1:3389]
+    #[arg(long, value_name = "URL", default_value = "ldap://127.0.0.1:3389")]
+    pub url: String,
+    /// The administrator's DN. [default: cn=admin,dc=example,dc=com]
+    #[arg(long, value_name = "DN", default_value = "cn=admin,dc=example,dc=com")]
+    pub bind_dn: String,
+    /// The administrator's password (or LINDEN_ADMIN_PASSWORD).
+    #[arg(
+        long,
+        value_name = "PW",
+        env = "LINDEN_ADMIN_PASSWORD",
+        hide_env_values = true
+    )]
+    pub password: String,
+}
+
+/// Asks a running server for a snapshot now (Linden's snapshot extended operation).
+pub fn snapshot(args: &SnapshotArgs) -> anyhow::Result<()> {
+    let mut conn = ldap3::LdapConn::new(&args.url)
+        .with_context(|| format!("cannot connect to {}", args.url))?;
+    conn.simple_bind(&args.bind_dn, &args.password)
+        .and_then(|r| r.success())
+        .with_context(|| format!("cannot bind as {}", args.bind_dn))?;
+    let exop = ldap3::exop::Exop {
+        name: Some(server::SNAPSHOT_OID.to_string()),
+        val: None,
+    };
+    let ldap3::result::ExopResult(resp, result) =
+        conn.extended(exop).context("snapshot request failed")?;
+    let result = result
+        .success()
+        .context("the server refused the snapshot")?;
+    let _ = result;
+    let name = resp
+        .val
+        .map(|v| String::from_utf8_lossy(&v).into_owned())
+        .unwrap_or_default();
+    if name.is_empty() {
+        println!(
+            "no snapshot needed: the current state is already on disk (or one is being written)"
+        );
+    } else {
+        println!("snapshot {name} written");
+    }
+    let _ = conn.unbind();
+    Ok(())
+}
+
 fn data_dir(d: &Option<PathBuf>) -> PathBuf {
     d.clone()
         .unwrap_or_else(|| server::Config::default().data_dir)

@@ -34,6 +34,8 @@ pub enum Command {
     Export(crate::bulk::ExportArgs),
     /// Copy a (running) server's data directory consistently.
     Backup(crate::bulk::BackupArgs),
+    /// Ask a running server to write a snapshot now (administrator).
+    Snapshot(crate::bulk::SnapshotArgs),
 }
 
 #[derive(Debug, Default, Args)]

@@ -39,6 +39,7 @@ fn main() -> ExitCode {
         }
         Command::Export(args) => bulk::export(&args),
         Command::Backup(args) => bulk::backup(&args),
+        Command::Snapshot(args) => bulk::snapshot(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

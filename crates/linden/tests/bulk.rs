@@ -148,3 +148,64 @@ fn bad_record_names_its_line() {
         "{out}"
     );
 }
+
+/// Starts `linden serve` on a free port; returns the child and its URL.
+fn serve(data: &std::path::Path) -> (std::process::Child, String) {
+    use std::io::{BufRead, BufReader};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_linden"))
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--admin-password",
+            "secret",
+            "--data",
+        ])
+        .arg(data)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start linden");
+    let stderr = child.stderr.take().expect("stderr");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if let Some(rest) = line.split("listening on ").nth(1) {
+                let addr = rest.split(',').next().unwrap_or("").to_string();
+                let _ = tx.send(addr);
+            }
+        }
+    });
+    let addr = rx
+        .recv_timeout(std::time::Duration::from_secs(20))
+        .expect("server address");
+    (child, format!("ldap://{addr}"))
+}
+
+#[test]
+fn snapshot_on_demand() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let data = tmp.path().join("data");
+    let (mut child, url) = serve(&data);
+    let snaps = || {
+        std::fs::read_dir(&data)
+            .expect("data dir")
+            .filter_map(Result::ok)
+            .filter(|e| e.file_name().to_string_lossy().starts_with("snap-"))
+            .count()
+    };
+    assert_eq!(snaps(), 0);
+    let (rc, out, err) = linden(&["snapshot", "--url", &url, "--password", "wrong"]);
+    assert_ne!(rc, 0, "{out}{err}");
+    let (rc, out, err) = linden(&["snapshot", "--url", &url, "--password", "secret"]);
+    assert_eq!(rc, 0, "{out}{err}");
+    assert!(
+        out.contains("snapshot snap-") && out.contains("written"),
+        "{out}"
+    );
+    assert_eq!(snaps(), 1);
+    let (rc, out, _) = linden(&["snapshot", "--url", &url, "--password", "secret"]);
+    assert_eq!(rc, 0);
+    assert!(out.contains("no snapshot needed"), "{out}");
+    let _ = child.kill();
+    let _ = child.wait();
+}

@@ -31,6 +31,10 @@ pub use config::{Config, Durability};
 pub use error::LdapError;
 use state::{Counters, Shared};
 
+/// Request name of Linden's "take a snapshot now" extended operation (administrator only). An
+/// OID under the UUID arc (ITU-T X.667), so it needs no registration.
+pub const SNAPSHOT_OID: &str = "2.25.191869788585979300750051673775663263593";
+
 /// The demo organisation loaded by `linden serve --demo`.
 pub const DEMO_LDIF: &str = include_str!("../demo.ldif");
 
@@ -251,6 +255,7 @@ fn root_dse(schema: &Schema, config: &Config) -> Entry {
                 &[
                     proto::oids::WHO_AM_I.as_bytes(),
                     proto::oids::PASSWORD_MODIFY.as_bytes(),
+                    SNAPSHOT_OID.as_bytes(),
                 ],
             ),
             // All operational attributes (+), absolute true/false filters, modify-increment.

@@ -63,6 +63,13 @@ pub(crate) async fn handle(
                 Err(e) => send_ext(id, Err(&e)),
             }
         }
+        crate::SNAPSHOT_OID => {
+            let r = snapshot(shared, who).await;
+            match r {
+                Ok(name) => send_ext(id, Ok(Some(name.into_bytes()))),
+                Err(e) => send_ext(id, Err(&e)),
+            }
+        }
         oids::START_TLS => {
             let e = LdapError::new(
                 ResultCode::Unavailable,
@@ -81,6 +88,41 @@ pub(crate) async fn handle(
     };
     conn.send(out).await;
     DispatchNext::Continue
+}
+
+/// Linden's snapshot operation: the administrator asks for a snapshot now; the response value
+/// names the snapshot file (empty when the current version was already on disk).
+async fn snapshot(shared: &Arc<Shared>, who: &Identity) -> LdapResult<String> {
+    if !who.is_admin {
+        return Err(LdapError::new(
+            ResultCode::InsufficientAccessRights,
+            "only the administrator may take a snapshot",
+        ));
+    }
+    let sh = shared.clone();
+    let r = tokio::task::spawn_blocking(move || match &sh.persistence {
+        Some(p) => p.snapshot(&sh.store, &sh.schema),
+        None => Ok(None),
+    })
+    .await
+    .map_err(|e| LdapError::new(ResultCode::Other, format!("snapshot task failed: {e}")))?;
+    match r {
+        Ok(Some(rep)) => {
+            tracing::info!(
+                "snapshot {} written on request: {} entries, {} bytes in {:.2} s",
+                rep.file,
+                rep.entries,
+                rep.bytes,
+                rep.seconds
+            );
+            Ok(rep.file)
+        }
+        Ok(None) => Ok(String::new()),
+        Err(e) => Err(LdapError::new(
+            ResultCode::Unavailable,
+            format!("snapshot failed: {e}"),
+        )),
+    }
 }
 
 /// RFC 3062. Returns the generated password when the request carried no new one.
