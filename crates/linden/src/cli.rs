@@ -36,6 +36,10 @@ pub enum Command {
     Backup(crate::bulk::BackupArgs),
     /// Ask a running server to write a snapshot now (administrator).
     Snapshot(crate::bulk::SnapshotArgs),
+    /// Write the reference data set (N inetOrgPerson entries) as LDIF.
+    Gen(bench::gen::GenArgs),
+    /// Load-test an LDAP server (Linden or any other) and report throughput and latency.
+    Bench(Box<bench::load::BenchArgs>),
 }
 
 #[derive(Debug, Default, Args)]

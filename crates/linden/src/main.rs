@@ -4,7 +4,8 @@
 //! - `config`: the TOML file and its merge with the flags; every error names file and key.
 //! - `password`: the administrator password, given or generated (hash kept in the data dir).
 //! - `serve`: `linden serve`, from settings to a listening server.
-//! - `bulk`: `linden import`, `export` and `backup`.
+//! - `bulk`: `linden import`, `export`, `backup` and `snapshot`.
+//! - `gen` and `bench` come from the `bench` crate.
 //!
 //! Exit status: 0 after a clean shutdown, 2 for unusable settings (flags or file), 1 otherwise.
 
@@ -40,6 +41,10 @@ fn main() -> ExitCode {
         Command::Export(args) => bulk::export(&args),
         Command::Backup(args) => bulk::backup(&args),
         Command::Snapshot(args) => bulk::snapshot(&args),
+        Command::Gen(args) => bench::gen::run(&args).map_err(anyhow::Error::new),
+        Command::Bench(args) => bench::load::run(&args)
+            .map(|_| ())
+            .map_err(anyhow::Error::new),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,255 @@
+#!/usr/bin/env bash
+# Linden and OpenLDAP's slapd side by side, on one machine, with the same data and settings.
+#
+#   bench/compare.sh [N] [WORKLOADS] [CONNECTIONS] [DEPTHS] [DURATION] [ROUNDS]
+#   bench/compare.sh 100000 search,modify,auth,compare,add,delete,mixed,search+modify 8 1,32 10 3
+#
+# Steps: install slapd + ldap-utils if absent (Debian/Ubuntu, needs root); build linden
+# (release); `linden gen` the data once; load it into slapd (back-mdb, slapadd -q) and into
+# Linden (parallel ldapadd; Linden has no persistence yet); start both on loopback; run every
+# workload × connections × depth against both, alternating which goes first, ROUNDS times; print
+# one table from the `--json` summaries: median ops/s and p99 over the rounds, the ratio
+# Linden/slapd, and each server's CPU microseconds per operation (utime+stime from
+# /proc/PID/stat over the measured part of the run, which holds even though the client shares
+# the machine).
+#
+# Environment: WARMUP (s, default 2), SLAPD_PORT (13389), LINDEN_PORT (13390), LOAD_JOBS (8),
+# PW_SCHEME (ssha: both servers verify the same salted SHA-1 on bind; "cleartext" otherwise),
+# LINDEN (path of a prebuilt linden binary: skips the build), LINDEN_SERVE_ARGS (extra flags for
+# `linden serve`, e.g. "--durability nosync"), KEEP=1 (keep the work directory), BENCH_ARGS
+# (extra flags for every `linden bench`).
+set -euo pipefail
+
+N=${1:-100000}
+WORKLOADS=${2:-search,modify,auth,compare,add,delete,mixed,search+modify}
+CONNS=${3:-8}
+DEPTHS=${4:-1,32}
+DURATION=${5:-10}
+ROUNDS=${6:-3}
+WARMUP=${WARMUP:-2}
+SLAPD_PORT=${SLAPD_PORT:-13389}
+LINDEN_PORT=${LINDEN_PORT:-13390}
+LOAD_JOBS=${LOAD_JOBS:-8}
+PW_SCHEME=${PW_SCHEME:-ssha}
+SUFFIX="dc=example,dc=com"
+ADMIN="cn=admin,$SUFFIX"
+SECRET=secret
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/linden-compare.XXXXXX")
+SLAPD_PID=
+LINDEN_PID=
+
+log() { printf '== %s\n' "$*" >&2; }
+die() { printf 'compare.sh: %s\n' "$*" >&2; exit 1; }
+
+cleanup() {
+  [ -n "$LINDEN_PID" ] && kill "$LINDEN_PID" 2>/dev/null || true
+  [ -n "$SLAPD_PID" ] && kill "$SLAPD_PID" 2>/dev/null || true
+  if [ "${KEEP:-0}" = 1 ]; then log "work directory kept: $WORK"; else rm -rf "$WORK"; fi
+}
+trap cleanup EXIT
+
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+# --- 1. tools -----------------------------------------------------------------------------
+need=()
+command -v slapd >/dev/null || [ -x /usr/sbin/slapd ] || need+=(slapd)
+command -v ldapadd >/dev/null || need+=(ldap-utils)
+command -v python3 >/dev/null || need+=(python3)
+if [ ${#need[@]} -gt 0 ]; then
+  log "installing ${need[*]}"
+  as_root apt-get update -q
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need[@]}"
+fi
+PATH=$PATH:/usr/sbin
+SCHEMA_DIR=/etc/ldap/schema
+[ -f "$SCHEMA_DIR/inetorgperson.schema" ] || die "no OpenLDAP schema files in $SCHEMA_DIR"
+MODULE_DIR=/usr/lib/ldap
+
+# --- 2. linden ----------------------------------------------------------------------------
+if [ -z "${LINDEN:-}" ]; then
+  log "building linden (release)"
+  (cd "$ROOT" && cargo build --release -q -p linden)
+  LINDEN="${CARGO_TARGET_DIR:-$ROOT/target}/release/linden"
+fi
+[ -x "$LINDEN" ] || die "no linden binary at $LINDEN"
+
+# --- 3. data ------------------------------------------------------------------------------
+DATA="$WORK/data.ldif"
+log "generating $N entries"
+"$LINDEN" gen --count "$N" --suffix "$SUFFIX" --password password \
+  --password-scheme "$PW_SCHEME" --output "$DATA"
+
+wait_ldap() { # url
+  for _ in $(seq 1 300); do
+    ldapsearch -x -H "$1" -s base -b "" 1.1 >/dev/null 2>&1 && return 0
+    sleep 0.1
+  done
+  die "no LDAP server answering at $1"
+}
+
+count_people() { # url
+  ldapsearch -x -LLL -H "$1" -D "$ADMIN" -w "$SECRET" -b "ou=people,$SUFFIX" -s one \
+    -z 0 "(objectClass=inetOrgPerson)" 1.1 | grep -c '^dn:' || true
+}
+
+# --- 4. slapd (back-mdb) ------------------------------------------------------------------
+SLAPD_URL="ldap://127.0.0.1:$SLAPD_PORT"
+mkdir -p "$WORK/slapd/db"
+cat >"$WORK/slapd/slapd.conf" <<EOF
+include $SCHEMA_DIR/core.schema
+include $SCHEMA_DIR/cosine.schema
+include $SCHEMA_DIR/inetorgperson.schema
+include $SCHEMA_DIR/nis.schema
+pidfile $WORK/slapd/slapd.pid
+argsfile $WORK/slapd/slapd.args
+loglevel 0
+modulepath $MODULE_DIR
+moduleload back_mdb
+sizelimit unlimited
+
+database mdb
+maxsize 34359738368
+suffix "$SUFFIX"
+rootdn "$ADMIN"
+rootpw $SECRET
+directory $WORK/slapd/db
+index objectClass eq
+index uid eq
+index cn eq
+index sn eq
+index mail eq
+EOF
+log "loading slapd (slapadd -q)"
+slapadd -q -f "$WORK/slapd/slapd.conf" -l "$DATA"
+slapd -f "$WORK/slapd/slapd.conf" -h "$SLAPD_URL/"
+wait_ldap "$SLAPD_URL"
+SLAPD_PID=$(cat "$WORK/slapd/slapd.pid")
+
+# --- 5. linden ----------------------------------------------------------------------------
+LINDEN_URL="ldap://127.0.0.1:$LINDEN_PORT"
+mkdir -p "$WORK/linden"
+# shellcheck disable=SC2086
+"$LINDEN" serve --listen "127.0.0.1:$LINDEN_PORT" --data "$WORK/linden" --suffix "$SUFFIX" \
+  --admin-dn "$ADMIN" --admin-password "$SECRET" ${LINDEN_SERVE_ARGS:-} \
+  >"$WORK/linden.log" 2>&1 &
+LINDEN_PID=$!
+wait_ldap "$LINDEN_URL"
+log "loading linden ($LOAD_JOBS parallel ldapadd)"
+# The suffix entry exists already (Linden creates it); ou=people first, then the users in
+# LOAD_JOBS interleaved parts.
+awk -v jobs="$LOAD_JOBS" -v dir="$WORK" 'BEGIN { RS = ""; ORS = "\n\n" }
+  NR == 1 { next }
+  NR == 2 { print > (dir "/part-head.ldif"); next }
+  { print > (dir "/part-" (NR % jobs) ".ldif") }' "$DATA"
+ldapadd -x -c -H "$LINDEN_URL" -D "$ADMIN" -w "$SECRET" -f "$WORK/part-head.ldif" >/dev/null
+pids=()
+for f in "$WORK"/part-[0-9]*.ldif; do
+  ldapadd -x -c -H "$LINDEN_URL" -D "$ADMIN" -w "$SECRET" -f "$f" >"$f.log" 2>&1 &
+  pids+=($!)
+done
+for p in "${pids[@]}"; do wait "$p" || true; done
+for url in "$SLAPD_URL" "$LINDEN_URL"; do
+  got=$(count_people "$url")
+  [ "$got" = "$N" ] || die "$url holds $got people entries, expected $N"
+done
+log "both servers hold $N entries"
+
+# --- 6. runs ------------------------------------------------------------------------------
+CLK_TCK=$(getconf CLK_TCK)
+cpu_ticks() { awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"; }
+
+RESULTS="$WORK/results"
+mkdir -p "$RESULTS"
+: >"$RESULTS/cpu.tsv"
+
+run_one() { # server url pid workload conns depth round
+  local server=$1 url=$2 pid=$3 w=$4 c=$5 d=$6 r=$7
+  local tag="${w//+/_}-c$c-d$d-r$r-$server"
+  local extra=() warmup=$WARMUP
+  case $w in
+    add) extra+=(--name-prefix "r$r.c$c.d$d") ;;
+    # delete removes what add made in this round and stops when they are gone; deletes are
+    # faster than adds, so a warm-up could use them all up: measure from the first one.
+    delete) extra+=(--name-prefix "r$r.c$c.d$d"); warmup=0 ;;
+    mixed) extra+=(--name-prefix "m$r.c$c.d$d") ;;
+  esac
+  # shellcheck disable=SC2086
+  "$LINDEN" bench "$w" --url "$url" --bind-dn "$ADMIN" --password "$SECRET" \
+    --connections "$c" --depth "$d" --duration "$DURATION" --warmup "$warmup" \
+    --range "$N" --allow-errors --quiet --json "$RESULTS/$tag.json" "${extra[@]}" \
+    ${BENCH_ARGS:-} >"$RESULTS/$tag.out" 2>&1 &
+  local bench=$!
+  # CPU over the measured part: after the warm-up (plus connection set-up) to the end.
+  sleep "$warmup"; sleep 0.05
+  local before after
+  before=$(cpu_ticks "$pid")
+  wait "$bench" || { cat "$RESULTS/$tag.out" >&2; die "linden bench $w against $server failed"; }
+  after=$(cpu_ticks "$pid")
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$w" "$c" "$d" "$r" "$server" \
+    "$(( after - before ))" "$RESULTS/$tag.json" >>"$RESULTS/cpu.tsv"
+  grep -q '"errors": 0,' "$RESULTS/$tag.json" || log "WARNING: $w on $server had errors (see $RESULTS/$tag.out)"
+}
+
+IFS=, read -r -a WL <<<"$WORKLOADS"
+IFS=, read -r -a CL <<<"$CONNS"
+IFS=, read -r -a DL <<<"$DEPTHS"
+for r in $(seq 1 "$ROUNDS"); do
+  for c in "${CL[@]}"; do
+    for d in "${DL[@]}"; do
+      for w in "${WL[@]}"; do
+        log "round $r: $w C=$c D=$d"
+        if [ $((r % 2)) = 1 ]; then
+          run_one slapd "$SLAPD_URL" "$SLAPD_PID" "$w" "$c" "$d" "$r"
+          run_one linden "$LINDEN_URL" "$LINDEN_PID" "$w" "$c" "$d" "$r"
+        else
+          run_one linden "$LINDEN_URL" "$LINDEN_PID" "$w" "$c" "$d" "$r"
+          run_one slapd "$SLAPD_URL" "$SLAPD_PID" "$w" "$c" "$d" "$r"
+        fi
+      done
+    done
+  done
+done
+
+# --- 7. table -----------------------------------------------------------------------------
+python3 - "$RESULTS/cpu.tsv" "$CLK_TCK" "$N" <<'EOF'
+import json, statistics, sys
+from collections import defaultdict
+
+tsv, clk, n = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+rows = defaultdict(lambda: defaultdict(list))  # (workload, op, c, d) -> server -> [(ops/s, p99, cpu)]
+order = []
+for line in open(tsv):
+    w, c, d, r, server, ticks, path = line.rstrip("\n").split("\t")
+    s = json.load(open(path))
+    parts = [("all", s["total"])]
+    if w == "search+modify":
+        parts += [(o["name"], o) for o in s["operations"]]
+    for name, o in parts:
+        key = (w, name, int(c), int(d))
+        if key not in order:
+            order.append(key)
+        # CPU per op over all operations of the run (both populations for search+modify).
+        cpu_us = int(ticks) / clk * 1e6 / s["total"]["ops"] if s["total"]["ops"] else float("nan")
+        rows[key][server].append((o["ops_per_sec"], o["latency_us"]["p99"], cpu_us, o["errors"]))
+
+def med(xs):
+    return statistics.median(xs) if xs else float("nan")
+
+print(f"\nN={n}; medians over rounds; CPU = server utime+stime per operation")
+hdr = ("workload", "C", "D", "slapd ops/s", "slapd p99us", "linden ops/s", "linden p99us",
+       "ratio L/S", "slapd cpu us/op", "linden cpu us/op", "errors S/L")
+print("| " + " | ".join(hdr) + " |")
+print("|" + "---|" * len(hdr))
+for key in order:
+    w, name, c, d = key
+    label = w if name == "all" else f"{w} ({name})"
+    s, l = rows[key]["slapd"], rows[key]["linden"]
+    so, lo = med([x[0] for x in s]), med([x[0] for x in l])
+    ratio = lo / so if so else float("nan")
+    cpu = (f"{med([x[2] for x in s]):.1f}", f"{med([x[2] for x in l]):.1f}") if name == "all" else ("", "")
+    print(f"| {label} | {c} | {d} | {so:.0f} | {med([x[1] for x in s]):.0f} | {lo:.0f} | "
+          f"{med([x[1] for x in l]):.0f} | {ratio:.2f} | {cpu[0]} | {cpu[1]} | "
+          f"{sum(x[3] for x in s)}/{sum(x[3] for x in l)} |")
+EOF

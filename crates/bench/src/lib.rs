@@ -1,0 +1,86 @@
+//! `linden gen` and `linden bench`: the reference data and the load generator of
+//! design.md "Reference workloads".
+//!
+//! Module map:
+//! - [`gen`]: writes the reference LDIF (suffix, `ou=people`, N inetOrgPerson entries),
+//!   deterministic for a seed.
+//! - [`load`]: the load generator: C connections × D outstanding requests, closed loop or at a
+//!   fixed rate, HdrHistogram latencies, per-interval lines and a summary (also as JSON).
+//! - `template` (private): request PDUs encoded once with `{rand}`-style placeholders, then
+//!   re-emitted per request with the placeholders and the message id filled in, into a reused
+//!   buffer (no per-request allocation).
+//! - `response` (private): the minimal response decoder of the hot path (message id, op tag,
+//!   result code, entry DN), borrowing from the read buffer.
+//! - `stats` (private): per-connection recorders and the [`Summary`](load::Summary).
+//!
+//! The binary (`linden`) owns argument parsing: it flattens [`gen::GenArgs`] and
+//! [`load::BenchArgs`] into its subcommands and calls [`gen::run`] and [`load::run`].
+
+pub mod gen;
+pub mod load;
+mod response;
+mod stats;
+mod template;
+
+use thiserror::Error;
+
+/// Everything that can stop `gen` or `bench`.
+#[derive(Debug, Error)]
+pub enum Error {
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("invalid argument: {0}")]
+    Args(String),
+    #[error("protocol error from the server: {0}")]
+    Protocol(String),
+    #[error("initial bind as {dn:?} failed: {code}")]
+    Bind { dn: String, code: String },
+    #[error("the run had {errors} failed operations (see the summary; --allow-errors to accept)")]
+    OperationsFailed { errors: u64 },
+    #[error("writing JSON to {path}: {source}")]
+    Json {
+        path: String,
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+impl Error {
+    pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        Error::Io {
+            context: context.into(),
+            source,
+        }
+    }
+}
+
+/// Appends the decimal form of `v` without going through `fmt` (hot path of both tools).
+pub(crate) fn push_u64(out: &mut Vec<u8>, mut v: u64) {
+    let mut tmp = [0u8; 20];
+    let mut i = tmp.len();
+    loop {
+        i -= 1;
+        tmp[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&tmp[i..]);
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn decimal() {
+        for v in [0u64, 7, 10, 99, 12345, u64::MAX] {
+            let mut out = Vec::new();
+            super::push_u64(&mut out, v);
+            assert_eq!(out, v.to_string().as_bytes());
+        }
+    }
+}

@@ -1,0 +1,1024 @@
+//! `linden bench`: the load generator.
+//!
+//! Shape of a run: connect (and bind, with `--bind-dn`) all connections, then each connection
+//! runs as one tokio task that keeps up to `--depth` requests outstanding. Without `--rate` it
+//! sends a new request as soon as a slot frees (closed loop); with `--rate` each connection sends
+//! on its own schedule (aggregate rate / connections) and latency runs from the *intended* send
+//! time, so a server that falls behind shows it in the latencies (no coordinated omission). At the
+//! end of `--warmup + --duration` connections stop sending and wait for what is outstanding; only
+//! requests whose (intended) send time is after the warm-up count.
+//!
+//! Requests are [`Template`]s re-emitted into one write buffer per connection; responses are read
+//! into one buffer per connection, framed with `proto::frame` and decoded by
+//! [`response::parse`]. Message ids name a slot (low 15 bits) and a generation, so a response finds
+//! its request in O(1) even when the server answers out of order.
+
+use crate::response::{self, tag};
+use crate::stats::{self, IntervalTotals, OpKind, Recorder, RunInfo};
+use crate::template::{Template, Vars};
+use crate::Error;
+use proto::{
+    BindAuth, BindRequest, Change, CompareRequest, ModOp, ModifyRequest, PartialAttribute,
+    ProtocolOp,
+};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use std::borrow::Cow;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::time::Instant;
+
+pub use crate::stats::{Latency, OpSummary, Summary};
+
+/// Largest response PDU accepted (an entry with big attributes fits easily).
+pub const MAX_RESPONSE_PDU: usize = 16 << 20;
+/// Largest `--depth`: slot numbers live in the low 15 bits of the message id.
+pub const MAX_DEPTH: usize = (1 << SLOT_BITS) - 1;
+/// How long outstanding requests may take to be answered once the run is over.
+pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+
+const SLOT_BITS: u32 = 15;
+const SLOT_MASK: u32 = (1 << SLOT_BITS) - 1;
+
+/// The workloads of design.md "Reference workloads".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Workload {
+    /// Subtree search with `--filter` (default `(uid=user.{rand})`).
+    Search,
+    /// Replace `--modify-attr` of a random entry with a random value.
+    Modify,
+    /// Simple bind as a random entry with `--user-password`.
+    Bind,
+    /// Search for a random uid, then bind as the entry found (one operation).
+    Auth,
+    /// Compare `--compare-attr` of a random entry (compareTrue and compareFalse both succeed).
+    Compare,
+    /// Add `uid=<prefix>.<conn>.<seq>,ou=people,<base>` entries.
+    Add,
+    /// Delete what `add` made (same connection count), or `uid=user.N` with `--delete-users`.
+    Delete,
+    /// 48 % search, 32 % modify, 11 % add, 5 % delete, 4 % compare.
+    Mixed,
+    /// Two populations of `--connections` each, one searching, one modifying, reported apart.
+    #[value(name = "search+modify")]
+    SearchModify,
+}
+
+impl Workload {
+    fn name(self) -> &'static str {
+        match self {
+            Workload::Search => "search",
+            Workload::Modify => "modify",
+            Workload::Bind => "bind",
+            Workload::Auth => "auth",
+            Workload::Compare => "compare",
+            Workload::Add => "add",
+            Workload::Delete => "delete",
+            Workload::Mixed => "mixed",
+            Workload::SearchModify => "search+modify",
+        }
+    }
+}
+
+/// Arguments of `linden bench`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct BenchArgs {
+    /// Which workload to run.
+    #[arg(value_enum)]
+    pub workload: Workload,
+    /// Server to load.
+    #[arg(long, default_value = "ldap://127.0.0.1:3389")]
+    pub url: String,
+    /// DN every connection binds as before the run (anonymous when absent).
+    #[arg(long)]
+    pub bind_dn: Option<String>,
+    /// Password for --bind-dn.
+    #[arg(long, default_value = "")]
+    pub password: String,
+    /// Connections (per population for search+modify).
+    #[arg(long, default_value_t = 8)]
+    pub connections: usize,
+    /// Outstanding requests per connection (1 = synchronous).
+    #[arg(long, default_value_t = 1)]
+    pub depth: usize,
+    /// Measured seconds, after the warm-up.
+    #[arg(long, default_value_t = 10.0)]
+    pub duration: f64,
+    /// Seconds run before measuring.
+    #[arg(long, default_value_t = 2.0)]
+    pub warmup: f64,
+    /// Fixed aggregate rate in operations per second (open loop) instead of full speed.
+    #[arg(long)]
+    pub rate: Option<f64>,
+    /// `{rand}` is uniform in 0..range.
+    #[arg(long, default_value_t = 1000)]
+    pub range: u64,
+    /// Search filter; `{rand}` is replaced per request.
+    #[arg(long, default_value = "(uid=user.{rand})")]
+    pub filter: String,
+    /// Attributes to return, comma-separated (default all user attributes; `1.1` for none).
+    #[arg(long, value_delimiter = ',')]
+    pub attrs: Vec<String>,
+    /// Search base, and parent of `ou=people`.
+    #[arg(long, default_value = "dc=example,dc=com")]
+    pub base: String,
+    /// DN of the entry that modify, compare and bind use (default `uid=user.{rand},ou=people,<base>`).
+    #[arg(long)]
+    pub dn: Option<String>,
+    /// Attribute that modify replaces.
+    #[arg(long, default_value = "description")]
+    pub modify_attr: String,
+    /// Attribute that compare asserts.
+    #[arg(long, default_value = "employeeNumber")]
+    pub compare_attr: String,
+    /// Value that compare asserts (`{rand}` is the number in the entry's DN).
+    #[arg(long, default_value = "{rand}")]
+    pub compare_value: String,
+    /// Password of the entries that bind and auth bind as.
+    #[arg(long, default_value = "password")]
+    pub user_password: String,
+    /// First part of the uid of the entries add makes and delete removes.
+    #[arg(long, default_value = "bench")]
+    pub name_prefix: String,
+    /// delete: remove `uid=user.N` for N in 0..range instead of what add made.
+    #[arg(long)]
+    pub delete_users: bool,
+    /// Also write the summary as JSON to this file.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Succeed even when operations failed.
+    #[arg(long)]
+    pub allow_errors: bool,
+    /// Seconds between interval lines.
+    #[arg(long, default_value_t = 1.0)]
+    pub interval: f64,
+    /// No interval lines, only the summary.
+    #[arg(long)]
+    pub quiet: bool,
+    /// Runtime worker threads (default: one per CPU).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Seed of the per-connection random generators (default: from the clock).
+    #[arg(long)]
+    pub seed: Option<u64>,
+}
+
+/// Runs the benchmark on a runtime of its own, prints interval lines and the summary to standard
+/// output, writes `--json`. Blocking; call it outside any tokio runtime (inside one, use
+/// [`run_async`]). `Err(Error::OperationsFailed)` when operations failed, unless `--allow-errors`.
+pub fn run(args: &BenchArgs) -> Result<Summary, Error> {
+    let mut b = tokio::runtime::Builder::new_multi_thread();
+    if let Some(t) = args.threads {
+        b.worker_threads(t.max(1));
+    }
+    let rt = b
+        .enable_all()
+        .build()
+        .map_err(|e| Error::io("starting the tokio runtime", e))?;
+    rt.block_on(run_async(args))
+}
+
+/// [`run`] on the caller's runtime.
+pub async fn run_async(args: &BenchArgs) -> Result<Summary, Error> {
+    let plan = Plan::new(args)?;
+    let addr = parse_url(&args.url)?;
+    let populations: Vec<Mix> = match args.workload {
+        Workload::SearchModify => vec![Mix::Only(OpKind::Search), Mix::Only(OpKind::Modify)],
+        Workload::Search => vec![Mix::Only(OpKind::Search)],
+        Workload::Modify => vec![Mix::Only(OpKind::Modify)],
+        Workload::Bind => vec![Mix::Only(OpKind::Bind)],
+        Workload::Auth => vec![Mix::Only(OpKind::Auth)],
+        Workload::Compare => vec![Mix::Only(OpKind::Compare)],
+        Workload::Add => vec![Mix::Only(OpKind::Add)],
+        Workload::Delete => vec![Mix::Only(OpKind::Delete)],
+        Workload::Mixed => vec![Mix::Mixed],
+    };
+    let total_conns = args.connections * populations.len();
+
+    // Connect (and bind) everything first so that set-up does not count.
+    let mut conns = Vec::with_capacity(total_conns);
+    let mut setups = tokio::task::JoinSet::new();
+    for i in 0..total_conns {
+        let addr = addr.clone();
+        let plan = plan.clone();
+        setups.spawn(async move { connect(i, &addr, &plan).await.map(|s| (i, s)) });
+    }
+    while let Some(r) = setups.join_next().await {
+        let r = r.map_err(|e| Error::Protocol(format!("connection task failed: {e}")))?;
+        conns.push(r?);
+    }
+    conns.sort_by_key(|(i, _)| *i);
+
+    let start = Instant::now() + Duration::from_millis(10);
+    let measure_start = start + secs(args.warmup);
+    let stop = measure_start + secs(args.duration);
+    let seed = args.seed.unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64)
+    });
+    // Per-connection send period under --rate, with connections offset to spread the sends.
+    let period = args
+        .rate
+        .map(|r| Duration::from_secs_f64(total_conns as f64 / r));
+
+    let recorders: Vec<Arc<Mutex<Recorder>>> = (0..total_conns).map(|_| Arc::default()).collect();
+    let mut tasks = tokio::task::JoinSet::new();
+    for (i, stream) in conns {
+        let mix = populations[i / args.connections.max(1)];
+        let first_send = match period {
+            Some(p) => start + p.mul_f64(i as f64 / total_conns as f64),
+            None => start,
+        };
+        let conn = Conn {
+            index: i as u64,
+            stream,
+            plan: plan.clone(),
+            mix,
+            rng: StdRng::seed_from_u64(seed ^ (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)),
+            recorder: recorders[i].clone(),
+            slots: (0..args.depth).map(|_| Slot::default()).collect(),
+            free: (0..args.depth as u32).rev().collect(),
+            generation: 0,
+            wbuf: Vec::with_capacity(64 * 1024),
+            rbuf: vec![0; 64 * 1024],
+            rstart: 0,
+            rend: 0,
+            add_seq: 0,
+            del_seq: 0,
+            exhausted: false,
+            period,
+            next_send: first_send,
+            measure_start,
+            stop,
+            last_measured: measure_start,
+        };
+        tasks.spawn(conn.run());
+    }
+
+    // Interval lines until every connection is done.
+    let interval = secs(args.interval.max(0.1));
+    let mut ticker = tokio::time::interval_at(start + interval, interval);
+    let mut tick = 0u64;
+    let mut last_measured = measure_start;
+    let mut failure = None;
+    loop {
+        tokio::select! {
+            _ = ticker.tick() => {
+                tick += 1;
+                let mut totals = IntervalTotals::new();
+                for r in &recorders {
+                    totals.take_from(&mut lock(r));
+                }
+                if !args.quiet {
+                    let t = interval.as_secs_f64() * tick as f64;
+                    let warm = start + interval.mul_f64(tick as f64) <= measure_start;
+                    println!("{}", totals.line(t.round() as u64, interval.as_secs_f64(), warm));
+                }
+            }
+            done = tasks.join_next() => match done {
+                None => break,
+                Some(Ok(Ok(t))) => last_measured = last_measured.max(t),
+                Some(Ok(Err(e))) => {
+                    failure.get_or_insert(e);
+                    tasks.abort_all();
+                }
+                Some(Err(e)) if e.is_cancelled() => {}
+                Some(Err(e)) => {
+                    failure.get_or_insert(Error::Protocol(format!("connection task failed: {e}")));
+                    tasks.abort_all();
+                }
+            }
+        }
+    }
+    if let Some(e) = failure {
+        return Err(e);
+    }
+
+    let guards: Vec<MutexGuard<'_, Recorder>> = recorders.iter().map(lock).collect();
+    let refs: Vec<&Recorder> = guards.iter().map(|g| &**g).collect();
+    let measured = last_measured
+        .saturating_duration_since(measure_start)
+        .as_secs_f64();
+    let summary = stats::build_summary(
+        RunInfo {
+            workload: args.workload.name().to_string(),
+            url: args.url.clone(),
+            connections: args.connections,
+            depth: args.depth,
+            rate: args.rate,
+            warmup_secs: args.warmup,
+            duration_secs: if measured > 0.0 {
+                measured
+            } else {
+                args.duration
+            },
+        },
+        &refs,
+    );
+    drop(refs);
+    drop(guards);
+    print!("{summary}");
+    if let Some(path) = &args.json {
+        let json_err = |source| Error::Json {
+            path: path.display().to_string(),
+            source,
+        };
+        let text = serde_json::to_string_pretty(&summary).map_err(json_err)?;
+        std::fs::write(path, text + "\n")
+            .map_err(|e| Error::io(format!("writing {}", path.display()), e))?;
+    }
+    if summary.errors() > 0 && !args.allow_errors {
+        return Err(Error::OperationsFailed {
+            errors: summary.errors(),
+        });
+    }
+    Ok(summary)
+}
+
+fn secs(s: f64) -> Duration {
+    Duration::try_from_secs_f64(s.max(0.0)).unwrap_or(Duration::from_secs(u64::from(u32::MAX)))
+}
+
+/// A poisoned recorder still holds valid counts: a panic elsewhere does not make them wrong.
+fn lock(r: &Arc<Mutex<Recorder>>) -> MutexGuard<'_, Recorder> {
+    r.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// `ldap://host:port` (port 389 when absent) to `host:port`.
+fn parse_url(url: &str) -> Result<String, Error> {
+    let rest = url
+        .strip_prefix("ldap://")
+        .ok_or_else(|| Error::Args(format!("--url {url:?}: only ldap:// URLs are supported")))?;
+    let hostport = rest.split('/').next().unwrap_or_default();
+    if hostport.is_empty() {
+        return Err(Error::Args(format!("--url {url:?} has no host")));
+    }
+    let has_port = match hostport.rfind(']') {
+        Some(b) => hostport[b..].contains(':'),
+        None => hostport.contains(':'),
+    };
+    Ok(if has_port {
+        hostport.to_string()
+    } else {
+        format!("{hostport}:389")
+    })
+}
+
+/// Which operations a connection sends.
+#[derive(Debug, Clone, Copy)]
+enum Mix {
+    Only(OpKind),
+    /// 48 % search, 32 % modify, 11 % add, 5 % delete, 4 % compare (DirectoryMark).
+    Mixed,
+}
+
+/// Everything fixed for the run: the templates and the settings connections read.
+#[derive(Debug, Clone)]
+struct Plan {
+    search: Arc<Template>,
+    modify: Arc<Template>,
+    compare: Arc<Template>,
+    add: Arc<Template>,
+    /// Deletes `uid=<prefix>.{conn}.{seq}` (what add made).
+    delete: Arc<Template>,
+    /// Deletes `uid=user.{seq}` (`--delete-users`).
+    delete_user: Arc<Template>,
+    bind_user: Arc<Template>,
+    /// Bind as `{dn}` (auth's second step).
+    bind_dn: Arc<Template>,
+    initial_bind: Option<(String, Arc<Template>)>,
+    range: u64,
+    depth: usize,
+    delete_users: bool,
+    connections: u64,
+}
+
+impl Plan {
+    fn new(args: &BenchArgs) -> Result<Plan, Error> {
+        if args.connections == 0 {
+            return Err(Error::Args("--connections must be at least 1".into()));
+        }
+        if args.depth == 0 || args.depth > MAX_DEPTH {
+            return Err(Error::Args(format!("--depth must be in 1..={MAX_DEPTH}")));
+        }
+        if args.range == 0 {
+            return Err(Error::Args("--range must be at least 1".into()));
+        }
+        if let Some(r) = args.rate {
+            if !(r.is_finite() && r > 0.0) {
+                return Err(Error::Args("--rate must be a positive number".into()));
+            }
+        }
+        if !(args.duration.is_finite() && args.warmup.is_finite() && args.duration > 0.0) {
+            return Err(Error::Args(
+                "--duration must be positive and --warmup finite".into(),
+            ));
+        }
+        let people = format!("ou=people,{}", args.base);
+        let user_dn = args
+            .dn
+            .clone()
+            .unwrap_or_else(|| format!("uid=user.{{rand}},{people}"));
+        let filter = proto::Filter::parse(&args.filter)
+            .map_err(|e| Error::Args(format!("--filter {:?}: {e}", args.filter)))?;
+        let bad = |what: &str, e: ber::Error| {
+            Error::Args(format!("cannot encode the {what} request: {e}"))
+        };
+        let b = |s: &str| Cow::Owned(s.as_bytes().to_vec());
+
+        let search = Template::new(ProtocolOp::SearchRequest(proto::SearchRequest {
+            base: b(&args.base),
+            scope: proto::Scope::Subtree,
+            deref: proto::DerefAliases::Never,
+            size_limit: 0,
+            time_limit: 0,
+            types_only: false,
+            filter,
+            attributes: args
+                .attrs
+                .iter()
+                .filter(|a| !a.is_empty())
+                .map(|a| b(a))
+                .collect(),
+        }))
+        .map_err(|e| bad("search", e))?;
+        let modify = Template::new(ProtocolOp::ModifyRequest(ModifyRequest {
+            dn: b(&user_dn),
+            changes: vec![Change {
+                op: ModOp::Replace,
+                attr: PartialAttribute {
+                    name: b(&args.modify_attr),
+                    values: vec![Cow::Borrowed(b"bench {value}")],
+                },
+            }],
+        }))
+        .map_err(|e| bad("modify", e))?;
+        let compare = Template::new(ProtocolOp::CompareRequest(CompareRequest {
+            dn: b(&user_dn),
+            attr: b(&args.compare_attr),
+            value: b(&args.compare_value),
+        }))
+        .map_err(|e| bad("compare", e))?;
+        let uid = format!("{}.{{conn}}.{{seq}}", args.name_prefix);
+        let s = |v: &'static [u8]| Cow::Borrowed(v);
+        let add = Template::new(ProtocolOp::AddRequest(proto::AddRequest {
+            dn: b(&format!("uid={uid},{people}")),
+            attributes: vec![
+                PartialAttribute {
+                    name: s(b"objectClass"),
+                    values: vec![
+                        s(b"top"),
+                        s(b"person"),
+                        s(b"organizationalPerson"),
+                        s(b"inetOrgPerson"),
+                    ],
+                },
+                PartialAttribute {
+                    name: s(b"uid"),
+                    values: vec![b(&uid)],
+                },
+                PartialAttribute {
+                    name: s(b"cn"),
+                    values: vec![s(b"Bench {conn} {seq}")],
+                },
+                PartialAttribute {
+                    name: s(b"sn"),
+                    values: vec![s(b"Bench")],
+                },
+                PartialAttribute {
+                    name: s(b"userPassword"),
+                    values: vec![b(&args.user_password)],
+                },
+            ],
+        }))
+        .map_err(|e| bad("add", e))?;
+        let delete = Template::new(ProtocolOp::DelRequest(b(&format!("uid={uid},{people}"))))
+            .map_err(|e| bad("delete", e))?;
+        let delete_user = Template::new(ProtocolOp::DelRequest(b(&format!(
+            "uid=user.{{seq}},{people}"
+        ))))
+        .map_err(|e| bad("delete", e))?;
+        let simple = |dn: &str, pw: &str| {
+            ProtocolOp::BindRequest(BindRequest {
+                version: 3,
+                name: b(dn),
+                auth: BindAuth::Simple(b(pw)),
+            })
+        };
+        let bind_user =
+            Template::new(simple(&user_dn, &args.user_password)).map_err(|e| bad("bind", e))?;
+        let bind_dn =
+            Template::new(simple("{dn}", &args.user_password)).map_err(|e| bad("bind", e))?;
+        let initial_bind = match &args.bind_dn {
+            Some(dn) => Some((
+                dn.clone(),
+                Arc::new(Template::new(simple(dn, &args.password)).map_err(|e| bad("bind", e))?),
+            )),
+            None => None,
+        };
+        Ok(Plan {
+            search: Arc::new(search),
+            modify: Arc::new(modify),
+            compare: Arc::new(compare),
+            add: Arc::new(add),
+            delete: Arc::new(delete),
+            delete_user: Arc::new(delete_user),
+            bind_user: Arc::new(bind_user),
+            bind_dn: Arc::new(bind_dn),
+            initial_bind,
+            range: args.range,
+            depth: args.depth,
+            delete_users: args.delete_users,
+            connections: (args.connections as u64).max(1),
+        })
+    }
+}
+
+/// Opens one connection and performs the initial bind, synchronously.
+async fn connect(i: usize, addr: &str, plan: &Plan) -> Result<TcpStream, Error> {
+    let mut stream = TcpStream::connect(addr)
+        .await
+        .map_err(|e| Error::io(format!("connecting to {addr}"), e))?;
+    stream
+        .set_nodelay(true)
+        .map_err(|e| Error::io("setting TCP_NODELAY", e))?;
+    let Some((dn, t)) = &plan.initial_bind else {
+        return Ok(stream);
+    };
+    let mut out = Vec::new();
+    t.emit(1, &Vars::default(), &mut out)
+        .map_err(|e| Error::Protocol(format!("encoding the bind request: {e}")))?;
+    stream
+        .write_all(&out)
+        .await
+        .map_err(|e| Error::io(format!("connection {i}: sending the bind request"), e))?;
+    let mut buf = Vec::with_capacity(1024);
+    loop {
+        let n = frame(&buf)?;
+        if let Some(n) = n {
+            let r = response::parse(&buf[..n])
+                .map_err(|e| Error::Protocol(format!("bind response: {e}")))?;
+            return match (r.tag, r.code) {
+                (tag::BIND, Some(0)) => Ok(stream),
+                (_, code) => Err(Error::Bind {
+                    dn: dn.clone(),
+                    code: code.map_or_else(
+                        || format!("unexpected response tag 0x{:02x}", r.tag),
+                        code_text,
+                    ),
+                }),
+            };
+        }
+        let got = stream
+            .read_buf(&mut buf)
+            .await
+            .map_err(|e| Error::io(format!("connection {i}: reading the bind response"), e))?;
+        if got == 0 {
+            return Err(Error::Protocol(
+                "the server closed the connection during the bind".into(),
+            ));
+        }
+    }
+}
+
+fn code_text(code: u32) -> String {
+    match proto::ResultCode::from_u32(code) {
+        Some(c) => c.to_string(),
+        None => format!("result code {code}"),
+    }
+}
+
+fn frame(buf: &[u8]) -> Result<Option<usize>, Error> {
+    proto::frame(buf, MAX_RESPONSE_PDU)
+        .map_err(|e| Error::Protocol(format!("framing a response: {e}")))
+}
+
+/// Where an outstanding request stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum Phase {
+    #[default]
+    Free,
+    Waiting,
+    /// auth: the search is out; its entry DN goes to `Slot::dn`.
+    AuthSearch,
+    /// auth: the bind as the found DN is out.
+    AuthBind,
+}
+
+#[derive(Debug, Default)]
+struct Slot {
+    id: i32,
+    phase: Phase,
+    kind: Option<OpKind>,
+    /// Intended send time: latency runs from here.
+    sent: Option<Instant>,
+    entries: u64,
+    /// auth: the DN found by the search (capacity kept across requests).
+    dn: Vec<u8>,
+    /// delete: this request removes one of `add`'s entries (noSuchObject means none are left).
+    delete_of_added: bool,
+}
+
+struct Conn {
+    index: u64,
+    stream: TcpStream,
+    plan: Plan,
+    mix: Mix,
+    rng: StdRng,
+    recorder: Arc<Mutex<Recorder>>,
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+    generation: u32,
+    wbuf: Vec<u8>,
+    rbuf: Vec<u8>,
+    rstart: usize,
+    rend: usize,
+    /// Entries added by this connection (add's `{seq}`).
+    add_seq: u64,
+    /// Next entry to delete.
+    del_seq: u64,
+    /// delete ran out of entries: send nothing more.
+    exhausted: bool,
+    period: Option<Duration>,
+    next_send: Instant,
+    measure_start: Instant,
+    stop: Instant,
+    last_measured: Instant,
+}
+
+impl Conn {
+    /// Runs until `stop` and the drain; returns the time of the last measured response.
+    async fn run(mut self) -> Result<Instant, Error> {
+        tokio::time::sleep_until(self.next_send.min(self.measure_start)).await;
+        let drain_deadline = self.stop + DRAIN_TIMEOUT;
+        loop {
+            let now = Instant::now();
+            let sending = now < self.stop && !self.exhausted;
+            if sending {
+                self.fill(now)?;
+            }
+            if !self.wbuf.is_empty() {
+                self.stream
+                    .write_all(&self.wbuf)
+                    .await
+                    .map_err(|e| Error::io(format!("connection {}: sending", self.index), e))?;
+                self.wbuf.clear();
+            }
+            let outstanding = self.slots.len() - self.free.len();
+            if !sending && outstanding == 0 {
+                break;
+            }
+            if now >= drain_deadline {
+                self.give_up(now);
+                break;
+            }
+            // Sleep until the next scheduled send (rate mode, a slot is free), the end of the
+            // run, or the drain deadline, unless a response arrives first.
+            let wake = if !sending {
+                drain_deadline
+            } else if self.period.is_some() && !self.free.is_empty() {
+                self.next_send.min(self.stop)
+            } else {
+                self.stop
+            };
+            if self.rend == self.rbuf.len() {
+                self.make_room()?;
+            }
+            let read =
+                tokio::time::timeout_at(wake, self.stream.read(&mut self.rbuf[self.rend..])).await;
+            match read {
+                Err(_elapsed) => continue,
+                Ok(Err(e)) => return Err(Error::io(format!("connection {}: reading", self.index), e)),
+                Ok(Ok(0)) => {
+                    return Err(Error::Protocol(format!(
+                        "connection {}: the server closed the connection with {outstanding} requests outstanding",
+                        self.index
+                    )))
+                }
+                Ok(Ok(n)) => {
+                    self.rend += n;
+                    self.process(Instant::now())?;
+                }
+            }
+        }
+        if self.exhausted {
+            lock(&self.recorder).exhausted = 1;
+        }
+        let _ = self.stream.shutdown().await;
+        Ok(self.last_measured)
+    }
+
+    /// Sends what may be sent now: every free slot (closed loop) or every due request.
+    fn fill(&mut self, now: Instant) -> Result<(), Error> {
+        while let Some(&slot) = self.free.last() {
+            let intended = match self.period {
+                None => now,
+                Some(p) => {
+                    if self.next_send > now {
+                        break;
+                    }
+                    let t = self.next_send;
+                    self.next_send += p;
+                    t
+                }
+            };
+            self.free.pop();
+            if !self.start_op(slot, intended)? {
+                self.free.push(slot);
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    fn next_id(&mut self, slot: u32) -> i32 {
+        self.generation = (self.generation + 1) & 0x7fff;
+        // At most 2^30: always a valid positive message id.
+        ((self.generation << SLOT_BITS | slot) + 1) as i32
+    }
+
+    /// Encodes a new operation into the write buffer; false when there is nothing to send.
+    fn start_op(&mut self, slot: u32, intended: Instant) -> Result<bool, Error> {
+        let kind = match self.mix {
+            Mix::Only(k) => k,
+            Mix::Mixed => match self.rng.gen_range(0..100u32) {
+                0..=47 => OpKind::Search,
+                48..=79 => OpKind::Modify,
+                80..=90 => OpKind::Add,
+                // Delete only entries whose add has certainly completed: at most `depth` adds
+                // are outstanding, so every add older than that has its answer.
+                91..=95 if self.del_seq + (self.plan.depth as u64) < self.add_seq => OpKind::Delete,
+                91..=95 => OpKind::Search,
+                _ => OpKind::Compare,
+            },
+        };
+        let rand = self.rng.gen_range(0..self.plan.range);
+        let mut vars = Vars {
+            rand,
+            value: self.rng.gen(),
+            conn: self.index,
+            seq: 0,
+            dn: &[],
+        };
+        let plan = &self.plan;
+        let (template, phase, of_added) = match kind {
+            OpKind::Search => (&plan.search, Phase::Waiting, false),
+            OpKind::Auth => (&plan.search, Phase::AuthSearch, false),
+            OpKind::Modify => (&plan.modify, Phase::Waiting, false),
+            OpKind::Compare => (&plan.compare, Phase::Waiting, false),
+            OpKind::Bind => (&plan.bind_user, Phase::Waiting, false),
+            OpKind::Add => {
+                vars.seq = self.add_seq;
+                self.add_seq += 1;
+                (&plan.add, Phase::Waiting, false)
+            }
+            OpKind::Delete if plan.delete_users && matches!(self.mix, Mix::Only(_)) => {
+                // Connection c deletes user.c, user.c+C, ... below --range.
+                let n = self.index + self.del_seq * plan.connections;
+                if n >= plan.range {
+                    self.exhausted = true;
+                    return Ok(false);
+                }
+                self.del_seq += 1;
+                vars.seq = n;
+                (&plan.delete_user, Phase::Waiting, false)
+            }
+            OpKind::Delete => {
+                vars.seq = self.del_seq;
+                self.del_seq += 1;
+                (&plan.delete, Phase::Waiting, true)
+            }
+        };
+        let template = template.clone();
+        let id = self.next_id(slot);
+        template
+            .emit(id, &vars, &mut self.wbuf)
+            .map_err(|e| Error::Protocol(format!("encoding a request: {e}")))?;
+        let s = &mut self.slots[slot as usize];
+        s.id = id;
+        s.phase = phase;
+        s.kind = Some(kind);
+        s.sent = Some(intended);
+        s.entries = 0;
+        s.dn.clear();
+        s.delete_of_added = of_added;
+        Ok(true)
+    }
+
+    /// Moves unread bytes to the front of the read buffer, growing it for a large PDU.
+    fn make_room(&mut self) -> Result<(), Error> {
+        self.rbuf.copy_within(self.rstart..self.rend, 0);
+        self.rend -= self.rstart;
+        self.rstart = 0;
+        if self.rend == self.rbuf.len() {
+            if self.rbuf.len() >= MAX_RESPONSE_PDU + 16 {
+                return Err(Error::Protocol("response larger than the PDU limit".into()));
+            }
+            let len = (self.rbuf.len() * 2).min(MAX_RESPONSE_PDU + 16);
+            self.rbuf.resize(len, 0);
+        }
+        Ok(())
+    }
+
+    /// Handles every complete PDU in the read buffer; `now` is when they arrived.
+    fn process(&mut self, now: Instant) -> Result<(), Error> {
+        // The buffer leaves `self` while responses borrow from it (`Vec::new` does not allocate).
+        let buf = std::mem::take(&mut self.rbuf);
+        let r = self.process_in(&buf, now);
+        self.rbuf = buf;
+        if self.rstart == self.rend {
+            self.rstart = 0;
+            self.rend = 0;
+        }
+        r
+    }
+
+    fn process_in(&mut self, buf: &[u8], now: Instant) -> Result<(), Error> {
+        let recorder = self.recorder.clone();
+        let mut rec = lock(&recorder);
+        while let Some(n) = frame(&buf[self.rstart..self.rend])? {
+            let pdu_start = self.rstart;
+            self.rstart += n;
+            let r = response::parse(&buf[pdu_start..pdu_start + n]).map_err(|e| {
+                Error::Protocol(format!("connection {}: bad response: {e}", self.index))
+            })?;
+            if r.id == 0 {
+                return Err(Error::Protocol(format!(
+                    "connection {}: unsolicited notification from the server (result {})",
+                    self.index,
+                    r.code.map_or_else(|| "?".into(), code_text)
+                )));
+            }
+            let slot = ((r.id as u32).wrapping_sub(1) & SLOT_MASK) as usize;
+            let matches = self
+                .slots
+                .get(slot)
+                .is_some_and(|s| s.id == r.id && s.phase != Phase::Free);
+            if !matches {
+                return Err(Error::Protocol(format!(
+                    "connection {}: response (tag 0x{:02x}) to unknown message id {}",
+                    self.index, r.tag, r.id
+                )));
+            }
+            self.handle(slot, r.tag, r.code, r.dn, now, &mut rec)?;
+        }
+        Ok(())
+    }
+
+    fn handle(
+        &mut self,
+        slot: usize,
+        op_tag: u8,
+        code: Option<u32>,
+        dn: &[u8],
+        now: Instant,
+        rec: &mut Recorder,
+    ) -> Result<(), Error> {
+        let s = &mut self.slots[slot];
+        let Some(kind) = s.kind else { return Ok(()) };
+        let phase = s.phase;
+        let expected = match phase {
+            Phase::AuthSearch => tag::SEARCH_DONE,
+            Phase::AuthBind => tag::BIND,
+            _ => match kind {
+                OpKind::Search | OpKind::Auth => tag::SEARCH_DONE,
+                OpKind::Modify => tag::MODIFY,
+                OpKind::Add => tag::ADD,
+                OpKind::Delete => tag::DELETE,
+                OpKind::Compare => tag::COMPARE,
+                OpKind::Bind => tag::BIND,
+            },
+        };
+        match op_tag {
+            tag::SEARCH_ENTRY if expected == tag::SEARCH_DONE => {
+                s.entries += 1;
+                if phase == Phase::AuthSearch && s.dn.is_empty() {
+                    s.dn.extend_from_slice(dn);
+                }
+                return Ok(());
+            }
+            tag::SEARCH_REFERENCE | tag::INTERMEDIATE if expected == tag::SEARCH_DONE => {
+                return Ok(())
+            }
+            t if t == expected => {}
+            t => {
+                return Err(Error::Protocol(format!(
+                    "connection {}: expected response tag 0x{expected:02x}, got 0x{t:02x}",
+                    self.index
+                )))
+            }
+        }
+        let code = code.unwrap_or(u32::MAX);
+        let ok = match kind {
+            OpKind::Compare => code == 5 || code == 6,
+            _ => code == 0,
+        };
+
+        if phase == Phase::AuthSearch && ok {
+            if s.dn.is_empty() {
+                return self.finish(slot, now, Some(stats::NO_ENTRY), rec);
+            }
+            // Second step on the same slot: bind as the entry found, same intended start.
+            let dn = std::mem::take(&mut s.dn);
+            let id = self.next_id(slot as u32);
+            let vars = Vars {
+                dn: &dn,
+                ..Vars::default()
+            };
+            let r = self.plan.bind_dn.emit(id, &vars, &mut self.wbuf);
+            let s = &mut self.slots[slot];
+            s.dn = dn;
+            r.map_err(|e| Error::Protocol(format!("encoding a bind request: {e}")))?;
+            s.id = id;
+            s.phase = Phase::AuthBind;
+            return Ok(());
+        }
+        if kind == OpKind::Delete
+            && s.delete_of_added
+            && code == 32
+            && matches!(self.mix, Mix::Only(_))
+        {
+            // The entries `add` made are used up: not a failure, the end of this connection.
+            self.exhausted = true;
+            self.release(slot);
+            return Ok(());
+        }
+        self.finish(slot, now, (!ok).then_some(code), rec)
+    }
+
+    fn finish(
+        &mut self,
+        slot: usize,
+        now: Instant,
+        error: Option<u32>,
+        rec: &mut Recorder,
+    ) -> Result<(), Error> {
+        let s = &self.slots[slot];
+        if let (Some(kind), Some(sent)) = (s.kind, s.sent) {
+            let measured = sent >= self.measure_start;
+            let micros = now.saturating_duration_since(sent).as_micros();
+            rec.record(
+                kind,
+                u64::try_from(micros).unwrap_or(u64::MAX),
+                measured,
+                error,
+                s.entries,
+            );
+            if measured {
+                self.last_measured = self.last_measured.max(now);
+            }
+        }
+        self.release(slot);
+        Ok(())
+    }
+
+    fn release(&mut self, slot: usize) {
+        let s = &mut self.slots[slot];
+        s.phase = Phase::Free;
+        s.id = 0;
+        s.kind = None;
+        self.free.push(slot as u32);
+    }
+
+    /// The drain deadline passed: what is still outstanding counts as failed.
+    fn give_up(&mut self, now: Instant) {
+        let recorder = self.recorder.clone();
+        let mut rec = lock(&recorder);
+        for i in 0..self.slots.len() {
+            if self.slots[i].phase != Phase::Free {
+                let _ = self.finish(i, now, Some(stats::NO_RESPONSE), &mut rec);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls() {
+        assert_eq!(
+            parse_url("ldap://127.0.0.1:3890").ok().as_deref(),
+            Some("127.0.0.1:3890")
+        );
+        assert_eq!(
+            parse_url("ldap://localhost").ok().as_deref(),
+            Some("localhost:389")
+        );
+        assert_eq!(
+            parse_url("ldap://[::1]/").ok().as_deref(),
+            Some("[::1]:389")
+        );
+        assert_eq!(
+            parse_url("ldap://[::1]:10389").ok().as_deref(),
+            Some("[::1]:10389")
+        );
+        assert!(parse_url("ldaps://x").is_err());
+        assert!(parse_url("ldap://").is_err());
+    }
+}

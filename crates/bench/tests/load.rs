@@ -1,0 +1,406 @@
+//! `linden bench` against a small fake LDAP server on 127.0.0.1:0 that counts what it answers:
+//! the operation counts the generator reports must equal what the server saw.
+
+use bench::load::{BenchArgs, Summary};
+use clap::Parser;
+use proto::{LdapMessage, LdapResult, ProtocolOp, ResultCode};
+use std::borrow::Cow;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+#[derive(Parser)]
+struct Cli {
+    #[command(flatten)]
+    args: BenchArgs,
+}
+
+#[derive(Default, Debug)]
+struct Counts {
+    bind: AtomicU64,
+    search: AtomicU64,
+    modify: AtomicU64,
+    compare: AtomicU64,
+    add: AtomicU64,
+    delete: AtomicU64,
+}
+
+impl Counts {
+    fn get(&self, c: &AtomicU64) -> u64 {
+        c.load(Ordering::SeqCst)
+    }
+}
+
+fn result(code: ResultCode) -> LdapResult<'static> {
+    LdapResult {
+        code,
+        matched_dn: Cow::Borrowed(b""),
+        message: Cow::Borrowed(b""),
+        referral: vec![],
+    }
+}
+
+/// Answers each request in order: a search gets one entry and success; compare of the value
+/// `fail` gets noSuchObject; everything else succeeds.
+async fn serve_conn(mut s: tokio::net::TcpStream, counts: Arc<Counts>) -> Option<()> {
+    let mut buf = Vec::new();
+    let mut out = Vec::new();
+    loop {
+        while let Ok(Some(n)) = proto::frame(&buf, 1 << 20) {
+            let msg = LdapMessage::decode(&buf[..n]).ok()?;
+            let id = msg.id;
+            let reply = |op, out: &mut Vec<u8>| {
+                LdapMessage {
+                    id,
+                    op,
+                    controls: vec![],
+                }
+                .encode(out)
+            };
+            match msg.op {
+                ProtocolOp::BindRequest(_) => {
+                    counts.bind.fetch_add(1, Ordering::SeqCst);
+                    reply(
+                        ProtocolOp::BindResponse(result(ResultCode::Success), None),
+                        &mut out,
+                    );
+                }
+                ProtocolOp::SearchRequest(_) => {
+                    counts.search.fetch_add(1, Ordering::SeqCst);
+                    reply(
+                        ProtocolOp::SearchResultEntry {
+                            dn: Cow::Borrowed(b"uid=user.1,ou=people,dc=example,dc=com"),
+                            attributes: vec![],
+                        },
+                        &mut out,
+                    );
+                    reply(
+                        ProtocolOp::SearchResultDone(result(ResultCode::Success)),
+                        &mut out,
+                    );
+                }
+                ProtocolOp::ModifyRequest(_) => {
+                    counts.modify.fetch_add(1, Ordering::SeqCst);
+                    reply(
+                        ProtocolOp::ModifyResponse(result(ResultCode::Success)),
+                        &mut out,
+                    );
+                }
+                ProtocolOp::CompareRequest(c) => {
+                    counts.compare.fetch_add(1, Ordering::SeqCst);
+                    let code = if &*c.value == b"fail" {
+                        ResultCode::NoSuchObject
+                    } else {
+                        ResultCode::CompareTrue
+                    };
+                    reply(ProtocolOp::CompareResponse(result(code)), &mut out);
+                }
+                ProtocolOp::AddRequest(_) => {
+                    counts.add.fetch_add(1, Ordering::SeqCst);
+                    reply(
+                        ProtocolOp::AddResponse(result(ResultCode::Success)),
+                        &mut out,
+                    );
+                }
+                ProtocolOp::DelRequest(_) => {
+                    counts.delete.fetch_add(1, Ordering::SeqCst);
+                    reply(
+                        ProtocolOp::DelResponse(result(ResultCode::Success)),
+                        &mut out,
+                    );
+                }
+                ProtocolOp::UnbindRequest => return Some(()),
+                _ => return None,
+            }
+            buf.drain(..n);
+        }
+        if !out.is_empty() {
+            s.write_all(&out).await.ok()?;
+            out.clear();
+        }
+        if s.read_buf(&mut buf).await.ok()? == 0 {
+            return Some(());
+        }
+    }
+}
+
+/// Starts the fake server on its own runtime thread; returns its address and counters.
+fn fake_server() -> (SocketAddr, Arc<Counts>) {
+    let counts = Arc::new(Counts::default());
+    let (tx, rx) = std::sync::mpsc::channel();
+    let c = counts.clone();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("fake-ldap")
+            .enable_all()
+            .build()
+            .expect("runtime");
+        rt.block_on(async move {
+            let l = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+            tx.send(l.local_addr().expect("addr")).expect("send addr");
+            loop {
+                let Ok((s, _)) = l.accept().await else {
+                    continue;
+                };
+                let _ = s.set_nodelay(true);
+                tokio::spawn(serve_conn(s, c.clone()));
+            }
+        });
+    });
+    (rx.recv().expect("server address"), counts)
+}
+
+fn args(addr: SocketAddr, extra: &[&str]) -> BenchArgs {
+    let url = format!("ldap://{addr}");
+    let mut argv = vec!["bench"];
+    argv.extend_from_slice(extra);
+    argv.extend_from_slice(&["--url", &url, "--quiet"]);
+    Cli::try_parse_from(argv).expect("valid arguments").args
+}
+
+fn run(addr: SocketAddr, extra: &[&str]) -> Summary {
+    bench::load::run(&args(addr, extra)).expect("bench run succeeds")
+}
+
+const SHORT: &[&str] = &[
+    "--connections",
+    "2",
+    "--depth",
+    "4",
+    "--warmup",
+    "0",
+    "--duration",
+    "1",
+];
+
+fn with(workload: &str, more: &[&str]) -> Vec<String> {
+    let mut v = vec![workload.to_string()];
+    v.extend(SHORT.iter().map(|s| s.to_string()));
+    v.extend(more.iter().map(|s| s.to_string()));
+    v
+}
+
+fn run_w(addr: SocketAddr, workload: &str, more: &[&str]) -> Summary {
+    let v = with(workload, more);
+    let refs: Vec<&str> = v.iter().map(String::as_str).collect();
+    run(addr, &refs)
+}
+
+#[test]
+fn search_count_matches_server() {
+    let (addr, counts) = fake_server();
+    let s = run_w(addr, "search", &[]);
+    assert!(s.total.ops > 100, "too few operations: {s:?}");
+    assert_eq!(s.total.ops, counts.get(&counts.search));
+    assert_eq!(s.total.errors, 0);
+    assert_eq!(s.total.entries_per_search, Some(1.0));
+    assert!(s.total.latency_us.p50 > 0 && s.total.latency_us.p50 <= s.total.latency_us.max);
+    assert_eq!((s.connections, s.depth), (2, 4));
+}
+
+#[test]
+fn modify_compare_bind_counts_match_server() {
+    let (addr, counts) = fake_server();
+    let s = run_w(addr, "modify", &[]);
+    assert_eq!(s.total.ops, counts.get(&counts.modify));
+    let s = run_w(addr, "compare", &[]);
+    assert_eq!(s.total.ops, counts.get(&counts.compare));
+    let s = run_w(addr, "bind", &[]);
+    assert_eq!(s.total.ops, counts.get(&counts.bind));
+    assert_eq!(counts.get(&counts.search), 0);
+}
+
+#[test]
+fn auth_is_a_search_then_a_bind() {
+    let (addr, counts) = fake_server();
+    let s = run_w(
+        addr,
+        "auth",
+        &[
+            "--bind-dn",
+            "cn=admin,dc=example,dc=com",
+            "--password",
+            "secret",
+        ],
+    );
+    assert!(s.total.ops > 0);
+    assert_eq!(s.total.errors, 0);
+    assert_eq!(s.total.ops, counts.get(&counts.search));
+    // One bind per auth pair plus the initial bind of each of the 2 connections.
+    assert_eq!(s.total.ops + 2, counts.get(&counts.bind));
+}
+
+#[test]
+fn search_modify_reports_two_populations() {
+    let (addr, counts) = fake_server();
+    let s = run_w(addr, "search+modify", &[]);
+    let names: Vec<&str> = s.operations.iter().map(|o| o.name.as_str()).collect();
+    assert_eq!(names, ["search", "modify"]);
+    assert_eq!(s.operations[0].ops, counts.get(&counts.search));
+    assert_eq!(s.operations[1].ops, counts.get(&counts.modify));
+    assert_eq!(s.total.ops, s.operations[0].ops + s.operations[1].ops);
+}
+
+#[test]
+fn mixed_and_add_delete() {
+    let (addr, counts) = fake_server();
+    let s = run_w(addr, "mixed", &[]);
+    let total = counts.get(&counts.search)
+        + counts.get(&counts.modify)
+        + counts.get(&counts.add)
+        + counts.get(&counts.delete)
+        + counts.get(&counts.compare);
+    assert_eq!(s.total.ops, total);
+    assert!(counts.get(&counts.add) > 0 && counts.get(&counts.delete) > 0);
+    let search_share = counts.get(&counts.search) as f64 / total as f64;
+    assert!(
+        (0.40..0.60).contains(&search_share),
+        "search share {search_share}"
+    );
+
+    let s = run_w(addr, "delete", &["--delete-users", "--range", "10"]);
+    assert_eq!(s.total.ops, 10);
+    assert_eq!(s.exhausted_connections, 2);
+}
+
+#[test]
+fn rate_holds_the_rate() {
+    let (addr, counts) = fake_server();
+    let s = run_w(addr, "search", &["--rate", "400"]);
+    assert_eq!(s.total.ops, counts.get(&counts.search));
+    assert!((360..=440).contains(&s.total.ops), "ops {}", s.total.ops);
+}
+
+#[test]
+fn failures_are_reported_and_fail_the_run() {
+    let (addr, _counts) = fake_server();
+    let v = with("compare", &["--compare-value", "fail"]);
+    let refs: Vec<&str> = v.iter().map(String::as_str).collect();
+    let err = bench::load::run(&args(addr, &refs));
+    assert!(matches!(err, Err(bench::Error::OperationsFailed { errors }) if errors > 0));
+
+    let v = with("compare", &["--compare-value", "fail", "--allow-errors"]);
+    let refs: Vec<&str> = v.iter().map(String::as_str).collect();
+    let s = run(addr, &refs);
+    assert!(s.total.ops > 0);
+    assert_eq!(s.total.errors, s.total.ops);
+    assert_eq!(
+        s.total.errors_by_code.get("noSuchObject"),
+        Some(&s.total.ops)
+    );
+}
+
+#[test]
+fn json_summary_is_written() {
+    let (addr, _counts) = fake_server();
+    let path = std::env::temp_dir().join(format!("linden-bench-{}.json", std::process::id()));
+    let p = path.display().to_string();
+    let s = run_w(addr, "search", &["--json", &p]);
+    let text = std::fs::read_to_string(&path).expect("json file");
+    let _ = std::fs::remove_file(&path);
+    let v: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
+    assert_eq!(v["workload"], "search");
+    assert_eq!(v["total"]["ops"], s.total.ops);
+    assert!(v["total"]["latency_us"]["p99"].is_u64());
+}
+
+#[test]
+fn warmup_is_not_counted() {
+    let (addr, counts) = fake_server();
+    let s = run(
+        addr,
+        &[
+            "search",
+            "--connections",
+            "2",
+            "--depth",
+            "2",
+            "--warmup",
+            "0.5",
+            "--duration",
+            "0.5",
+        ],
+    );
+    let seen = counts.get(&counts.search);
+    assert!(
+        s.total.ops > 0 && s.total.ops < seen,
+        "{} of {seen}",
+        s.total.ops
+    );
+    assert!((0.4..0.7).contains(&s.duration_secs), "{}", s.duration_secs);
+}
+
+/// The generator's ceiling against a responder that does no work:
+/// `cargo test --release -p bench --test load -- --ignored --nocapture ceiling`.
+#[test]
+#[ignore]
+fn ceiling() {
+    let (addr, counts) = fake_server();
+    let before = cpu_by_thread_name();
+    let s = run(
+        addr,
+        &[
+            "search",
+            "--connections",
+            "8",
+            "--depth",
+            "32",
+            "--warmup",
+            "0",
+            "--duration",
+            "3",
+        ],
+    );
+    let after = cpu_by_thread_name();
+    assert_eq!(s.total.ops, counts.get(&counts.search));
+    println!("generator ceiling: {:.0} searches/s", s.total.ops_per_sec);
+    // Clock ticks are 10 ms on Linux (CLK_TCK = 100). The bench's runtime threads have exited
+    // by now; their time stays in the process total.
+    let delta = |name: &str| {
+        let get = |v: &[(String, u64)]| v.iter().find(|(n, _)| n == name).map_or(0, |(_, t)| *t);
+        (get(&after) - get(&before)) as f64 * 10_000.0 / s.total.ops as f64
+    };
+    let (all, server) = (delta("process"), delta("fake-ldap"));
+    println!(
+        "cpu per search: generator {:.2} us, fake server {server:.2} us",
+        all - server
+    );
+}
+
+/// utime + stime (clock ticks) of this process's threads, summed by thread name. The bench's
+/// runtime threads keep tokio's default name; the fake server's are named `fake-ldap`.
+fn cpu_by_thread_name() -> Vec<(String, u64)> {
+    let mut out: Vec<(String, u64)> = Vec::new();
+    let ticks = |stat: &str| -> Option<(String, u64)> {
+        let (open, close) = (stat.find('(')?, stat.rfind(')')?);
+        let fields: Vec<&str> = stat.get(close + 2..)?.split(' ').collect();
+        let t = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+        Some((stat.get(open + 1..close)?.to_string(), t))
+    };
+    if let Some((_, t)) = std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .as_deref()
+        .and_then(ticks)
+    {
+        out.push(("process".to_string(), t));
+    }
+    let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
+        return out;
+    };
+    for t in dir.flatten() {
+        let Ok(stat) = std::fs::read_to_string(t.path().join("stat")) else {
+            continue;
+        };
+        let Some((name, ticks)) = ticks(&stat) else {
+            continue;
+        };
+        match out.iter_mut().find(|(n, _)| *n == name) {
+            Some(e) => e.1 += ticks,
+            None => out.push((name, ticks)),
+        }
+    }
+    out
+}

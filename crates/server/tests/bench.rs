@@ -1,0 +1,101 @@
+//! `linden bench` against a real Linden: every operation it reports is one the server counted.
+
+mod common;
+
+use std::sync::atomic::Ordering;
+
+use clap::Parser;
+use common::{TestServer, ADMIN_DN, ADMIN_PW};
+
+#[derive(Parser)]
+struct Cli {
+    #[command(flatten)]
+    args: bench::load::BenchArgs,
+}
+
+fn run(url: &str, workload: &str, extra: &[&str]) -> bench::load::Summary {
+    let mut argv = vec![
+        "bench",
+        workload,
+        "--url",
+        url,
+        "--bind-dn",
+        ADMIN_DN,
+        "--password",
+        ADMIN_PW,
+        "--connections",
+        "2",
+        "--depth",
+        "4",
+        "--duration",
+        "1",
+        "--warmup",
+        "0",
+        "--range",
+        "50",
+        "--quiet",
+    ];
+    argv.extend_from_slice(extra);
+    let cli = Cli::parse_from(argv);
+    bench::load::run(&cli.args).expect("bench run without errors")
+}
+
+#[test]
+fn bench_counts_match_the_server() {
+    let srv = TestServer::start(false);
+    {
+        let mut c = srv.admin();
+        c.add(
+            "ou=people,dc=example,dc=com",
+            vec![
+                ("objectClass", ["organizationalUnit"].into()),
+                ("ou", ["people"].into()),
+            ],
+        )
+        .expect("add")
+        .success()
+        .expect("ou");
+        for i in 0..50 {
+            let dn = format!("uid=user.{i},ou=people,dc=example,dc=com");
+            let uid = format!("user.{i}");
+            let num = i.to_string();
+            c.add(
+                &dn,
+                vec![
+                    ("objectClass", ["inetOrgPerson"].into()),
+                    ("uid", [uid.as_str()].into()),
+                    ("cn", ["Bench User"].into()),
+                    ("sn", ["User"].into()),
+                    ("employeeNumber", [num.as_str()].into()),
+                ],
+            )
+            .expect("add")
+            .success()
+            .expect("user");
+        }
+    }
+    let counters = srv.server.counters();
+    for (workload, counter) in [
+        ("search", &counters.search),
+        ("modify", &counters.modify),
+        ("compare", &counters.compare),
+    ] {
+        let before = counter.load(Ordering::Relaxed);
+        let s = run(&srv.url, workload, &[]);
+        let after = counter.load(Ordering::Relaxed);
+        assert!(s.total.ops > 0, "{workload}: no operations");
+        assert_eq!(
+            s.total.errors, 0,
+            "{workload}: errors {:?}",
+            s.total.errors_by_code
+        );
+        assert_eq!(
+            s.total.ops,
+            after - before,
+            "{workload}: reported vs counted by the server"
+        );
+        if workload == "search" {
+            assert_eq!(s.total.entries_per_search, Some(1.0));
+        }
+    }
+}
