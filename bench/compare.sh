@@ -6,14 +6,14 @@
 #
 # Steps: install slapd + ldap-utils if absent (Debian/Ubuntu, needs root); build linden
 # (release); `linden gen` the data once; load it into slapd (back-mdb, slapadd -q) and into
-# Linden (parallel ldapadd; Linden has no persistence yet); start both on loopback; run every
+# Linden (linden import); start both on loopback; run every
 # workload × connections × depth against both, alternating which goes first, ROUNDS times; print
 # one table from the `--json` summaries: median ops/s and p99 over the rounds, the ratio
 # Linden/slapd, and each server's CPU microseconds per operation (utime+stime from
 # /proc/PID/stat over the measured part of the run, which holds even though the client shares
 # the machine).
 #
-# Environment: WARMUP (s, default 2), SLAPD_PORT (13389), LINDEN_PORT (13390), LOAD_JOBS (8),
+# Environment: WARMUP (s, default 2), SLAPD_PORT (13389), LINDEN_PORT (13390),
 # PW_SCHEME (ssha: both servers verify the same salted SHA-1 on bind; "cleartext" otherwise),
 # LINDEN (path of a prebuilt linden binary: skips the build), LINDEN_SERVE_ARGS (extra flags for
 # `linden serve`, e.g. "--durability nosync"), KEEP=1 (keep the work directory), BENCH_ARGS
@@ -29,7 +29,6 @@ ROUNDS=${6:-3}
 WARMUP=${WARMUP:-2}
 SLAPD_PORT=${SLAPD_PORT:-13389}
 LINDEN_PORT=${LINDEN_PORT:-13390}
-LOAD_JOBS=${LOAD_JOBS:-8}
 PW_SCHEME=${PW_SCHEME:-ssha}
 SUFFIX="dc=example,dc=com"
 ADMIN="cn=admin,$SUFFIX"
@@ -122,34 +121,29 @@ index sn eq
 index mail eq
 EOF
 log "loading slapd (slapadd -q)"
+t0=$(date +%s.%N)
 slapadd -q -f "$WORK/slapd/slapd.conf" -l "$DATA"
+SLAPADD_SECS=$(awk -v t0="$t0" -v t1="$(date +%s.%N)" 'BEGIN { printf "%.1f", t1 - t0 }')
 slapd -f "$WORK/slapd/slapd.conf" -h "$SLAPD_URL/"
 wait_ldap "$SLAPD_URL"
 SLAPD_PID=$(cat "$WORK/slapd/slapd.pid")
 
 # --- 5. linden ----------------------------------------------------------------------------
 LINDEN_URL="ldap://127.0.0.1:$LINDEN_PORT"
-mkdir -p "$WORK/linden"
+log "loading linden (linden import)"
+t0=$(date +%s.%N)
+"$LINDEN" import --data "$WORK/linden" --suffix "$SUFFIX" "$DATA" >"$WORK/import.log" 2>&1 \
+  || { cat "$WORK/import.log" >&2; die "linden import failed"; }
+IMPORT_SECS=$(awk -v t0="$t0" -v t1="$(date +%s.%N)" 'BEGIN { printf "%.1f", t1 - t0 }')
+t0=$(date +%s.%N)
 # shellcheck disable=SC2086
 "$LINDEN" serve --listen "127.0.0.1:$LINDEN_PORT" --data "$WORK/linden" --suffix "$SUFFIX" \
   --admin-dn "$ADMIN" --admin-password "$SECRET" ${LINDEN_SERVE_ARGS:-} \
   >"$WORK/linden.log" 2>&1 &
 LINDEN_PID=$!
 wait_ldap "$LINDEN_URL"
-log "loading linden ($LOAD_JOBS parallel ldapadd)"
-# The suffix entry exists already (Linden creates it); ou=people first, then the users in
-# LOAD_JOBS interleaved parts.
-awk -v jobs="$LOAD_JOBS" -v dir="$WORK" 'BEGIN { RS = ""; ORS = "\n\n" }
-  NR == 1 { next }
-  NR == 2 { print > (dir "/part-head.ldif"); next }
-  { print > (dir "/part-" (NR % jobs) ".ldif") }' "$DATA"
-ldapadd -x -c -H "$LINDEN_URL" -D "$ADMIN" -w "$SECRET" -f "$WORK/part-head.ldif" >/dev/null
-pids=()
-for f in "$WORK"/part-[0-9]*.ldif; do
-  ldapadd -x -c -H "$LINDEN_URL" -D "$ADMIN" -w "$SECRET" -f "$f" >"$f.log" 2>&1 &
-  pids+=($!)
-done
-for p in "${pids[@]}"; do wait "$p" || true; done
+STARTUP_SECS=$(awk -v t0="$t0" -v t1="$(date +%s.%N)" 'BEGIN { printf "%.1f", t1 - t0 }')
+log "load times: slapadd -q ${SLAPADD_SECS}s, linden import ${IMPORT_SECS}s; linden startup to first answer ${STARTUP_SECS}s"
 for url in "$SLAPD_URL" "$LINDEN_URL"; do
   got=$(count_people "$url")
   [ "$got" = "$N" ] || die "$url holds $got people entries, expected $N"
