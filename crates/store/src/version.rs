@@ -198,53 +198,100 @@ impl Version {
 
     // ---- mutation, used only by the writer on its private working copy ----
 
-    fn index_entry(&mut self, e: &Entry, add: bool) {
-        let id = e.id;
+    /// The index keys of an entry: presence per indexed type, equality per indexed value;
+    /// sorted and without duplicates (option variants of a type share keys).
+    fn index_keys(&self, e: &Entry) -> (Vec<AttrId>, Vec<IndexKey>) {
+        let mut pres = Vec::new();
+        let mut eq = Vec::new();
         for a in &e.attrs {
-            if !self.indexed.contains(&a.ty) {
-                continue;
+            if self.indexed.contains(&a.ty) {
+                pres.push(a.ty);
+                eq.extend(a.norm.iter().map(|n| (a.ty, value_hash(n))));
             }
-            let pres = Arc::make_mut(self.pres.entry(a.ty).or_default());
-            if add {
-                pres.insert(id);
-            } else {
-                pres.remove(id);
-            }
-            for n in &a.norm {
-                let key = (a.ty, value_hash(n));
-                if add {
-                    match self.eq.get_mut(&key) {
-                        Some(p) => p.insert(id),
-                        None => {
-                            self.eq.insert(key, Posting::One(id));
-                        }
-                    }
-                } else if let Some(p) = self.eq.get_mut(&key) {
-                    if p.remove(id) {
-                        self.eq.remove(&key);
-                    }
+        }
+        pres.sort_unstable();
+        pres.dedup();
+        eq.sort_unstable();
+        eq.dedup();
+        (pres, eq)
+    }
+
+    fn index_add(&mut self, id: EntryId, pres: &[AttrId], eq: &[IndexKey]) {
+        for ty in pres {
+            Arc::make_mut(self.pres.entry(*ty).or_default()).insert(id);
+        }
+        for key in eq {
+            match self.eq.get_mut(key) {
+                Some(p) => p.insert(id),
+                None => {
+                    self.eq.insert(*key, Posting::One(id));
                 }
             }
         }
     }
 
-    pub(crate) fn put(&mut self, entry: Entry) {
-        let id = entry.id;
-        if let Some(old) = self.entries.get(&id).cloned() {
-            self.index_entry(&old, false);
-            if old.ndn.norm != entry.ndn.norm {
-                self.by_dn.remove(&old.ndn.norm);
+    fn index_remove(&mut self, id: EntryId, pres: &[AttrId], eq: &[IndexKey]) {
+        for ty in pres {
+            if let Some(b) = self.pres.get_mut(ty) {
+                Arc::make_mut(b).remove(id);
             }
-            if old.parent != entry.parent {
-                if let Some(p) = old.parent {
-                    self.unlink_child(p, id);
+        }
+        for key in eq {
+            if let Some(p) = self.eq.get_mut(key) {
+                if p.remove(id) {
+                    self.eq.remove(key);
                 }
             }
         }
-        self.index_entry(&entry, true);
-        self.by_dn.insert(entry.ndn.norm.clone(), id);
-        if let Some(p) = entry.parent {
-            Arc::make_mut(self.children.entry(p).or_default()).insert(id);
+    }
+
+    /// Inserts or replaces an entry, touching only the index keys, DN and parent links that
+    /// change: every path copied in these persistent maps is memory copied once per batch, so a
+    /// modify of an unindexed attribute must not rewrite the indexes.
+    pub(crate) fn put(&mut self, entry: Entry) {
+        let id = entry.id;
+        let (new_pres, new_eq) = self.index_keys(&entry);
+        match self.entries.get(&id).cloned() {
+            Some(old) => {
+                let (old_pres, old_eq) = self.index_keys(&old);
+                let gone = |old: &[IndexKey], new: &[IndexKey]| -> Vec<IndexKey> {
+                    old.iter()
+                        .filter(|k| new.binary_search(k).is_err())
+                        .copied()
+                        .collect()
+                };
+                let pres_gone: Vec<AttrId> = old_pres
+                    .iter()
+                    .filter(|t| new_pres.binary_search(t).is_err())
+                    .copied()
+                    .collect();
+                let pres_new: Vec<AttrId> = new_pres
+                    .iter()
+                    .filter(|t| old_pres.binary_search(t).is_err())
+                    .copied()
+                    .collect();
+                self.index_remove(id, &pres_gone, &gone(&old_eq, &new_eq));
+                self.index_add(id, &pres_new, &gone(&new_eq, &old_eq));
+                if old.ndn.norm != entry.ndn.norm {
+                    self.by_dn.remove(&old.ndn.norm);
+                    self.by_dn.insert(entry.ndn.norm.clone(), id);
+                }
+                if old.parent != entry.parent {
+                    if let Some(p) = old.parent {
+                        self.unlink_child(p, id);
+                    }
+                    if let Some(p) = entry.parent {
+                        Arc::make_mut(self.children.entry(p).or_default()).insert(id);
+                    }
+                }
+            }
+            None => {
+                self.index_add(id, &new_pres, &new_eq);
+                self.by_dn.insert(entry.ndn.norm.clone(), id);
+                if let Some(p) = entry.parent {
+                    Arc::make_mut(self.children.entry(p).or_default()).insert(id);
+                }
+            }
         }
         self.entries.insert(id, Arc::new(entry));
     }
@@ -261,7 +308,8 @@ impl Version {
 
     pub(crate) fn remove(&mut self, id: EntryId) -> Option<Arc<Entry>> {
         let old = self.entries.remove(&id)?;
-        self.index_entry(&old, false);
+        let (pres, eq) = self.index_keys(&old);
+        self.index_remove(id, &pres, &eq);
         self.by_dn.remove(&old.ndn.norm);
         if let Some(p) = old.parent {
             self.unlink_child(p, id);
