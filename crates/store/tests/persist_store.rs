@@ -1,47 +1,17 @@
 //! The log wired to the real `Store` through its `Journal` hook, the way the writer will use it:
 //! every batch's touched entries become one log batch; recovery rebuilds the same directory.
 
+mod common;
 mod persist_util;
+
+use common::{attr, ndn};
 
 use std::path::Path;
 use std::sync::Arc;
 
-use schema::{Dn, NormDn, Schema};
-use store::persist::{batch_changes, recover, Io, LogOptions, LogWriter, SimIo, StoredEntry};
-use store::writer::Journal;
-use store::{Attr, EntryId, Store, Version};
-
-struct LogJournal {
-    log: LogWriter,
-    schema: Arc<Schema>,
-}
-
-impl Journal for LogJournal {
-    fn commit(&mut self, seq: u64, version: &Version, touched: &[EntryId]) -> Result<(), String> {
-        let changes = batch_changes(version, touched, &self.schema);
-        self.log
-            .append_batch(seq, &changes)
-            .map_err(|e| e.to_string())
-    }
-}
-
-fn ndn(schema: &Schema, s: &str) -> NormDn {
-    Dn::parse(s)
-        .expect("dn")
-        .normalize(schema)
-        .expect("normalize")
-}
-
-fn attr(schema: &Schema, name: &str, values: &[&str]) -> Attr {
-    let ty = schema.attr_by_name(name).expect("attribute");
-    Attr::new(
-        schema,
-        ty,
-        "",
-        values.iter().map(|v| v.as_bytes().into()).collect(),
-    )
-    .expect("values")
-}
+use schema::Schema;
+use store::persist::{recover, Io, LogJournal, LogOptions, LogWriter, SimIo, StoredEntry};
+use store::{Store, Version};
 
 fn snapshot_of(schema: &Schema, v: &Version) -> Vec<StoredEntry> {
     let mut all: Vec<_> = v
@@ -62,10 +32,7 @@ fn open_store(io: &SimIo, schema: &Arc<Schema>) -> Store {
     Store::with_journal(
         schema.clone(),
         initial,
-        Box::new(LogJournal {
-            log,
-            schema: schema.clone(),
-        }),
+        Box::new(LogJournal::new(log, schema.clone())),
     )
 }
 

@@ -5,26 +5,11 @@
 use std::ops::ControlFlow;
 use std::sync::Arc;
 
-use schema::{Dn, NormDn, Schema};
+mod common;
+
+use common::{attr, ndn};
+use schema::Schema;
 use store::{Attr, Entry, Filter, Scope, Store, Tri, Version};
-
-fn ndn(schema: &Schema, s: &str) -> NormDn {
-    Dn::parse(s)
-        .expect("dn")
-        .normalize(schema)
-        .expect("normalize")
-}
-
-fn attr(schema: &Schema, name: &str, values: &[&str]) -> Attr {
-    let ty = schema.attr_by_name(name).expect("attribute");
-    Attr::new(
-        schema,
-        ty,
-        "",
-        values.iter().map(|v| v.as_bytes().into()).collect(),
-    )
-    .expect("values")
-}
 
 fn person(schema: &Schema, uid: &str) -> Vec<Attr> {
     vec![
