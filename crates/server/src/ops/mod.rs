@@ -53,7 +53,6 @@ pub(crate) fn require_admin(who: &Identity, what: &str) -> LdapResult<()> {
         Ok(())
     } else if who.is_anonymous() {
         // slapd's answer to unauthenticated writes.
-        let _ = what;
         Err(LdapError::new(
             ResultCode::StrongerAuthRequired,
             "modifications require authentication",
