@@ -40,6 +40,10 @@ pub enum Command {
     Gen(bench::gen::GenArgs),
     /// Load-test an LDAP server (Linden or any other) and report throughput and latency.
     Bench(Box<bench::load::BenchArgs>),
+    /// Check every file of a data directory (snapshots, transaction logs) without changing it.
+    ///
+    /// Exit status 0 when usable (a torn last batch after a crash is normal), 1 when corrupt.
+    Verify(crate::verify::VerifyArgs),
 }
 
 #[derive(Debug, Default, Args)]

@@ -5,6 +5,7 @@
 //! - `password`: the administrator password, given or generated (hash kept in the data dir).
 //! - `serve`: `linden serve`, from settings to a listening server.
 //! - `bulk`: `linden import`, `export`, `backup` and `snapshot`.
+//! - `verify`: `linden verify`, a read-only check of a data directory.
 //! - `gen` and `bench` come from the `bench` crate.
 //!
 //! Exit status: 0 after a clean shutdown, 2 for unusable settings (flags or file), 1 otherwise.
@@ -14,6 +15,7 @@ mod cli;
 mod config;
 mod password;
 mod serve;
+mod verify;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -42,6 +44,8 @@ fn main() -> ExitCode {
         Command::Backup(args) => bulk::backup(&args),
         Command::Snapshot(args) => bulk::snapshot(&args),
         Command::Gen(args) => bench::gen::run(&args).map_err(anyhow::Error::new),
+        // Verify has its own exit statuses (1 corrupt, 2 no such directory).
+        Command::Verify(args) => return verify::run(&args),
         Command::Bench(args) => bench::load::run(&args)
             .map(|_| ())
             .map_err(anyhow::Error::new),

@@ -95,6 +95,8 @@ pub fn run(mut settings: Settings) -> anyhow::Result<()> {
         .build()
         .context("cannot start the async runtime")?;
     let result = runtime.block_on(async {
+        // Before the port is announced: whoever reads that line may signal at once.
+        let shutdown = shutdown_signal()?;
         let listener = tokio::net::TcpListener::bind(listen)
             .await
             .with_context(|| format!("cannot listen on {listen}"))?;
@@ -103,10 +105,7 @@ pub fn run(mut settings: Settings) -> anyhow::Result<()> {
             .with_context(|| format!("cannot listen on {listen}"))?;
         // Tests and scripts read the port from this line when started with port 0.
         tracing::info!("listening on {bound}, suffixes: {suffixes}, data directory: {data}");
-        server
-            .serve(listener, shutdown_signal())
-            .await
-            .context("serving")?;
+        server.serve(listener, shutdown).await.context("serving")?;
         tracing::info!("shutting down");
         anyhow::Ok(())
     });
@@ -128,30 +127,25 @@ pub fn run(mut settings: Settings) -> anyhow::Result<()> {
     result
 }
 
-/// Resolves on Ctrl-C (SIGINT) or, on Unix, SIGTERM.
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        if let Err(e) = tokio::signal::ctrl_c().await {
-            tracing::warn!("cannot listen for Ctrl-C: {e}");
-            std::future::pending::<()>().await;
-        }
-    };
+/// Registers the SIGINT and SIGTERM handlers now (a signal that arrives before the returned
+/// future is first polled is kept, not fatal) and returns the future that resolves on either.
+fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
     #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut int = signal(SignalKind::interrupt()).context("cannot listen for SIGINT")?;
+        let mut term = signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?;
+        Ok(async move {
+            tokio::select! {
+                _ = int.recv() => {}
+                _ = term.recv() => {}
             }
-            Err(e) => {
-                tracing::warn!("cannot listen for SIGTERM: {e}");
-                std::future::pending::<()>().await;
-            }
-        }
-    };
+        })
+    }
     #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => {}
-        _ = term => {}
+    {
+        Ok(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
     }
 }
