@@ -20,6 +20,7 @@ pub mod writer;
 
 pub use entry::{Attr, Entry, EntryId};
 pub use filter::{Filter, Tri};
+pub use roaring::RoaringBitmap;
 pub use version::Version;
 pub use writer::{Journal, Store, StoreError, Txn};
 

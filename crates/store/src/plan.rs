@@ -93,6 +93,23 @@ impl Version {
         base: &Arc<Entry>,
         scope: Scope,
         filter: &Filter,
+        visit: impl FnMut(&Arc<Entry>) -> ControlFlow<()>,
+        tick: impl FnMut() -> ControlFlow<()>,
+    ) -> u64 {
+        let cands = self.candidates(schema, filter);
+        self.search_planned(schema, base, scope, filter, cands.as_ref(), visit, tick)
+    }
+
+    /// `search` with the candidates already computed by `candidates` (callers that planned the
+    /// search to decide how to run it need not plan it twice).
+    #[allow(clippy::too_many_arguments)]
+    pub fn search_planned(
+        &self,
+        schema: &Schema,
+        base: &Arc<Entry>,
+        scope: Scope,
+        filter: &Filter,
+        cands: Option<&RoaringBitmap>,
         mut visit: impl FnMut(&Arc<Entry>) -> ControlFlow<()>,
         mut tick: impl FnMut() -> ControlFlow<()>,
     ) -> u64 {
@@ -112,11 +129,11 @@ impl Version {
             let _ = check(base);
             return u64::from(examined);
         }
-        if let Some(cands) = self.candidates(schema, filter) {
+        if let Some(cands) = cands {
             // Walk the smaller of the two sets: candidates, or the scope when it is smaller.
             let scope_small = scope == Scope::One && self.num_children(base.id) < cands.len();
             if !scope_small {
-                for id in &cands {
+                for id in cands {
                     if let Some(e) = self.get(id) {
                         if self.in_scope(base, scope, e) && check(e).is_break() {
                             return u64::from(examined);

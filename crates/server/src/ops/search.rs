@@ -251,6 +251,8 @@ struct Prepared {
     sel: Selection,
     size_limit: u64,
     deadline: Option<Instant>,
+    /// The index candidates, once planned against the version the search runs on.
+    cands: Option<store::RoaringBitmap>,
 }
 
 fn prepare(shared: &Shared, req: &SearchRequest<'_>, who: &Identity) -> LdapResult<Prepared> {
@@ -292,6 +294,7 @@ fn prepare(shared: &Shared, req: &SearchRequest<'_>, who: &Identity) -> LdapResu
         sel: Selection::parse(&shared.schema, &req.attributes, req.types_only),
         size_limit,
         deadline: (time_limit > 0).then(|| Instant::now() + Duration::from_secs(time_limit)),
+        cands: None,
     })
 }
 
@@ -325,8 +328,14 @@ pub(crate) async fn start(conn: &Arc<Conn>, id: i32, req: &SearchRequest<'_>, wh
     // Small searches (one base entry, or few index candidates) run right here: cheaper than a
     // hop to the blocking pool, and they cannot hold up the connection for long.
     let v = shared.store.read();
-    let small = (p.scope == store::Scope::Base && !p.root)
-        || v.candidates(&shared.schema, &p.filter)
+    let mut p = p;
+    let base_only = p.scope == store::Scope::Base && !p.root;
+    if !base_only {
+        p.cands = v.candidates(&shared.schema, &p.filter);
+    }
+    let small = base_only
+        || p.cands
+            .as_ref()
             .is_some_and(|c| c.len() <= INLINE_CANDIDATES);
     if small {
         let mut pending: Vec<Vec<u8>> = Vec::new();
@@ -432,7 +441,15 @@ fn run(
             }
             ControlFlow::Continue(())
         };
-        v.search(schema, base, scope, &p.filter, &mut visit, tick);
+        v.search_planned(
+            schema,
+            base,
+            scope,
+            &p.filter,
+            p.cands.as_ref(),
+            &mut visit,
+            tick,
+        );
         if timed_out {
             outcome = Err(LdapError::new(
                 ResultCode::TimeLimitExceeded,
