@@ -62,7 +62,16 @@ impl From<store::StoreError> for LdapError {
 
 pub type LdapResult<T> = Result<T, LdapError>;
 
-/// Shorthand constructors for the common cases.
-pub fn err<T>(code: ResultCode, message: impl Into<String>) -> LdapResult<T> {
-    Err(LdapError::new(code, message))
+/// The LDAPResult a response carries: success, or the error's code, matched DN and message.
+pub fn wire_result(r: Result<(), &LdapError>) -> proto::LdapResult<'_> {
+    let (code, matched, message) = match r {
+        Ok(()) => (ResultCode::Success, "", ""),
+        Err(e) => (e.code, e.matched.as_str(), e.message.as_str()),
+    };
+    proto::LdapResult {
+        code,
+        matched_dn: matched.as_bytes().into(),
+        message: message.as_bytes().into(),
+        referral: Vec::new(),
+    }
 }

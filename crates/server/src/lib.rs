@@ -365,18 +365,25 @@ fn create_suffixes(shared: &Arc<Shared>) -> Result<(), StartError> {
             );
             continue;
         };
-        let input = ops::add::group_values(pairs);
-        let e = ops::add::build(shared, s.as_bytes(), &input, false)
-            .map_err(|e| StartError::Config(format!("suffix '{s}': {e}")))?;
-        let sh = shared.clone();
-        let who = shared.config.admin_dn.clone();
-        shared
-            .store
-            .write_blocking(move |txn| ops::add::apply(&sh, txn, &who, e))
-            .map_err(|e| StartError::Config(e.to_string()))?
+        add_as_admin(shared, s, &ops::add::group_values(pairs))
             .map_err(|e| StartError::Config(format!("suffix '{s}': {e}")))?;
     }
     Ok(())
+}
+
+/// Adds one entry at start-up, as the administrator, through the same checks as an add
+/// operation, and waits for it to be committed.
+fn add_as_admin(
+    shared: &Arc<Shared>,
+    dn: &str,
+    input: &[ops::add::InputAttr<'_>],
+) -> Result<(), LdapError> {
+    let e = ops::add::build(shared, dn.as_bytes(), input, false)?;
+    let sh = shared.clone();
+    let who = shared.config.admin_dn.clone();
+    shared
+        .store
+        .write_blocking(move |txn| ops::add::apply(&sh, txn, &who, e))?
 }
 
 /// Loads the demo organisation, unless the directory already holds more than its suffixes.
@@ -392,23 +399,12 @@ fn load_demo(shared: &Arc<Shared>) -> Result<(), StartError> {
         let ldif::Record::Content { dn, attrs, line } = rec else {
             continue;
         };
-        let input = ops::add::group_values(attrs);
-        let e = ops::add::build(shared, dn.as_bytes(), &input, false).map_err(|e| {
+        add_as_admin(shared, &dn, &ops::add::group_values(attrs)).map_err(|e| {
             StartError::Demo {
                 line,
                 message: format!("{dn}: {e}"),
             }
         })?;
-        let sh = shared.clone();
-        let who = shared.config.admin_dn.clone();
-        shared
-            .store
-            .write_blocking(move |txn| ops::add::apply(&sh, txn, &who, e))
-            .map_err(|e| StartError::Config(e.to_string()))?
-            .map_err(|e| StartError::Demo {
-                line,
-                message: format!("{dn}: {e}"),
-            })?;
     }
     Ok(())
 }

@@ -21,7 +21,7 @@ use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, Semaphore};
 
-use crate::error::LdapError;
+use crate::error::{wire_result, LdapError};
 use crate::ops;
 use crate::state::{Counters, Identity, Shared};
 
@@ -57,36 +57,17 @@ pub(crate) fn result_pdu(id: i32, tag: u8, r: Result<(), &LdapError>) -> Vec<u8>
 }
 
 pub(crate) fn encode_result_into(out: &mut Vec<u8>, id: i32, tag: u8, r: Result<(), &LdapError>) {
-    let res = match r {
-        Ok(()) => proto::LdapResult {
-            code: ResultCode::Success,
-            matched_dn: b""[..].into(),
-            message: b""[..].into(),
-            referral: Vec::new(),
-        },
-        Err(e) => proto::LdapResult {
-            code: e.code,
-            matched_dn: e.matched.as_bytes().into(),
-            message: e.message.as_bytes().into(),
-            referral: Vec::new(),
-        },
-    };
-    proto::encode_result(out, id, tag, &res);
+    proto::encode_result(out, id, tag, &wire_result(r));
 }
 
 /// The Notice of Disconnection (RFC 4511 §4.4.1) sent before closing on a protocol error.
 fn notice_of_disconnection(code: ResultCode, message: &str) -> Vec<u8> {
     let mut out = Vec::with_capacity(96);
-    let res = proto::LdapResult {
-        code,
-        matched_dn: b""[..].into(),
-        message: message.as_bytes().into(),
-        referral: Vec::new(),
-    };
+    let e = LdapError::new(code, message);
     proto::encode_extended_response(
         &mut out,
         0,
-        &res,
+        &wire_result(Err(&e)),
         Some(proto::oids::NOTICE_OF_DISCONNECTION.as_bytes()),
         None,
     );

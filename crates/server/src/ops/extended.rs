@@ -5,32 +5,16 @@ use std::sync::Arc;
 
 use proto::{oids, tags, ExtendedRequest, ResultCode};
 
-use crate::error::{LdapError, LdapResult};
-use crate::ops::{generalized_time, set_operational};
+use crate::error::{wire_result, LdapError, LdapResult};
+use crate::ops::{set_operational, stamp_modified};
 use crate::session::{Conn, DispatchNext};
 use crate::state::{Identity, Shared};
 
 fn send_ext(id: i32, r: Result<Option<Vec<u8>>, &LdapError>) -> Vec<u8> {
     let mut out = Vec::with_capacity(96);
     let (res, value) = match r {
-        Ok(v) => (
-            proto::LdapResult {
-                code: ResultCode::Success,
-                matched_dn: b""[..].into(),
-                message: b""[..].into(),
-                referral: Vec::new(),
-            },
-            v,
-        ),
-        Err(e) => (
-            proto::LdapResult {
-                code: e.code,
-                matched_dn: e.matched.as_bytes().into(),
-                message: e.message.as_bytes().into(),
-                referral: Vec::new(),
-            },
-            None,
-        ),
+        Ok(v) => (wire_result(Ok(())), v),
+        Err(e) => (wire_result(Err(e)), None),
     };
     proto::encode_extended_response(&mut out, id, &res, None, value.as_deref());
     out
@@ -203,19 +187,7 @@ async fn password_modify(
         }
         let mut attrs = e.attrs.clone();
         set_operational(schema, &mut attrs, sh.known.user_password, &hashed);
-        let now = generalized_time(txn.now());
-        set_operational(
-            schema,
-            &mut attrs,
-            sh.known.modifiers_name,
-            who_dn.as_bytes(),
-        );
-        set_operational(
-            schema,
-            &mut attrs,
-            sh.known.modify_timestamp,
-            now.as_bytes(),
-        );
+        stamp_modified(&sh, &mut attrs, &who_dn, txn.now());
         txn.replace_attrs(id, attrs)?;
         Ok(())
     });

@@ -87,6 +87,18 @@ pub(crate) fn set_operational(schema: &Schema, attrs: &mut Vec<Attr>, ty: AttrId
     }
 }
 
+/// Records who changed an entry and when (modifiersName, modifyTimestamp).
+pub(crate) fn stamp_modified(shared: &Shared, attrs: &mut Vec<Attr>, who: &str, now: SystemTime) {
+    let schema = &*shared.schema;
+    set_operational(schema, attrs, shared.known.modifiers_name, who.as_bytes());
+    set_operational(
+        schema,
+        attrs,
+        shared.known.modify_timestamp,
+        generalized_time(now).as_bytes(),
+    );
+}
+
 /// Stores cleartext userPassword values hashed (already-hashed values are kept as given, so
 /// migrated data keeps working).
 pub(crate) fn hash_passwords(values: &mut [Box<[u8]>]) {

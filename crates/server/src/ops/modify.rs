@@ -10,9 +10,8 @@ use store::{Attr, Txn};
 
 use crate::error::{LdapError, LdapResult};
 use crate::ops::{
-    check_entry, check_user_modifiable, checked_values, generalized_time, hash_passwords,
-    rdn_values_present, ready, require_admin, set_operational, structural_of, submit_write,
-    Pending,
+    check_entry, check_user_modifiable, checked_values, hash_passwords, rdn_values_present, ready,
+    require_admin, stamp_modified, structural_of, submit_write, Pending,
 };
 use crate::state::{resolve_attr, Identity, Shared};
 
@@ -216,9 +215,7 @@ pub(crate) fn apply(
         }
     }
     check_entry(shared, &attrs)?;
-    let now = generalized_time(txn.now());
-    set_operational(schema, &mut attrs, k.modifiers_name, who.as_bytes());
-    set_operational(schema, &mut attrs, k.modify_timestamp, now.as_bytes());
+    stamp_modified(shared, &mut attrs, who, txn.now());
     txn.replace_attrs(id, attrs)?;
     Ok(())
 }

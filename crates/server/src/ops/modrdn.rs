@@ -9,8 +9,7 @@ use store::{Attr, Txn};
 
 use crate::error::{LdapError, LdapResult};
 use crate::ops::{
-    check_entry, generalized_time, rdn_values_present, ready, require_admin, set_operational,
-    submit_write, Pending,
+    check_entry, rdn_values_present, ready, require_admin, stamp_modified, submit_write, Pending,
 };
 use crate::state::{Identity, Shared};
 
@@ -148,19 +147,7 @@ pub(crate) fn apply(shared: &Shared, txn: &mut Txn, who: &str, r: Rename) -> Lda
     }
     rdn_values_present(shared, &new_ndn, &attrs)?;
     check_entry(shared, &attrs)?;
-    let now = generalized_time(txn.now());
-    set_operational(
-        schema,
-        &mut attrs,
-        shared.known.modifiers_name,
-        who.as_bytes(),
-    );
-    set_operational(
-        schema,
-        &mut attrs,
-        shared.known.modify_timestamp,
-        now.as_bytes(),
-    );
+    stamp_modified(shared, &mut attrs, who, txn.now());
     let dn = format!("{},{}", r.new_rdn, parent.dn);
     txn.rename(e.id, dn, new_ndn, Some(parent.id), attrs)?;
     Ok(())
