@@ -1,5 +1,9 @@
 //! `linden import`, `export` and `backup` as a user runs them.
 
+mod common;
+
+use common::linden;
+
 use std::process::Command;
 
 const LDIF: &str = "dn: dc=example,dc=com
@@ -26,18 +30,6 @@ objectClass: inetOrgPerson
 uid: bob
 cn: Bob
 ";
-
-fn linden(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_linden"))
-        .args(args)
-        .output()
-        .expect("run linden");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
 
 #[test]
 fn import_export_import_gives_identical_data() {

@@ -6,6 +6,10 @@
 //! died) is "in doubt" and may or may not be applied — but only wholly. Every loop is bounded by
 //! a count and a deadline. Set LINDEN_CRASH_SEED to replay a run.
 
+mod common;
+
+use common::linden;
+
 use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
@@ -131,18 +135,6 @@ fn admin(url: &str) -> LdapConn {
         .success()
         .expect("admin bind succeeds");
     c
-}
-
-fn linden(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_linden"))
-        .args(args)
-        .output()
-        .expect("run linden");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 fn data_files(dir: &Path, suffix: &str) -> Vec<PathBuf> {
