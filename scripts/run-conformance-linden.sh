@@ -8,7 +8,23 @@ cargo build --quiet -p linden
 bin="${CARGO_TARGET_DIR:-target}/debug/linden"
 tmp="$(mktemp -d)"
 log="$tmp/linden.log"
-"$bin" serve --listen 127.0.0.1:0 --data "$tmp/data" --admin-password secret >"$log" 2>&1 &
+# The same access rules as the slapd the suite was checked against (scripts/slapd-reference.sh):
+# everyone reads everything but userPassword, which serves binds and its owner's changes.
+cat >"$tmp/linden.toml" <<'TOML'
+size_limit_anonymous = 500
+size_limit = 500
+
+[[access]]
+attrs = ["userPassword"]
+by = [
+  { who = "self", rights = ["write", "auth"] },
+  { who = "anonymous", rights = ["auth"] },
+]
+
+[[access]]
+by = [{ who = "*", rights = ["read", "search", "compare"] }]
+TOML
+"$bin" serve --config "$tmp/linden.toml" --listen 127.0.0.1:0 --data "$tmp/data" --admin-password secret >"$log" 2>&1 &
 pid=$!
 cleanup() { kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; rm -rf "$tmp"; }
 trap cleanup EXIT

@@ -40,6 +40,9 @@ pub const KEYS: &[&str] = &[
     "max_outstanding",
     "size_limit",
     "time_limit",
+    "size_limit_anonymous",
+    "time_limit_anonymous",
+    "access",
     "indexes",
     "durability",
     "snapshot_interval",
@@ -64,6 +67,9 @@ pub struct Settings {
     pub max_outstanding: Option<usize>,
     pub size_limit: Option<u64>,
     pub time_limit: Option<u64>,
+    pub size_limit_anonymous: Option<u64>,
+    pub time_limit_anonymous: Option<u64>,
+    pub access: Option<Vec<server::acl::RuleSpec>>,
     pub indexes: Option<Vec<String>>,
     pub durability: Option<server::Durability>,
     pub snapshot_interval: Option<u64>,
@@ -113,6 +119,9 @@ pub fn merge(args: &ServeArgs, file: Settings) -> Result<Settings, ConfigError> 
         max_outstanding: args.max_outstanding.or(file.max_outstanding),
         size_limit: args.size_limit.or(file.size_limit),
         time_limit: args.time_limit.or(file.time_limit),
+        size_limit_anonymous: file.size_limit_anonymous,
+        time_limit_anonymous: file.time_limit_anonymous,
+        access: file.access,
         indexes: file.indexes,
         durability: match &args.durability {
             Some(d) => {
@@ -186,6 +195,17 @@ pub fn parse_file(path: &Path, text: &str) -> Result<Settings, ConfigError> {
             "max_outstanding" => s.max_outstanding = Some(integer(value, 1).map_err(bad)?),
             "size_limit" => s.size_limit = Some(integer(value, 0).map_err(bad)?),
             "time_limit" => s.time_limit = Some(integer(value, 0).map_err(bad)?),
+            "size_limit_anonymous" => {
+                s.size_limit_anonymous = Some(integer(value, 0).map_err(bad)?)
+            }
+            "time_limit_anonymous" => {
+                s.time_limit_anonymous = Some(integer(value, 0).map_err(bad)?)
+            }
+            "access" => {
+                let rules = access_rules(value).map_err(|e| ConfigError(format!("{name}: {e}")))?;
+                server::acl::check(&rules).map_err(|e| ConfigError(format!("{name}: {e}")))?;
+                s.access = Some(rules);
+            }
             "indexes" => s.indexes = Some(strings(value).map_err(bad)?),
             "durability" => {
                 let v = string(value).map_err(bad)?;
@@ -240,6 +260,93 @@ pub fn check_log_level(s: &str) -> Result<(), String> {
     EnvFilter::try_new(s)
         .map(drop)
         .map_err(|e| bad(e.to_string()))
+}
+
+/// The `[[access]]` tables: `dn`, `scope`, `filter`, `attrs` and `by = [{ who, rights }]`.
+/// Messages name the rule and field as `access[I].FIELD`, from 0 like the rule list.
+fn access_rules(value: &toml::Value) -> Result<Vec<server::acl::RuleSpec>, String> {
+    let items = value.as_array().ok_or_else(|| {
+        format!(
+            "key 'access': expected [[access]] tables, found {}",
+            show(value)
+        )
+    })?;
+    let mut rules = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let at = |field: &str, what: String| format!("access[{i}].{field}: {what}");
+        let table = item
+            .as_table()
+            .ok_or_else(|| at("", format!("expected a table, found {}", show(item))))?;
+        let mut r = server::acl::RuleSpec::default();
+        for (k, v) in table {
+            match k.as_str() {
+                "dn" => r.dn = Some(string(v).map_err(|e| at(k, e))?),
+                "scope" => r.scope = Some(string(v).map_err(|e| at(k, e))?),
+                "filter" => r.filter = Some(string(v).map_err(|e| at(k, e))?),
+                "attrs" => r.attrs = Some(strings(v).map_err(|e| at(k, e))?),
+                "by" => {
+                    let clauses = v.as_array().ok_or_else(|| {
+                        at(
+                            k,
+                            format!(
+                                "expected an array of {{ who, rights }} tables, found {}",
+                                show(v)
+                            ),
+                        )
+                    })?;
+                    for (j, c) in clauses.iter().enumerate() {
+                        let field = format!("by[{j}]");
+                        let t = c.as_table().ok_or_else(|| {
+                            at(
+                                &field,
+                                format!(
+                                    "expected {{ who = ..., rights = [...] }}, found {}",
+                                    show(c)
+                                ),
+                            )
+                        })?;
+                        let mut who = None;
+                        let mut rights = None;
+                        for (ck, cv) in t {
+                            match ck.as_str() {
+                                "who" => {
+                                    who = Some(
+                                        string(cv).map_err(|e| at(&format!("{field}.who"), e))?,
+                                    )
+                                }
+                                "rights" => {
+                                    rights = Some(
+                                        strings(cv)
+                                            .map_err(|e| at(&format!("{field}.rights"), e))?,
+                                    )
+                                }
+                                other => {
+                                    return Err(at(
+                                        &format!("{field}.{other}"),
+                                        "unknown key (expected who or rights)".into(),
+                                    ))
+                                }
+                            }
+                        }
+                        r.by.push(server::acl::ClauseSpec {
+                            who: who
+                                .ok_or_else(|| at(&format!("{field}.who"), "missing".into()))?,
+                            rights: rights
+                                .ok_or_else(|| at(&format!("{field}.rights"), "missing".into()))?,
+                        });
+                    }
+                }
+                other => {
+                    return Err(at(
+                        other,
+                        "unknown key (expected dn, scope, filter, attrs or by)".into(),
+                    ))
+                }
+            }
+        }
+        rules.push(r);
+    }
+    Ok(rules)
 }
 
 fn show(v: &toml::Value) -> String {
@@ -317,6 +424,71 @@ mod tests {
 
     fn parse(text: &str) -> Result<Settings, ConfigError> {
         parse_file(Path::new("linden.toml"), text)
+    }
+
+    #[test]
+    fn access_rules_and_anonymous_limits() {
+        let s = parse(
+            r#"
+size_limit_anonymous = 10
+time_limit_anonymous = 5
+
+[[access]]
+dn = "ou=people,dc=example,dc=com"
+scope = "children"
+filter = "(objectClass=person)"
+attrs = ["userPassword", "entry"]
+by = [
+  { who = "self", rights = ["write"] },
+  { who = "group:cn=admins,ou=groups,dc=example,dc=com", rights = "all" },
+]
+
+[[access]]
+by = [{ who = "users", rights = ["read", "search"] }]
+"#,
+        )
+        .expect("valid file");
+        assert_eq!(s.size_limit_anonymous, Some(10));
+        assert_eq!(s.time_limit_anonymous, Some(5));
+        let rules = s.access.expect("rules");
+        assert_eq!(rules.len(), 2);
+        assert_eq!(rules[0].scope.as_deref(), Some("children"));
+        assert_eq!(rules[0].by[1].rights, vec!["all".to_string()]);
+        assert_eq!(rules[1].by[0].who, "users");
+    }
+
+    #[test]
+    fn bad_access_rules_name_rule_and_field() {
+        for (text, wants) in [
+            ("access = 3", "linden.toml: key 'access': expected [[access]] tables"),
+            (
+                "[[access]]\nby = [{ who = \"*\", rights = [\"read\"] }]\n[[access]]\ndn = \"bogus\"\nby = [{ who = \"*\", rights = [\"read\"] }]",
+                "linden.toml: access[1].dn: invalid DN 'bogus'",
+            ),
+            (
+                "[[access]]\nby = [{ who = \"everyone\", rights = [\"read\"] }]",
+                "linden.toml: access[0].by[0].who: invalid subject 'everyone'",
+            ),
+            (
+                "[[access]]\nby = [{ who = \"*\", rights = [\"fly\"] }]",
+                "linden.toml: access[0].by[0].rights: invalid right 'fly'",
+            ),
+            (
+                "[[access]]\nby = [{ who = \"*\" }]",
+                "linden.toml: access[0].by[0].rights: missing",
+            ),
+            (
+                "[[access]]\nto = \"x\"\nby = []",
+                "linden.toml: access[0].to: unknown key",
+            ),
+            (
+                "[[access]]\nfilter = \"(cn=\"\nby = [{ who = \"*\", rights = [\"read\"] }]",
+                "linden.toml: access[0].filter: invalid filter '(cn='",
+            ),
+        ] {
+            let e = parse(text).expect_err(text).to_string();
+            assert!(e.starts_with(wants), "{e}\nwanted: {wants}");
+        }
     }
 
     #[test]

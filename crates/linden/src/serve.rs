@@ -39,6 +39,15 @@ pub fn server_config(s: Settings, admin_password_hash: Vec<u8>) -> server::Confi
     if let Some(v) = s.time_limit {
         c.time_limit = v;
     }
+    if let Some(v) = s.size_limit_anonymous {
+        c.size_limit_anonymous = v;
+    }
+    if let Some(v) = s.time_limit_anonymous {
+        c.time_limit_anonymous = v;
+    }
+    if s.access.is_some() {
+        c.access = s.access;
+    }
     if let Some(v) = s.indexes {
         c.indexes = v;
     }

@@ -373,8 +373,25 @@ fn config_file_settings_reach_the_server() {
         "admin_dn from the file replaces the default"
     );
 
-    // Anonymous: the server's size limit applies to the ten demo people.
+    // The default access policy: anonymous clients see no entries at all.
+    let mut anon = ldap3::LdapConn::new(&server.url()).expect("connect");
+    let ldap3::SearchResult(entries, result) = anon
+        .search(
+            "ou=people,dc=example,dc=com",
+            ldap3::Scope::OneLevel,
+            "(objectClass=*)",
+            vec!["uid"],
+        )
+        .expect("search");
+    assert_eq!(result.rc, 32, "hidden base is noSuchObject: {result:?}");
+    assert!(entries.is_empty());
+
+    // A bound user: the server's size limit applies to the ten demo people.
     let mut conn = ldap3::LdapConn::new(&server.url()).expect("connect");
+    conn.simple_bind("uid=alice,ou=people,dc=example,dc=com", "password")
+        .expect("bind")
+        .success()
+        .expect("alice binds");
     let ldap3::SearchResult(entries, result) = conn
         .search(
             "ou=people,dc=example,dc=com",

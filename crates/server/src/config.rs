@@ -33,10 +33,17 @@ pub struct Config {
     pub max_pdu_size: usize,
     /// Requests a connection may have in progress before the server stops reading from it. Default 256.
     pub max_outstanding: usize,
-    /// Server-side cap on entries per search (0 = none). Default 0... overridden by clients' smaller limit.
+    /// Cap on entries per search for bound users (0 = none); a client's smaller limit wins.
+    /// The administrator has no cap. Default 0.
     pub size_limit: u64,
-    /// Server-side cap on seconds per search (0 = none). Default 3600.
+    /// Cap on seconds per search for bound users (0 = none). Default 3600.
     pub time_limit: u64,
+    /// Cap on entries per search for anonymous clients (0 = none). Default 500, as slapd.
+    pub size_limit_anonymous: u64,
+    /// Cap on seconds per search for anonymous clients (0 = none). Default 60.
+    pub time_limit_anonymous: u64,
+    /// Access rules, in order (see `acl`); `None` is the default policy.
+    pub access: Option<Vec<crate::acl::RuleSpec>>,
     /// Attributes with equality and presence indexes. Default objectClass, uid, cn, sn, mail.
     pub indexes: Vec<String>,
     /// Default `Sync`.
@@ -61,6 +68,9 @@ impl Default for Config {
             max_outstanding: 256,
             size_limit: 0,
             time_limit: 3600,
+            size_limit_anonymous: 500,
+            time_limit_anonymous: 60,
+            access: None,
             indexes: ["objectClass", "uid", "cn", "sn", "mail"]
                 .iter()
                 .map(|s| s.to_string())

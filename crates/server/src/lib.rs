@@ -10,6 +10,7 @@
 //! Use: `Server::start(config)?` builds everything (no sockets), then
 //! `server.serve(listener, shutdown).await` serves until `shutdown` resolves.
 
+pub mod acl;
 pub mod bulk;
 pub mod config;
 pub mod error;
@@ -107,6 +108,11 @@ impl Server {
             })?;
             indexed.push(id);
         }
+        let acl = match &config.access {
+            Some(rules) => acl::Acl::compile(&schema, rules),
+            None => acl::Acl::compile(&schema, &acl::default_policy()),
+        }
+        .map_err(|e| StartError::Config(e.to_string()))?;
         let (store, persistence) = match mode {
             Mode::Durable => {
                 let (store, p) = persistence::open(&config, &schema, &indexed)?;
@@ -123,6 +129,7 @@ impl Server {
             known,
             suffixes,
             admin,
+            acl,
             root_dse,
             subschema,
             counters: Counters::default(),

@@ -82,6 +82,7 @@ pub struct Shared {
     pub known: Known,
     pub suffixes: Vec<NormDn>,
     pub admin: NormDn,
+    pub acl: crate::acl::Acl,
     /// The root DSE and `cn=Subschema`, served from memory, not stored.
     pub root_dse: Entry,
     pub subschema: Entry,
@@ -131,6 +132,28 @@ impl Shared {
 
     pub fn is_suffix(&self, ndn: &NormDn) -> bool {
         self.suffixes.iter().any(|s| s == ndn)
+    }
+
+    /// noSuchObject for `ndn` as the requester of `view` may know it: matchedDN is the nearest
+    /// ancestor they can see, so the answer never reveals a hidden entry.
+    pub fn no_such_object_for(
+        &self,
+        v: &store::Version,
+        ndn: &NormDn,
+        view: &crate::acl::View,
+    ) -> LdapError {
+        if view.is_admin() {
+            return self.no_such_object(v, ndn);
+        }
+        let mut at = v.matched(ndn);
+        while let Some(e) = at {
+            if view.entry(&self.acl, &self.schema, e).visible() {
+                break;
+            }
+            at = e.parent.and_then(|p| v.get(p));
+        }
+        let matched = at.map(|e| e.dn.clone()).unwrap_or_default();
+        LdapError::new(ResultCode::NoSuchObject, "no such object").with_matched(matched)
     }
 
     /// noSuchObject for `ndn`, with the nearest existing ancestor as matchedDN.

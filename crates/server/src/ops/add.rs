@@ -13,8 +13,8 @@ use store::{Attr, Txn};
 
 use crate::error::{LdapError, LdapResult};
 use crate::ops::{
-    check_entry, check_user_modifiable, checked_values, generalized_time, hash_passwords, ready,
-    require_admin, set_operational, submit_write, Pending,
+    authorize_new, check_entry, check_user_modifiable, checked_values, detached, generalized_time,
+    hash_passwords, ready, set_operational, submit_write, Pending,
 };
 use crate::state::{resolve_attr, Identity, Shared};
 
@@ -182,9 +182,6 @@ pub(crate) fn apply(shared: &Shared, txn: &mut Txn, who: &str, mut e: NewEntry) 
 }
 
 pub(crate) fn submit(shared: &Arc<Shared>, who: &Identity, req: &AddRequest<'_>) -> Pending {
-    if let Err(e) = require_admin(who, "add") {
-        return ready(Err(e));
-    }
     let input: Vec<InputAttr<'_>> = req
         .attributes
         .iter()
@@ -194,6 +191,12 @@ pub(crate) fn submit(shared: &Arc<Shared>, who: &Identity, req: &AddRequest<'_>)
         Ok(e) => e,
         Err(e) => return ready(Err(e)),
     };
+    if !who.is_admin {
+        let probe = detached(e.dn.to_string(), e.ndn.clone(), e.attrs.clone());
+        if let Err(err) = authorize_new(shared, &shared.store.read(), who, &probe, "add") {
+            return ready(Err(err));
+        }
+    }
     let sh = shared.clone();
     let who = who.dn.clone();
     submit_write(shared, move |txn| apply(&sh, txn, &who, e))

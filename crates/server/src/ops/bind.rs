@@ -7,6 +7,7 @@ use std::sync::OnceLock;
 
 use proto::{BindAuth, BindRequest, ResultCode};
 
+use crate::acl::Rights;
 use crate::error::{LdapError, LdapResult};
 use crate::state::{Identity, Shared};
 
@@ -57,8 +58,16 @@ pub fn bind(shared: &Shared, req: &BindRequest<'_>) -> LdapResult<Identity> {
         pwhash::verify(&shared.config.admin_password_hash, password)
     } else {
         let v = shared.store.read();
+        // The entry's password counts only where the rules let an anonymous client use it
+        // (`auth`); otherwise the bind fails like a wrong password.
+        let anonymous = shared.acl.view(&shared.schema, &v, &Identity::default());
         match v
             .lookup(&ndn)
+            .filter(|e| {
+                anonymous
+                    .entry(&shared.acl, &shared.schema, e)
+                    .can(Some(shared.known.user_password), Rights::AUTH)
+            })
             .and_then(|e| e.attr(shared.known.user_password))
         {
             Some(a) => {

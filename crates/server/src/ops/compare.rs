@@ -2,6 +2,7 @@
 
 use proto::{CompareRequest, ResultCode};
 
+use crate::acl::Rights;
 use crate::error::{LdapError, LdapResult};
 use crate::state::{resolve_attr, Identity, Shared};
 
@@ -10,15 +11,11 @@ pub fn compare(shared: &Shared, who: &Identity, req: &CompareRequest<'_>) -> Lda
     let (_, ndn) = shared.parse_dn(&req.dn)?;
     let (ty, _) = resolve_attr(schema, &req.attr)?;
     let v = shared.store.read();
+    let needs = [(Some(ty), Rights::COMPARE)];
+    crate::ops::authorize(shared, &v, who, &ndn, &needs, false, "compare")?;
     let e = v
         .lookup(&ndn)
         .ok_or_else(|| shared.no_such_object(&v, &ndn))?;
-    if ty == shared.known.user_password && !who.is_admin {
-        return Err(LdapError::new(
-            ResultCode::InsufficientAccessRights,
-            "no compare access to userPassword",
-        ));
-    }
     if schema.attr(ty).equality.is_none() {
         return Err(LdapError::new(
             ResultCode::InappropriateMatching,

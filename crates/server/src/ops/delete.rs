@@ -4,8 +4,9 @@ use std::sync::Arc;
 
 use proto::ResultCode;
 
+use crate::acl::Rights;
 use crate::error::LdapError;
-use crate::ops::{ready, require_admin, submit_write, Pending};
+use crate::ops::{authorize, ready, submit_write, Pending};
 use crate::state::{Identity, Shared};
 
 pub(crate) fn submit(shared: &Arc<Shared>, who: &Identity, dn: &[u8]) -> Pending {
@@ -13,7 +14,16 @@ pub(crate) fn submit(shared: &Arc<Shared>, who: &Identity, dn: &[u8]) -> Pending
         Ok((_, ndn)) => ndn,
         Err(e) => return ready(Err(e)),
     };
-    if let Err(e) = require_admin(who, "delete") {
+    let needs = [(None, Rights::DELETE)];
+    if let Err(e) = authorize(
+        shared,
+        &shared.store.read(),
+        who,
+        &ndn,
+        &needs,
+        true,
+        "delete",
+    ) {
         return ready(Err(e));
     }
     let sh = shared.clone();

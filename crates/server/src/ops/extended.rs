@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use proto::{oids, tags, ExtendedRequest, ResultCode};
 
+use crate::acl::Rights;
 use crate::error::{wire_result, LdapError, LdapResult};
 use crate::ops::{set_operational, stamp_modified};
 use crate::session::{Conn, DispatchNext};
@@ -148,12 +149,16 @@ async fn password_modify(
             "the administrator's password is set in the server configuration",
         ));
     }
-    if !who.is_admin && who.ndn.as_ref() != Some(&target) {
-        return Err(LdapError::new(
-            ResultCode::InsufficientAccessRights,
-            "may only change one's own password",
-        ));
-    }
+    let needs = [(Some(shared.known.user_password), Rights::WRITE)];
+    crate::ops::authorize(
+        shared,
+        &shared.store.read(),
+        who,
+        &target,
+        &needs,
+        true,
+        "write",
+    )?;
     let generated = req
         .new_passwd
         .is_none()

@@ -8,10 +8,11 @@ use proto::{ModOp, ModifyRequest, ResultCode};
 use schema::{AttrId, NormDn};
 use store::{Attr, Txn};
 
+use crate::acl::Rights;
 use crate::error::{LdapError, LdapResult};
 use crate::ops::{
-    check_entry, check_user_modifiable, checked_values, hash_passwords, rdn_values_present, ready,
-    require_admin, stamp_modified, structural_of, submit_write, Pending,
+    authorize, check_entry, check_user_modifiable, checked_values, hash_passwords,
+    rdn_values_present, ready, stamp_modified, structural_of, submit_write, Pending,
 };
 use crate::state::{resolve_attr, Identity, Shared};
 
@@ -225,13 +226,18 @@ pub(crate) fn submit(shared: &Arc<Shared>, who: &Identity, req: &ModifyRequest<'
         Ok(p) => p,
         Err(e) => return ready(Err(e)),
     };
-    // A user may change their own password; everything else is the administrator's.
-    let own_password =
-        who.ndn.as_ref() == Some(&ndn) && mods.iter().all(|m| m.ty == shared.known.user_password);
-    if !own_password {
-        if let Err(e) = require_admin(who, "modify") {
-            return ready(Err(e));
-        }
+    // Write access to every attribute the request changes.
+    let needs: Vec<_> = mods.iter().map(|m| (Some(m.ty), Rights::WRITE)).collect();
+    if let Err(e) = authorize(
+        shared,
+        &shared.store.read(),
+        who,
+        &ndn,
+        &needs,
+        true,
+        "write",
+    ) {
+        return ready(Err(e));
     }
     let sh = shared.clone();
     let who = who.dn.clone();

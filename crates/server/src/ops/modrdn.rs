@@ -7,9 +7,11 @@ use proto::{ModifyDnRequest, ResultCode};
 use schema::{Dn, NormDn};
 use store::{Attr, Txn};
 
+use crate::acl::Rights;
 use crate::error::{LdapError, LdapResult};
 use crate::ops::{
-    check_entry, rdn_values_present, ready, require_admin, stamp_modified, submit_write, Pending,
+    authorize, authorize_new, check_entry, detached, rdn_values_present, ready, stamp_modified,
+    submit_write, Pending,
 };
 use crate::state::{Identity, Shared};
 
@@ -153,12 +155,39 @@ pub(crate) fn apply(shared: &Shared, txn: &mut Txn, who: &str, r: Rename) -> Lda
     Ok(())
 }
 
+/// A rename is a delete at the old name and an add at the new one: `delete` on the entry as it
+/// is, `add` on the entry at its new DN (which also needs a visible new parent).
+fn authorize_rename(shared: &Shared, who: &Identity, r: &Rename) -> LdapResult<()> {
+    if who.is_admin {
+        return Ok(());
+    }
+    let v = shared.store.read();
+    let needs = [(None, Rights::DELETE)];
+    authorize(shared, &v, who, &r.ndn, &needs, true, "delete")?;
+    let Some(e) = v.lookup(&r.ndn) else {
+        return Ok(());
+    };
+    let parent = match &r.new_superior {
+        Some(p) => p.clone(),
+        None => r.ndn.parent().unwrap_or_else(NormDn::root),
+    };
+    let mut rdns = r.new_rdn_norm.rdns.clone();
+    rdns.extend(parent.rdns.iter().cloned());
+    let norm = if parent.is_root() {
+        r.new_rdn_norm.norm.clone()
+    } else {
+        format!("{},{}", r.new_rdn_norm.norm, parent.norm)
+    };
+    let probe = detached(String::new(), NormDn { norm, rdns }, e.attrs.clone());
+    authorize_new(shared, &v, who, &probe, "add")
+}
+
 pub(crate) fn submit(shared: &Arc<Shared>, who: &Identity, req: &ModifyDnRequest<'_>) -> Pending {
     let r = match prepare(shared, req) {
         Ok(r) => r,
         Err(e) => return ready(Err(e)),
     };
-    if let Err(e) = require_admin(who, "modrdn") {
+    if let Err(e) = authorize_rename(shared, who, &r) {
         return ready(Err(e));
     }
     let sh = shared.clone();

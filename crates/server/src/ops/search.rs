@@ -13,32 +13,35 @@ use std::time::{Duration, Instant};
 
 use proto::{tags, ResultCode, SearchRequest};
 use schema::{AttrId, NormDn, Schema};
-use store::{Entry, Filter};
+use store::{Entry, Filter, Tri};
 
+use crate::acl::{self, Rights};
 use crate::error::{LdapError, LdapResult};
 use crate::session::{encode_result_into, result_pdu, Conn, FLUSH_BYTES};
 use crate::state::{Identity, Shared};
 
 /// Compiles a wire filter against the schema (see `store::filter` for the Undefined rules).
-/// An assertion on an attribute in `hidden` (one the requester may not read) is Undefined, so
-/// results cannot be used to learn its values.
-pub fn compile(schema: &Schema, hidden: &[AttrId], f: &proto::Filter<'_>) -> Filter {
+/// An assertion on an attribute `allowed` refuses (one the requester may not search) is
+/// Undefined, so results cannot be used to learn its values. (An extensible match over all
+/// attributes is checked per entry: see `searchable_here`.)
+pub fn compile(
+    schema: &Schema,
+    allowed: &mut dyn FnMut(AttrId) -> bool,
+    f: &proto::Filter<'_>,
+) -> Filter {
     use proto::Filter as P;
-    let attr = |raw: &[u8]| -> Option<AttrId> {
+    let mut attr = |raw: &[u8]| -> Option<AttrId> {
         let s = std::str::from_utf8(raw).ok()?;
         let (name, _) = crate::state::split_description(s);
         let id = schema.attr_by_name(name)?;
-        if hidden.iter().any(|h| schema.is_subtype(id, *h)) {
-            return None;
-        }
-        Some(id)
+        allowed(id).then_some(id)
     };
     match f {
         P::And(v) if v.is_empty() => Filter::True,
         P::Or(v) if v.is_empty() => Filter::False,
-        P::And(v) => Filter::And(v.iter().map(|f| compile(schema, hidden, f)).collect()),
-        P::Or(v) => Filter::Or(v.iter().map(|f| compile(schema, hidden, f)).collect()),
-        P::Not(f) => Filter::Not(Box::new(compile(schema, hidden, f))),
+        P::And(v) => Filter::And(v.iter().map(|f| compile(schema, allowed, f)).collect()),
+        P::Or(v) => Filter::Or(v.iter().map(|f| compile(schema, allowed, f)).collect()),
+        P::Not(f) => Filter::Not(Box::new(compile(schema, allowed, f))),
         P::Equality(a, v) | P::Approx(a, v) => match attr(a) {
             Some(ty) if schema.attr(ty).equality.is_some() => match schema.normalize_eq(ty, v) {
                 Ok(norm) => Filter::Equality { attr: ty, norm },
@@ -168,8 +171,9 @@ impl Selection {
     }
 }
 
-/// Encodes one entry as a SearchResultEntry, with the attributes `sel` asks for, the
-/// server-computed operational attributes, and userPassword only for the administrator.
+/// Encodes one entry as a SearchResultEntry, with the attributes `sel` asks for and the
+/// server-computed operational attributes, each only if `access` (none: everything) allows
+/// reading it.
 pub(crate) fn encode_entry(
     shared: &Shared,
     v: Option<&store::Version>,
@@ -177,13 +181,14 @@ pub(crate) fn encode_entry(
     id: i32,
     e: &Entry,
     sel: &Selection,
-    who: &Identity,
+    access: Option<&acl::EntryAccess<'_>>,
 ) {
     let schema = &*shared.schema;
     let k = &shared.known;
+    let readable = |ty: AttrId| access.is_none_or(|a| a.can(Some(ty), Rights::READ));
     let mut attrs: Vec<OutAttr<'_>> = Vec::with_capacity(e.attrs.len() + 4);
     for a in &e.attrs {
-        if !sel.wants(schema, a.ty) || (a.ty == k.user_password && !who.is_admin) {
+        if !sel.wants(schema, a.ty) || !readable(a.ty) {
             continue;
         }
         let name = schema.attr(a.ty).name();
@@ -223,6 +228,7 @@ pub(crate) fn encode_entry(
             computed.push((k.subschema_subentry, b"cn=Subschema".to_vec()));
         }
     }
+    computed.retain(|(ty, _)| readable(*ty));
     for (ty, val) in &computed {
         let values = if sel.types_only {
             Vec::new()
@@ -251,11 +257,23 @@ struct Prepared {
     sel: Selection,
     size_limit: u64,
     deadline: Option<Instant>,
+    /// The access rules as they apply to the requester.
+    view: acl::View,
+    /// Filter attributes the requester may search in some entries only: checked per entry.
+    check: Vec<AttrId>,
+    /// The filter has an extensible match over all attributes and the requester is not the
+    /// administrator: it must only see the attributes they may search.
+    untyped: bool,
     /// The index candidates, once planned against the version the search runs on.
     cands: Option<store::RoaringBitmap>,
 }
 
-fn prepare(shared: &Shared, req: &SearchRequest<'_>, who: &Identity) -> LdapResult<Prepared> {
+fn prepare(
+    shared: &Shared,
+    v: &store::Version,
+    req: &SearchRequest<'_>,
+    who: &Identity,
+) -> LdapResult<Prepared> {
     let root = req.base.is_empty();
     let base = if root {
         NormDn {
@@ -279,28 +297,54 @@ fn prepare(shared: &Shared, req: &SearchRequest<'_>, who: &Identity) -> LdapResu
             (c, s) => c.min(s),
         }
     };
-    let size_limit = limit(req.size_limit, shared.config.size_limit);
-    let hidden: &[AttrId] = if who.is_admin {
-        &[]
+    let c = &shared.config;
+    let (size, time) = if who.is_anonymous() {
+        (c.size_limit_anonymous, c.time_limit_anonymous)
     } else {
-        std::slice::from_ref(&shared.known.user_password)
+        (c.size_limit, c.time_limit)
     };
-    let time_limit = limit(req.time_limit, shared.config.time_limit);
+    let size_limit = limit(req.size_limit, size);
+    let time_limit = limit(req.time_limit, time);
+    let schema = &*shared.schema;
+    let view = shared.acl.view(schema, v, who);
+    let mut check = Vec::new();
+    // The root DSE and the subschema subentry are outside the rules: anyone may read them.
+    let outside = scope == store::Scope::Base && (root || base == shared.subschema.ndn);
+    let filter = compile(
+        schema,
+        &mut |ty| match view.searchable(&shared.acl, schema, ty) {
+            _ if outside => true,
+            acl::Searchable::Always => true,
+            acl::Searchable::Never => false,
+            acl::Searchable::Depends => {
+                if !check.contains(&ty) {
+                    check.push(ty);
+                }
+                true
+            }
+        },
+        &req.filter,
+    );
+    let untyped = !view.is_admin() && has_untyped_extensible(&filter);
     Ok(Prepared {
         base,
         root,
         scope,
-        filter: compile(&shared.schema, hidden, &req.filter),
-        sel: Selection::parse(&shared.schema, &req.attributes, req.types_only),
+        filter,
+        sel: Selection::parse(schema, &req.attributes, req.types_only),
         size_limit,
         deadline: (time_limit > 0).then(|| Instant::now() + Duration::from_secs(time_limit)),
+        view,
+        check,
+        untyped,
         cands: None,
     })
 }
 
 pub(crate) async fn start(conn: &Arc<Conn>, id: i32, req: &SearchRequest<'_>, who: Arc<Identity>) {
     let shared = &conn.shared;
-    let p = match prepare(shared, req, &who) {
+    let v = shared.store.read();
+    let p = match prepare(shared, &v, req, &who) {
         Ok(p) => p,
         Err(e) => {
             conn.send(result_pdu(id, tags::SEARCH_RESULT_DONE, Err(&e)))
@@ -319,7 +363,7 @@ pub(crate) async fn start(conn: &Arc<Conn>, id: i32, req: &SearchRequest<'_>, wh
     if let Some(e) = virtual_entry {
         let mut out = Vec::with_capacity(1024);
         if p.filter.eval(&shared.schema, e) == store::Tri::True {
-            encode_entry(shared, None, &mut out, id, e, &p.sel, &who);
+            encode_entry(shared, None, &mut out, id, e, &p.sel, None);
         }
         encode_result_into(&mut out, id, tags::SEARCH_RESULT_DONE, Ok(()));
         conn.send(out).await;
@@ -327,7 +371,6 @@ pub(crate) async fn start(conn: &Arc<Conn>, id: i32, req: &SearchRequest<'_>, wh
     }
     // Small searches (one base entry, or few index candidates) run right here: cheaper than a
     // hop to the blocking pool, and they cannot hold up the connection for long.
-    let v = shared.store.read();
     let mut p = p;
     let base_only = p.scope == store::Scope::Base && !p.root;
     if !base_only {
@@ -339,7 +382,7 @@ pub(crate) async fn start(conn: &Arc<Conn>, id: i32, req: &SearchRequest<'_>, wh
             .is_some_and(|c| c.len() <= INLINE_CANDIDATES);
     if small {
         let mut pending: Vec<Vec<u8>> = Vec::new();
-        run(conn, &v, id, &p, &who, &AtomicBool::new(false), &mut |b| {
+        run(conn, &v, id, &p, &AtomicBool::new(false), &mut |b| {
             pending.push(b);
             true
         });
@@ -358,7 +401,7 @@ pub(crate) async fn start(conn: &Arc<Conn>, id: i32, req: &SearchRequest<'_>, wh
     let conn = conn.clone();
     tokio::task::spawn_blocking(move || {
         let out = conn.out.clone();
-        run(&conn, &v, id, &p, &who, &flag, &mut |b| {
+        run(&conn, &v, id, &p, &flag, &mut |b| {
             out.blocking_send(b).is_ok()
         });
         if let Ok(mut m) = conn.running.lock() {
@@ -366,6 +409,40 @@ pub(crate) async fn start(conn: &Arc<Conn>, id: i32, req: &SearchRequest<'_>, wh
         }
         drop(permit);
     });
+}
+
+/// Whether the entry still matches once the filter attributes the requester may not search in
+/// this entry are taken as Undefined.
+fn searchable_here(schema: &Schema, p: &Prepared, a: &acl::EntryAccess<'_>, e: &Entry) -> bool {
+    let hide: Vec<AttrId> = p
+        .check
+        .iter()
+        .copied()
+        .filter(|t| !a.can(Some(*t), Rights::SEARCH))
+        .collect();
+    // An extensible match over all attributes looks at the entry without the attributes
+    // the requester may not search.
+    let stripped = if p.untyped && e.attrs.iter().any(|x| !a.can(Some(x.ty), Rights::SEARCH)) {
+        let mut copy = e.clone();
+        copy.attrs.retain(|x| a.can(Some(x.ty), Rights::SEARCH));
+        Some(copy)
+    } else {
+        None
+    };
+    if hide.is_empty() && stripped.is_none() {
+        return true;
+    }
+    let e = stripped.as_ref().unwrap_or(e);
+    acl::mask_filter(&p.filter, &|t| hide.contains(&t)).eval(schema, e) == Tri::True
+}
+
+fn has_untyped_extensible(f: &Filter) -> bool {
+    match f {
+        Filter::And(v) | Filter::Or(v) => v.iter().any(has_untyped_extensible),
+        Filter::Not(f) => has_untyped_extensible(f),
+        Filter::Extensible { attr: None, .. } => true,
+        _ => false,
+    }
 }
 
 /// Searches whose index candidates are at most this many run inline in the read loop.
@@ -378,7 +455,6 @@ fn run(
     v: &store::Version,
     id: i32,
     p: &Prepared,
-    who: &Identity,
     abandoned: &AtomicBool,
     sink: &mut dyn FnMut(Vec<u8>) -> bool,
 ) {
@@ -398,9 +474,9 @@ fn run(
         }
     } else {
         match v.lookup(&p.base) {
-            Some(e) => bases.push(e.clone()),
-            None => {
-                let e = shared.no_such_object(v, &p.base);
+            Some(e) if p.view.entry(&shared.acl, schema, e).visible() => bases.push(e.clone()),
+            _ => {
+                let e = shared.no_such_object_for(v, &p.base, &p.view);
                 sink(result_pdu(id, tags::SEARCH_RESULT_DONE, Err(&e)));
                 return;
             }
@@ -412,6 +488,14 @@ fn run(
     let mut gone = false;
     'bases: for base in &bases {
         let mut visit = |e: &Arc<Entry>| -> ControlFlow<()> {
+            // Hidden entries are skipped before the size check, so that a limit reached
+            // never hints at entries the requester may not see.
+            let access = (!p.view.is_admin()).then(|| p.view.entry(&shared.acl, schema, e));
+            if let Some(a) = &access {
+                if !a.visible() || !searchable_here(schema, p, a, e) {
+                    return ControlFlow::Continue(());
+                }
+            }
             if p.size_limit > 0 && sent >= p.size_limit {
                 outcome = Err(LdapError::new(
                     ResultCode::SizeLimitExceeded,
@@ -419,7 +503,7 @@ fn run(
                 ));
                 return ControlFlow::Break(());
             }
-            encode_entry(shared, Some(v), &mut out, id, e, &p.sel, who);
+            encode_entry(shared, Some(v), &mut out, id, e, &p.sel, access.as_ref());
             sent += 1;
             if out.len() >= FLUSH_BYTES {
                 if !sink(std::mem::take(&mut out)) {

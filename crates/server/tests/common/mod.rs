@@ -10,6 +10,28 @@ pub const ADMIN_DN: &str = "cn=admin,dc=example,dc=com";
 pub const ADMIN_PW: &str = "secret";
 pub const BASE: &str = "dc=example,dc=com";
 
+/// The access rules of the slapd the conformance suite is checked against (everyone reads
+/// everything but userPassword, which only serves binds and its owner's changes). Tests that
+/// are not about access control run with these; `acl.rs` tests the default policy and others.
+pub fn open_read_policy() -> Vec<server::acl::RuleSpec> {
+    use server::acl::{ClauseSpec, RuleSpec};
+    let by = |who: &str, rights: &[&str]| ClauseSpec {
+        who: who.into(),
+        rights: rights.iter().map(|r| r.to_string()).collect(),
+    };
+    vec![
+        RuleSpec {
+            attrs: Some(vec!["userPassword".into()]),
+            by: vec![by("self", &["write", "auth"]), by("anonymous", &["auth"])],
+            ..RuleSpec::default()
+        },
+        RuleSpec {
+            by: vec![by("*", &["read", "search", "compare"])],
+            ..RuleSpec::default()
+        },
+    ]
+}
+
 pub struct TestServer {
     pub addr: SocketAddr,
     pub url: String,
@@ -31,6 +53,8 @@ impl TestServer {
             data_dir: data.path().to_path_buf(),
             listen: "127.0.0.1:0".parse().expect("addr"),
             admin_password_hash: pwhash::hash(pwhash::Scheme::default(), ADMIN_PW.as_bytes()),
+            access: Some(open_read_policy()),
+            size_limit_anonymous: 0,
             ..server::Config::default()
         };
         tweak(&mut config);
