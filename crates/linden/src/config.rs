@@ -43,6 +43,15 @@ pub const KEYS: &[&str] = &[
     "size_limit_anonymous",
     "time_limit_anonymous",
     "access",
+    "password_hash",
+    "argon2_memory_kib",
+    "argon2_iterations",
+    "argon2_parallelism",
+    "pbkdf2_iterations",
+    "crypt_rounds",
+    "bind_failures_per_dn",
+    "bind_failures_per_ip",
+    "bind_lockout_seconds",
     "indexes",
     "durability",
     "snapshot_interval",
@@ -70,6 +79,15 @@ pub struct Settings {
     pub size_limit_anonymous: Option<u64>,
     pub time_limit_anonymous: Option<u64>,
     pub access: Option<Vec<server::acl::RuleSpec>>,
+    pub password_hash: Option<pwhash::Scheme>,
+    pub argon2_memory_kib: Option<u32>,
+    pub argon2_iterations: Option<u32>,
+    pub argon2_parallelism: Option<u32>,
+    pub pbkdf2_iterations: Option<u32>,
+    pub crypt_rounds: Option<u32>,
+    pub bind_failures_per_dn: Option<u32>,
+    pub bind_failures_per_ip: Option<u32>,
+    pub bind_lockout_seconds: Option<u64>,
     pub indexes: Option<Vec<String>>,
     pub durability: Option<server::Durability>,
     pub snapshot_interval: Option<u64>,
@@ -122,6 +140,15 @@ pub fn merge(args: &ServeArgs, file: Settings) -> Result<Settings, ConfigError> 
         size_limit_anonymous: file.size_limit_anonymous,
         time_limit_anonymous: file.time_limit_anonymous,
         access: file.access,
+        password_hash: file.password_hash,
+        argon2_memory_kib: file.argon2_memory_kib,
+        argon2_iterations: file.argon2_iterations,
+        argon2_parallelism: file.argon2_parallelism,
+        pbkdf2_iterations: file.pbkdf2_iterations,
+        crypt_rounds: file.crypt_rounds,
+        bind_failures_per_dn: file.bind_failures_per_dn,
+        bind_failures_per_ip: file.bind_failures_per_ip,
+        bind_lockout_seconds: file.bind_lockout_seconds,
         indexes: file.indexes,
         durability: match &args.durability {
             Some(d) => {
@@ -201,6 +228,27 @@ pub fn parse_file(path: &Path, text: &str) -> Result<Settings, ConfigError> {
             "time_limit_anonymous" => {
                 s.time_limit_anonymous = Some(integer(value, 0).map_err(bad)?)
             }
+            "password_hash" => {
+                let v = string(value).map_err(bad)?;
+                s.password_hash = Some(
+                    v.parse()
+                        .map_err(|e: pwhash::UnknownScheme| bad(e.to_string()))?,
+                );
+            }
+            "argon2_memory_kib" => s.argon2_memory_kib = Some(integer(value, 8).map_err(bad)?),
+            "argon2_iterations" => s.argon2_iterations = Some(integer(value, 1).map_err(bad)?),
+            "argon2_parallelism" => s.argon2_parallelism = Some(integer(value, 1).map_err(bad)?),
+            "pbkdf2_iterations" => s.pbkdf2_iterations = Some(integer(value, 1000).map_err(bad)?),
+            "crypt_rounds" => s.crypt_rounds = Some(integer(value, 1000).map_err(bad)?),
+            "bind_failures_per_dn" => {
+                s.bind_failures_per_dn = Some(integer(value, 0).map_err(bad)?)
+            }
+            "bind_failures_per_ip" => {
+                s.bind_failures_per_ip = Some(integer(value, 0).map_err(bad)?)
+            }
+            "bind_lockout_seconds" => {
+                s.bind_lockout_seconds = Some(integer(value, 1).map_err(bad)?)
+            }
             "access" => {
                 let rules = access_rules(value).map_err(|e| ConfigError(format!("{name}: {e}")))?;
                 server::acl::check(&rules).map_err(|e| ConfigError(format!("{name}: {e}")))?;
@@ -229,6 +277,17 @@ pub fn parse_file(path: &Path, text: &str) -> Result<Settings, ConfigError> {
             }
         }
     }
+    // The cost parameters depend on each other (memory at least 8 KiB per lane).
+    let d = pwhash::Cost::default();
+    pwhash::Cost {
+        argon2_memory_kib: s.argon2_memory_kib.unwrap_or(d.argon2_memory_kib),
+        argon2_iterations: s.argon2_iterations.unwrap_or(d.argon2_iterations),
+        argon2_parallelism: s.argon2_parallelism.unwrap_or(d.argon2_parallelism),
+        pbkdf2_iterations: s.pbkdf2_iterations.unwrap_or(d.pbkdf2_iterations),
+        crypt_rounds: s.crypt_rounds.unwrap_or(d.crypt_rounds),
+    }
+    .check()
+    .map_err(|e| ConfigError(format!("{name}: key {e}")))?;
     Ok(s)
 }
 
@@ -424,6 +483,41 @@ mod tests {
 
     fn parse(text: &str) -> Result<Settings, ConfigError> {
         parse_file(Path::new("linden.toml"), text)
+    }
+
+    #[test]
+    fn password_and_lockout_keys() {
+        let s = parse(
+            "password_hash = \"pbkdf2-sha512\"\npbkdf2_iterations = 300000\nargon2_memory_kib = 65536\nbind_failures_per_dn = 3\nbind_failures_per_ip = 0\nbind_lockout_seconds = 30\n",
+        )
+        .expect("valid");
+        assert_eq!(s.password_hash, Some(pwhash::Scheme::Pbkdf2Sha512));
+        assert_eq!(s.pbkdf2_iterations, Some(300000));
+        assert_eq!(s.argon2_memory_kib, Some(65536));
+        assert_eq!(s.bind_failures_per_dn, Some(3));
+        assert_eq!(s.bind_failures_per_ip, Some(0));
+        assert_eq!(s.bind_lockout_seconds, Some(30));
+        let e = parse("password_hash = \"md5\"")
+            .expect_err("unknown scheme")
+            .to_string();
+        assert!(
+            e.starts_with("linden.toml: key 'password_hash': unknown password scheme \"md5\""),
+            "{e}"
+        );
+        let e = parse("argon2_memory_kib = 99999999")
+            .expect_err("too big")
+            .to_string();
+        assert!(
+            e.starts_with("linden.toml: key argon2_memory_kib must be between"),
+            "{e}"
+        );
+        let e = parse("bind_lockout_seconds = 0")
+            .expect_err("zero")
+            .to_string();
+        assert!(
+            e.starts_with("linden.toml: key 'bind_lockout_seconds': must be at least 1"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -27,12 +27,13 @@ pub enum Source {
 }
 
 /// Returns the stored (hashed) form of the administrator password and where it came from.
-pub fn resolve(given: Option<&str>, data_dir: &Path) -> anyhow::Result<(Vec<u8>, Source)> {
+pub fn resolve(
+    given: Option<&str>,
+    data_dir: &Path,
+    policy: &pwhash::Policy,
+) -> anyhow::Result<(Vec<u8>, Source)> {
     if let Some(pw) = given {
-        return Ok((
-            pwhash::hash(pwhash::Scheme::default(), pw.as_bytes()),
-            Source::Given,
-        ));
+        return Ok((policy.hash(pw.as_bytes()), Source::Given));
     }
     let file = data_dir.join(HASH_FILE);
     match std::fs::read(&file) {
@@ -50,7 +51,7 @@ pub fn resolve(given: Option<&str>, data_dir: &Path) -> anyhow::Result<(Vec<u8>,
         Err(e) => return Err(e).with_context(|| format!("cannot read {}", file.display())),
     }
     let password = pwhash::generate_password(GENERATED_LEN);
-    let hash = pwhash::hash(pwhash::Scheme::default(), password.as_bytes());
+    let hash = policy.hash(password.as_bytes());
     std::fs::create_dir_all(data_dir)
         .with_context(|| format!("cannot create data directory {}", data_dir.display()))?;
     write_private(&file, &hash).with_context(|| format!("cannot write {}", file.display()))?;
@@ -89,7 +90,8 @@ mod tests {
     fn given_password_is_hashed_and_nothing_written() {
         let dir = tempfile::tempdir().expect("tempdir");
         let data = dir.path().join("data");
-        let (hash, source) = resolve(Some("secret"), &data).expect("resolve");
+        let (hash, source) =
+            resolve(Some("secret"), &data, &pwhash::Policy::default()).expect("resolve");
         assert_eq!(source, Source::Given);
         assert!(pwhash::is_hashed(&hash));
         assert!(pwhash::verify(&hash, b"secret"));
@@ -100,7 +102,7 @@ mod tests {
     fn generated_once_then_reused() {
         let dir = tempfile::tempdir().expect("tempdir");
         let data = dir.path().join("data");
-        let (hash, source) = resolve(None, &data).expect("generate");
+        let (hash, source) = resolve(None, &data, &pwhash::Policy::default()).expect("generate");
         let Source::Generated { password, file } = source else {
             panic!("expected a generated password")
         };
@@ -114,7 +116,7 @@ mod tests {
             let mode = std::fs::metadata(&file).expect("meta").permissions().mode();
             assert_eq!(mode & 0o777, 0o600);
         }
-        let (again, source) = resolve(None, &data).expect("reuse");
+        let (again, source) = resolve(None, &data, &pwhash::Policy::default()).expect("reuse");
         assert_eq!(source, Source::Stored(file));
         assert!(pwhash::verify(&again, password.as_bytes()));
     }
@@ -123,7 +125,7 @@ mod tests {
     fn garbage_hash_file_is_an_error() {
         let dir = tempfile::tempdir().expect("tempdir");
         std::fs::write(dir.path().join(HASH_FILE), "").expect("write");
-        let e = resolve(None, dir.path()).expect_err("empty file");
+        let e = resolve(None, dir.path(), &pwhash::Policy::default()).expect_err("empty file");
         assert!(e.to_string().contains(HASH_FILE), "{e}");
     }
 }

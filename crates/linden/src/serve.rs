@@ -48,6 +48,34 @@ pub fn server_config(s: Settings, admin_password_hash: Vec<u8>) -> server::Confi
     if s.access.is_some() {
         c.access = s.access;
     }
+    if let Some(v) = s.password_hash {
+        c.password_hash.scheme = v;
+    }
+    let cost = &mut c.password_hash.cost;
+    if let Some(v) = s.argon2_memory_kib {
+        cost.argon2_memory_kib = v;
+    }
+    if let Some(v) = s.argon2_iterations {
+        cost.argon2_iterations = v;
+    }
+    if let Some(v) = s.argon2_parallelism {
+        cost.argon2_parallelism = v;
+    }
+    if let Some(v) = s.pbkdf2_iterations {
+        cost.pbkdf2_iterations = v;
+    }
+    if let Some(v) = s.crypt_rounds {
+        cost.crypt_rounds = v;
+    }
+    if let Some(v) = s.bind_failures_per_dn {
+        c.lockout.failures_per_dn = v;
+    }
+    if let Some(v) = s.bind_failures_per_ip {
+        c.lockout.failures_per_ip = v;
+    }
+    if let Some(v) = s.bind_lockout_seconds {
+        c.lockout.window = std::time::Duration::from_secs(v);
+    }
     if let Some(v) = s.indexes {
         c.indexes = v;
     }
@@ -73,7 +101,8 @@ pub fn run(mut settings: Settings) -> anyhow::Result<()> {
         .clone()
         .unwrap_or_else(|| server::Config::default().admin_dn);
     let given = settings.admin_password.take();
-    let (hash, source) = password::resolve(given.as_deref(), &data_dir)?;
+    let policy = server_config(settings.clone(), Vec::new()).password_hash;
+    let (hash, source) = password::resolve(given.as_deref(), &data_dir, &policy)?;
     drop(given);
     match &source {
         Source::Given => {}

@@ -60,7 +60,7 @@ fn import_export_import_gives_identical_data() {
         "operational attributes are exported"
     );
     assert!(
-        exported.contains("userPassword: {SSHA512}"),
+        exported.contains("userPassword: {ARGON2}$argon2id$"),
         "cleartext passwords are hashed on import"
     );
     let d2 = tmp.path().join("d2");

@@ -3,7 +3,7 @@
 //! directory stores.
 
 use proptest::prelude::*;
-use pwhash::{generate_password, hash, is_hashed, verify, Scheme};
+use pwhash::{generate_password, hash, hash_with, is_hashed, verify, Cost, Policy, Scheme};
 
 /// (stored value, password) pairs produced by `slappasswd -h {X} -s PW`.
 const SLAPPASSWD: &[(&str, &str)] = &[
@@ -110,13 +110,20 @@ fn cleartext_values() {
     // A brace without a closing brace is not a scheme prefix.
     assert!(verify(b"{notascheme", b"{notascheme"));
     assert!(!is_hashed(b"password"));
-    assert!(!is_hashed(b"{CRYPT}abc"));
+    assert!(
+        !is_hashed(b"{MD5}abc"),
+        "unknown schemes are not hashes Linden knows"
+    );
+    assert!(
+        is_hashed(b"{CRYPT}abc"),
+        "{{CRYPT}} is known (and malformed values never match)"
+    );
 }
 
 #[test]
 fn unknown_scheme_never_matches() {
-    assert!(!verify(b"{CRYPT}secret", b"secret"));
-    assert!(!verify(b"{CRYPT}secret", b"{CRYPT}secret"));
+    assert!(!verify(b"{MD5}secret", b"secret"));
+    assert!(!verify(b"{MD5}secret", b"{MD5}secret"));
     assert!(!verify(b"{}secret", b"secret"));
 }
 
@@ -152,7 +159,10 @@ fn scheme_from_str() {
     assert_eq!("cleartext".parse(), Ok(Scheme::Cleartext));
     assert!("md5".parse::<Scheme>().is_err());
     assert!("".parse::<Scheme>().is_err());
-    assert_eq!(Scheme::default(), Scheme::Ssha512);
+    assert_eq!("argon2".parse(), Ok(Scheme::Argon2));
+    assert_eq!("{PBKDF2-SHA512}".parse(), Ok(Scheme::Pbkdf2Sha512));
+    assert_eq!("crypt".parse(), Ok(Scheme::Crypt));
+    assert_eq!(Scheme::default(), Scheme::Argon2);
     for s in Scheme::all() {
         assert_eq!(s.name().parse(), Ok(s));
     }
@@ -169,7 +179,147 @@ fn generated_passwords() {
     assert_eq!(generate_password(0), "");
 }
 
+/// Values written by real tools for the password `correct horse`:
+/// - `slappasswd -o module-load=argon2 -h {ARGON2}` (OpenLDAP 2.5.13, libargon2: argon2i),
+/// - argon2-cffi 23.1 `PasswordHasher(time_cost=2, memory_cost=19456, parallelism=1)` (argon2id),
+/// - passlib 1.7.4 `ldap_pbkdf2_sha512` (the format of OpenLDAP's pw-pbkdf2 and 389-ds),
+/// - `slappasswd -h {CRYPT} -c '$6$%.16s'` and `-c '$5$rounds=10000$%.16s'` (glibc crypt),
+/// - passlib 1.7.4 `sha512_crypt` and `sha256_crypt(rounds=12000)`.
+const TOOL_VECTORS: &[&str] = &[
+    "{ARGON2}$argon2i$v=19$m=4096,t=3,p=1$/Lh6LOtZjMhusQNUAhonpg$t83GFEr3pHwsEXUFdNPe2vPEoSIOYzzPpyo9lBO8Rjw",
+    "{ARGON2}$argon2id$v=19$m=19456,t=2,p=1$qAfBpcJVjDT7x0/05bQhnw$kewWHQDuCfWQ5qAmZpFy4aZUTxdATPllxrKGWUIxs5c",
+    "{PBKDF2-SHA512}25000$xFjL2VvLOQfgvHfufa9VSg$gwSCoUKSA/EMVppK3BqyZl1Kz1O8Gmdsv0qevc/PiMewvclMszhPCyzn6TjKSnJyEAi6FIUgWulBeorbsldZMw",
+    "{CRYPT}$6$6BpJ6FHO3t2gxcbC$XnmfTosDuBaU8MqdIN/ObGSB.UQYMilEqgMb9qbPlc.qIKLQWLixdkE3AHTfV4tvCUMikRcoKpmVWYdcN8T7x.",
+    "{CRYPT}$5$rounds=10000$dZQO2mDHQYZGIa5$mrG4563JTK58soeoTjNAQohHh3jv78DJDUTvC.1K079",
+    "{CRYPT}$6$7OIj9d42AccATN1X$uEl.wBEE7wqoOM0NjRLt7BzAbChjXH5DoJEurtcz.2E70oM5ECFBm2QcHwxKkW9KcIvN.CsTRTG6KAWU3X4RP0",
+    "{CRYPT}$5$rounds=12000$zh/z5jgyN8eVn/gv$XvGQmu6tJX/f978O48vn96C0DyuNm4W4Bvc7OSwfna7",
+    "{SSHA512}QsJwvohBkD4q76XQ1fvWQQYhQHVyoX6se8MrvtKNlmgrImvotEnlCoUeRCmvKlVW6Gvg9pRKJEYlDTTgrk35smwuyNOyOAXH",
+    "{SSHA}4OJGiUaWpTrVTIjkJRuzEB3m5MAcQBcI",
+];
+
+#[test]
+fn real_tool_values_verify() {
+    for v in TOOL_VECTORS {
+        assert!(is_hashed(v.as_bytes()), "{v}");
+        assert!(verify(v.as_bytes(), b"correct horse"), "{v}");
+        assert!(!verify(v.as_bytes(), b"correct horsE"), "{v}");
+        assert!(!verify(v.as_bytes(), b""), "{v}");
+    }
+}
+
+#[test]
+fn scheme_prefixes_are_case_insensitive_for_new_schemes() {
+    let v = TOOL_VECTORS[2].replace("{PBKDF2-SHA512}", "{pbkdf2-sha512}");
+    assert!(verify(v.as_bytes(), b"correct horse"));
+    let v = TOOL_VECTORS[3].replace("{CRYPT}", "{crypt}");
+    assert!(verify(v.as_bytes(), b"correct horse"));
+}
+
+#[test]
+fn default_is_argon2id_with_owasp_cost() {
+    assert_eq!(Scheme::default(), Scheme::Argon2);
+    let v = String::from_utf8(hash(Scheme::default(), b"pw")).expect("ascii");
+    assert!(
+        v.starts_with("{ARGON2}$argon2id$v=19$m=19456,t=2,p=1$"),
+        "{v}"
+    );
+}
+
+#[test]
+fn configured_cost_is_written_and_verified() {
+    let cost = Cost {
+        argon2_memory_kib: 1024,
+        argon2_iterations: 1,
+        argon2_parallelism: 2,
+        pbkdf2_iterations: 5000,
+        crypt_rounds: 6000,
+    };
+    assert_eq!(cost.check(), Ok(()));
+    let a = String::from_utf8(hash_with(Scheme::Argon2, &cost, b"pw")).expect("ascii");
+    assert!(a.contains("$m=1024,t=1,p=2$"), "{a}");
+    let p = String::from_utf8(hash_with(Scheme::Pbkdf2Sha512, &cost, b"pw")).expect("ascii");
+    assert!(p.starts_with("{PBKDF2-SHA512}5000$"), "{p}");
+    let c = String::from_utf8(hash_with(Scheme::Crypt, &cost, b"pw")).expect("ascii");
+    assert!(c.starts_with("{CRYPT}$6$rounds=6000$"), "{c}");
+    for v in [a, p, c] {
+        assert!(verify(v.as_bytes(), b"pw"), "{v}");
+        assert!(!verify(v.as_bytes(), b"pW"), "{v}");
+    }
+    let policy = Policy {
+        scheme: Scheme::Pbkdf2Sha512,
+        cost,
+    };
+    assert!(verify(&policy.hash(b"x"), b"x"));
+}
+
+#[test]
+fn cost_check_names_the_parameter() {
+    let bad = Cost {
+        argon2_memory_kib: 1 << 30,
+        ..Cost::default()
+    };
+    let e = bad.check().expect_err("too much memory");
+    assert!(e.starts_with("argon2_memory_kib must be between"), "{e}");
+    let bad = Cost {
+        pbkdf2_iterations: 10,
+        ..Cost::default()
+    };
+    assert!(bad
+        .check()
+        .expect_err("too few")
+        .starts_with("pbkdf2_iterations"));
+}
+
+/// A stored value chooses its own cost; values above the limits never verify (they would let
+/// whoever can write a userPassword make binds arbitrarily expensive).
+#[test]
+fn excessive_costs_are_refused() {
+    for v in [
+        "{ARGON2}$argon2id$v=19$m=4194304,t=2,p=1$qAfBpcJVjDT7x0/05bQhnw$kewWHQDuCfWQ5qAmZpFy4aZUTxdATPllxrKGWUIxs5c",
+        "{ARGON2}$argon2id$v=19$m=19456,t=1000,p=1$qAfBpcJVjDT7x0/05bQhnw$kewWHQDuCfWQ5qAmZpFy4aZUTxdATPllxrKGWUIxs5c",
+        "{PBKDF2-SHA512}4000000000$xFjL2VvLOQfgvHfufa9VSg$gwSCoUKSA/EMVppK3BqyZl1Kz1O8Gmdsv0qevc/PiMewvclMszhPCyzn6TjKSnJyEAi6FIUgWulBeorbsldZMw",
+        "{CRYPT}$6$rounds=999999999$6BpJ6FHO3t2gxcbC$XnmfTosDuBaU8MqdIN/ObGSB.UQYMilEqgMb9qbPlc.qIKLQWLixdkE3AHTfV4tvCUMikRcoKpmVWYdcN8T7x.",
+    ] {
+        assert!(!verify(v.as_bytes(), b"correct horse"), "{v}");
+    }
+}
+
+#[test]
+fn malformed_new_scheme_values_do_not_match() {
+    for v in [
+        "{ARGON2}",
+        "{ARGON2}$argon2id$v=19$m=19456,t=2,p=1$",
+        "{ARGON2}$argon2x$v=19$m=19456,t=2,p=1$qAfB$kewW",
+        "{ARGON2}$argon2id$v=99$m=19456,t=2,p=1$qAfBpcJVjDT7x0/05bQhnw$kewWHQDuCfWQ5qAmZpFy4aZUTxdATPllxrKGWUIxs5c",
+        "{ARGON2}$argon2id$v=19$m=0,t=0,p=0$qAfBpcJVjDT7x0/05bQhnw$kewWHQDuCfWQ5qAmZpFy4aZUTxdATPllxrKGWUIxs5c",
+        "{ARGON2}$argon2id$v=19$m=19456,t=2,p=1$!!$kewW",
+        "{PBKDF2-SHA512}",
+        "{PBKDF2-SHA512}0$xFjL2VvLOQfgvHfufa9VSg$gwSC",
+        "{PBKDF2-SHA512}abc$x$y",
+        "{PBKDF2-SHA512}25000$xFjL2VvLOQfgvHfufa9VSg$short",
+        "{CRYPT}",
+        "{CRYPT}$1$abc$def",
+        "{CRYPT}$6$",
+        "{CRYPT}$6$rounds=x$salt$hash",
+        "{CRYPT}$6$salt$hash$extra",
+        "{CRYPT}plain-des-crypt",
+    ] {
+        assert!(!verify(v.as_bytes(), b"correct horse"), "{v}");
+        assert!(!verify(v.as_bytes(), b""), "{v}");
+    }
+}
+
 proptest! {
+    #[test]
+    fn new_scheme_tails_never_panic(
+        scheme in prop::sample::select(vec!["{ARGON2}", "{PBKDF2-SHA512}", "{CRYPT}"]),
+        tail in "[$a-z0-9=,./+]{0,80}",
+        pw in proptest::collection::vec(any::<u8>(), 0..20),
+    ) {
+        let v = format!("{scheme}{tail}");
+        let _ = verify(v.as_bytes(), &pw);
+    }
+
     #[test]
     fn verify_never_panics(stored in proptest::collection::vec(any::<u8>(), 0..120),
                            pw in proptest::collection::vec(any::<u8>(), 0..20)) {

@@ -25,7 +25,7 @@ pub struct Config {
     pub suffixes: Vec<String>,
     /// Administrator (root) DN, not stored in the tree. Default `cn=admin,dc=example,dc=com`.
     pub admin_dn: String,
-    /// The administrator's password as a stored userPassword value (`{SSHA512}...`), never cleartext.
+    /// The administrator's password as a stored userPassword value (`{ARGON2}...`), never cleartext.
     pub admin_password_hash: Vec<u8>,
     /// Load the demo organisation into an empty directory at start.
     pub demo: bool,
@@ -42,6 +42,11 @@ pub struct Config {
     pub size_limit_anonymous: u64,
     /// Cap on seconds per search for anonymous clients (0 = none). Default 60.
     pub time_limit_anonymous: u64,
+    /// Scheme and cost for passwords the server hashes (add, modify, Password Modify).
+    /// Default Argon2id, 19 MiB, 2 passes, 1 lane.
+    pub password_hash: pwhash::Policy,
+    /// Failed-bind lockout. Default 5 failures per DN, 50 per address, 60 s.
+    pub lockout: crate::lockout::LockoutConfig,
     /// Access rules, in order (see `acl`); `None` is the default policy.
     pub access: Option<Vec<crate::acl::RuleSpec>>,
     /// Attributes with equality and presence indexes. Default objectClass, uid, cn, sn, mail.
@@ -71,6 +76,8 @@ impl Default for Config {
             size_limit_anonymous: 500,
             time_limit_anonymous: 60,
             access: None,
+            password_hash: pwhash::Policy::default(),
+            lockout: crate::lockout::LockoutConfig::default(),
             indexes: ["objectClass", "uid", "cn", "sn", "mail"]
                 .iter()
                 .map(|s| s.to_string())

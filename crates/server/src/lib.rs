@@ -14,6 +14,7 @@ pub mod acl;
 pub mod bulk;
 pub mod config;
 pub mod error;
+pub mod lockout;
 mod ops;
 mod persistence;
 mod session;
@@ -122,6 +123,13 @@ impl Server {
         };
         let root_dse = root_dse(&schema, &config);
         let subschema = subschema_entry(&schema);
+        config
+            .password_hash
+            .cost
+            .check()
+            .map_err(|e| StartError::Config(format!("password hash cost: {e}")))?;
+        let lockout_config = config.lockout;
+        let dummy_password = config.password_hash.hash(b"linden-dummy-password");
         let shared = Arc::new(Shared {
             config,
             schema,
@@ -130,6 +138,8 @@ impl Server {
             suffixes,
             admin,
             acl,
+            lockout: lockout::Lockout::new(lockout_config),
+            dummy_password,
             root_dse,
             subschema,
             counters: Counters::default(),

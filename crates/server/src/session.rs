@@ -40,6 +40,8 @@ pub(crate) struct Conn {
     /// Running searches by message id, for Abandon.
     pub running: Mutex<HashMap<i32, Arc<AtomicBool>>>,
     pub permits: Arc<Semaphore>,
+    /// The client's address.
+    pub peer: SocketAddr,
 }
 
 impl Conn {
@@ -131,6 +133,7 @@ pub(crate) async fn run(shared: Arc<Shared>, stream: TcpStream, peer: SocketAddr
         shared,
         out: tx,
         running: Mutex::new(HashMap::new()),
+        peer,
     });
     let mut identity = Arc::new(Identity::default());
     let mut buf: Vec<u8> = Vec::with_capacity(16 * 1024);
@@ -212,7 +215,7 @@ async fn dispatch(conn: &Arc<Conn>, pdu: &[u8], identity: &mut Arc<Identity>) ->
             Counters::bump(&shared.counters.bind);
             // A bind resets the connection's identity first (RFC 4511 §4.2.1), then sets it on success.
             *identity = Arc::new(Identity::default());
-            let r = ops::bind::bind(shared, &req);
+            let r = ops::bind::bind(shared, &req, conn.peer.ip()).await;
             let r = match r {
                 Ok(who) => {
                     *identity = Arc::new(who);

@@ -83,6 +83,10 @@ pub struct Shared {
     pub suffixes: Vec<NormDn>,
     pub admin: NormDn,
     pub acl: crate::acl::Acl,
+    pub lockout: crate::lockout::Lockout,
+    /// A hash of the configured scheme and cost, verified for binds to DNs without a
+    /// password so that they take as long as binds to DNs with one.
+    pub(crate) dummy_password: Vec<u8>,
     /// The root DSE and `cn=Subschema`, served from memory, not stored.
     pub root_dse: Entry,
     pub subschema: Entry,

@@ -397,7 +397,10 @@ fn access_matrix() {
         32,
         "anonymous sees nothing"
     );
-    assert_eq!(cmp(&mut admin, &user("judy"), "mail", "judy@example.com"), 6);
+    assert_eq!(
+        cmp(&mut admin, &user("judy"), "mail", "judy@example.com"),
+        6
+    );
 
     // --- modify (write on each attribute) ---
     let modify = |c: &mut LdapConn, dn: &str, attr: &str, v: &str| {

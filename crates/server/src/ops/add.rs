@@ -85,7 +85,7 @@ pub(crate) fn build(
         all.extend(values.iter().cloned());
         let mut vals = checked_values(shared, ty, &name, &all, "")?;
         if ty == shared.known.user_password {
-            hash_passwords(&mut vals);
+            hash_passwords(&shared.config.password_hash, &mut vals);
         }
         let a = Attr::new(schema, ty, &options, vals)
             .map_err(|e| LdapError::new(ResultCode::InvalidAttributeSyntax, e.to_string()))?;

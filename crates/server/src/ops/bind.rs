@@ -1,26 +1,28 @@
 //! Bind (RFC 4511 §4.2, RFC 4513 §5): anonymous and simple.
 //!
 //! A wrong password and an unknown DN give the same answer (invalidCredentials) after the same
-//! work: an unknown DN is checked against a dummy hash of the default scheme.
+//! work: an unknown DN is checked against a dummy hash of the configured scheme. Failed binds
+//! count towards the lockout (`lockout`) for the DN and the client address.
 
-use std::sync::OnceLock;
+use std::net::IpAddr;
+use std::sync::Arc;
 
 use proto::{BindAuth, BindRequest, ResultCode};
+use schema::NormDn;
 
 use crate::acl::Rights;
 use crate::error::{LdapError, LdapResult};
 use crate::state::{Identity, Shared};
 
-fn dummy_hash() -> &'static [u8] {
-    static H: OnceLock<Vec<u8>> = OnceLock::new();
-    H.get_or_init(|| pwhash::hash(pwhash::Scheme::default(), b"linden-dummy-password"))
-}
-
 fn invalid() -> LdapError {
     LdapError::new(ResultCode::InvalidCredentials, "invalid credentials")
 }
 
-pub fn bind(shared: &Shared, req: &BindRequest<'_>) -> LdapResult<Identity> {
+pub async fn bind(
+    shared: &Arc<Shared>,
+    req: &BindRequest<'_>,
+    peer: IpAddr,
+) -> LdapResult<Identity> {
     if req.version != 3 {
         return Err(LdapError::new(
             ResultCode::ProtocolError,
@@ -54,35 +56,7 @@ pub fn bind(shared: &Shared, req: &BindRequest<'_>) -> LdapResult<Identity> {
             "unauthenticated bind (DN with no password) disallowed",
         ));
     }
-    let ok = if ndn == shared.admin {
-        pwhash::verify(&shared.config.admin_password_hash, password)
-    } else {
-        let v = shared.store.read();
-        // The entry's password counts only where the rules let an anonymous client use it
-        // (`auth`); otherwise the bind fails like a wrong password.
-        let anonymous = shared.acl.view(&shared.schema, &v, &Identity::default());
-        match v
-            .lookup(&ndn)
-            .filter(|e| {
-                anonymous
-                    .entry(&shared.acl, &shared.schema, e)
-                    .can(Some(shared.known.user_password), Rights::AUTH)
-            })
-            .and_then(|e| e.attr(shared.known.user_password))
-        {
-            Some(a) => {
-                let mut ok = false;
-                for stored in &a.values {
-                    ok |= pwhash::verify(stored, password);
-                }
-                ok
-            }
-            None => {
-                let _ = pwhash::verify(dummy_hash(), password);
-                false
-            }
-        }
-    };
+    let ok = check_password(shared, &ndn, password, peer).await;
     if !ok {
         return Err(invalid());
     }
@@ -92,4 +66,58 @@ pub fn bind(shared: &Shared, req: &BindRequest<'_>) -> LdapResult<Identity> {
         ndn: Some(ndn),
         is_admin,
     })
+}
+
+/// Whether `password` is the password of `ndn`, under the failed-bind lockout: while the DN
+/// or the client's address is locked the answer is no without looking. Verification runs on
+/// the blocking pool (a strong hash takes tens of milliseconds).
+pub(crate) async fn check_password(
+    shared: &Arc<Shared>,
+    ndn: &NormDn,
+    password: &[u8],
+    peer: IpAddr,
+) -> bool {
+    if shared.lockout.locked(&ndn.norm, peer) {
+        return false;
+    }
+    let stored: Vec<Vec<u8>> = if *ndn == shared.admin {
+        vec![shared.config.admin_password_hash.clone()]
+    } else {
+        let v = shared.store.read();
+        // The entry's password counts only where the rules let an anonymous client use it
+        // (`auth`); otherwise the bind fails like a wrong password.
+        let anonymous = shared.acl.view(&shared.schema, &v, &Identity::default());
+        v.lookup(ndn)
+            .filter(|e| {
+                anonymous
+                    .entry(&shared.acl, &shared.schema, e)
+                    .can(Some(shared.known.user_password), Rights::AUTH)
+            })
+            .and_then(|e| e.attr(shared.known.user_password))
+            .map(|a| a.values.iter().map(|v| v.to_vec()).collect())
+            .unwrap_or_default()
+    };
+    // A DN without a password costs the same work as one with a wrong password.
+    let (stored, real) = if stored.is_empty() {
+        (vec![shared.dummy_password.clone()], false)
+    } else {
+        (stored, true)
+    };
+    let pw = password.to_vec();
+    let matched = tokio::task::spawn_blocking(move || {
+        let mut ok = false;
+        for s in &stored {
+            ok |= pwhash::verify(s, &pw);
+        }
+        ok
+    })
+    .await
+    .unwrap_or(false);
+    let ok = matched && real;
+    if ok {
+        shared.lockout.succeeded(&ndn.norm);
+    } else {
+        shared.lockout.failed(&ndn.norm, peer);
+    }
+    ok
 }

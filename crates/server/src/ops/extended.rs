@@ -169,7 +169,7 @@ async fn password_modify(
         (None, None) => Vec::new(),
     };
     let old = req.old_passwd.as_ref().map(|o| o.to_vec());
-    let hashed = pwhash::hash(pwhash::Scheme::default(), &new_pw);
+    let hashed = shared.config.password_hash.hash(&new_pw);
     let sh = shared.clone();
     let who_dn = who.dn.clone();
     let fut = shared.store.write(move |txn| -> LdapResult<()> {

@@ -179,10 +179,10 @@ pub(crate) fn stamp_modified(shared: &Shared, attrs: &mut Vec<Attr>, who: &str, 
 
 /// Stores cleartext userPassword values hashed (already-hashed values are kept as given, so
 /// migrated data keeps working).
-pub(crate) fn hash_passwords(values: &mut [Box<[u8]>]) {
+pub(crate) fn hash_passwords(policy: &pwhash::Policy, values: &mut [Box<[u8]>]) {
     for v in values.iter_mut() {
         if !pwhash::is_hashed(v) {
-            *v = pwhash::hash(pwhash::Scheme::default(), v).into_boxed_slice();
+            *v = policy.hash(v).into_boxed_slice();
         }
     }
 }

@@ -65,7 +65,7 @@ pub(crate) fn prepare(shared: &Shared, req: &ModifyRequest<'_>) -> LdapResult<(N
             checked_values(shared, ty, &name, &ch.attr.values, ctx)?
         };
         if ty == shared.known.user_password && matches!(ch.op, ModOp::Add | ModOp::Replace) {
-            hash_passwords(&mut values);
+            hash_passwords(&shared.config.password_hash, &mut values);
         }
         mods.push(Mod {
             op: ch.op,

@@ -1,0 +1,172 @@
+//! Password storage and failed-bind lockout over real connections.
+
+mod common;
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use common::TestServer;
+use ldap3::{LdapConn, Mod, Scope, SearchEntry};
+
+const ALICE: &str = "uid=alice,ou=people,dc=example,dc=com";
+
+fn bind_rc(srv: &TestServer, dn: &str, pw: &str) -> u32 {
+    srv.anon().simple_bind(dn, pw).expect("bind").rc
+}
+
+fn stored_password(admin: &mut LdapConn, dn: &str) -> String {
+    let ldap3::SearchResult(rs, _) = admin
+        .search(dn, Scope::Base, "(objectClass=*)", vec!["userPassword"])
+        .expect("search");
+    let e = SearchEntry::construct(rs.into_iter().next().expect("entry"));
+    let v = e
+        .attrs
+        .get("userPassword")
+        .map(|v| v[0].as_bytes().to_vec())
+        .or_else(|| e.bin_attrs.get("userPassword").map(|v| v[0].clone()))
+        .expect("userPassword");
+    String::from_utf8(v).expect("ascii")
+}
+
+#[test]
+fn lockout_per_dn_hides_existence_and_expires() {
+    let srv = TestServer::start_with(|c| {
+        c.demo = true;
+        c.lockout = server::lockout::LockoutConfig {
+            failures_per_dn: 3,
+            failures_per_ip: 0,
+            window: Duration::from_millis(1500),
+        };
+    });
+    for _ in 0..3 {
+        assert_eq!(bind_rc(&srv, ALICE, "wrong"), 49);
+    }
+    assert_eq!(
+        bind_rc(&srv, ALICE, "password"),
+        49,
+        "locked: even the right password fails"
+    );
+    let (rc, _, err) = common::tool(
+        "ldapwhoami",
+        &["-x", "-H", &srv.url, "-D", ALICE, "-w", "password"],
+        None,
+    );
+    assert_eq!(rc, 49, "ldapwhoami sees invalidCredentials too: {err}");
+    assert!(err.contains("Invalid credentials"), "{err}");
+    // A DN that does not exist is counted and answered exactly alike.
+    let ghost = "uid=ghost,ou=people,dc=example,dc=com";
+    for _ in 0..4 {
+        assert_eq!(bind_rc(&srv, ghost, "wrong"), 49);
+    }
+    // Other DNs are unaffected.
+    assert_eq!(
+        bind_rc(&srv, "uid=bob,ou=people,dc=example,dc=com", "password"),
+        0
+    );
+    std::thread::sleep(Duration::from_millis(1700));
+    assert_eq!(bind_rc(&srv, ALICE, "password"), 0, "the lock expires");
+    // Success clears the count: two more failures do not lock.
+    assert_eq!(bind_rc(&srv, ALICE, "wrong"), 49);
+    assert_eq!(bind_rc(&srv, ALICE, "wrong"), 49);
+    assert_eq!(bind_rc(&srv, ALICE, "password"), 0);
+}
+
+#[test]
+fn lockout_per_address() {
+    let srv = TestServer::start_with(|c| {
+        c.demo = true;
+        c.lockout = server::lockout::LockoutConfig {
+            failures_per_dn: 0,
+            failures_per_ip: 4,
+            window: Duration::from_secs(60),
+        };
+    });
+    for uid in ["bob", "carol", "dave", "nobody"] {
+        assert_eq!(
+            bind_rc(
+                &srv,
+                &format!("uid={uid},ou=people,dc=example,dc=com"),
+                "wrong"
+            ),
+            49
+        );
+    }
+    assert_eq!(bind_rc(&srv, ALICE, "password"), 49, "127.0.0.1 is locked");
+    assert_eq!(bind_rc(&srv, common::ADMIN_DN, common::ADMIN_PW), 49);
+}
+
+#[test]
+fn cleartext_is_hashed_with_the_configured_scheme_and_migrated_hashes_work() {
+    let srv = TestServer::start_with(|c| {
+        c.demo = true;
+        c.password_hash = pwhash::Policy {
+            scheme: pwhash::Scheme::Pbkdf2Sha512,
+            cost: pwhash::Cost {
+                pbkdf2_iterations: 20_000,
+                ..pwhash::Cost::default()
+            },
+        };
+    });
+    let mut admin = srv.admin();
+    // Demo data (cleartext in the LDIF) was hashed on add.
+    assert!(stored_password(&mut admin, ALICE).starts_with("{PBKDF2-SHA512}20000$"));
+    // Modify with cleartext: hashed.
+    admin
+        .modify(
+            ALICE,
+            vec![Mod::Replace("userPassword", HashSet::from(["n3w"]))],
+        )
+        .expect("modify")
+        .success()
+        .expect("modified");
+    assert!(stored_password(&mut admin, ALICE).starts_with("{PBKDF2-SHA512}"));
+    assert_eq!(bind_rc(&srv, ALICE, "n3w"), 0);
+    // Password Modify: hashed.
+    let mut alice = srv.anon();
+    alice
+        .simple_bind(ALICE, "n3w")
+        .expect("bind")
+        .success()
+        .expect("bound");
+    alice
+        .extended(ldap3::exop::PasswordModify {
+            user_id: None,
+            old_pass: Some("n3w"),
+            new_pass: Some("n3w2"),
+        })
+        .expect("exop")
+        .1
+        .success()
+        .expect("changed");
+    assert!(stored_password(&mut admin, ALICE).starts_with("{PBKDF2-SHA512}"));
+    assert_eq!(bind_rc(&srv, ALICE, "n3w2"), 0);
+    // Values hashed elsewhere are stored as given and verify (OpenLDAP slappasswd, glibc crypt,
+    // argon2-cffi, passlib: see crates/pwhash/tests/vectors.rs).
+    for (uid, hashed) in [
+        ("bob", "{CRYPT}$6$6BpJ6FHO3t2gxcbC$XnmfTosDuBaU8MqdIN/ObGSB.UQYMilEqgMb9qbPlc.qIKLQWLixdkE3AHTfV4tvCUMikRcoKpmVWYdcN8T7x."),
+        ("carol", "{ARGON2}$argon2i$v=19$m=4096,t=3,p=1$/Lh6LOtZjMhusQNUAhonpg$t83GFEr3pHwsEXUFdNPe2vPEoSIOYzzPpyo9lBO8Rjw"),
+        ("dave", "{SSHA}4OJGiUaWpTrVTIjkJRuzEB3m5MAcQBcI"),
+    ] {
+        let dn = format!("uid={uid},ou=people,dc=example,dc=com");
+        admin
+            .modify(&dn, vec![Mod::Replace("userPassword", HashSet::from([hashed]))])
+            .expect("modify")
+            .success()
+            .expect("modified");
+        assert_eq!(stored_password(&mut admin, &dn), hashed, "kept as given");
+        let (rc, out, err) = common::tool("ldapwhoami", &["-x", "-H", &srv.url, "-D", &dn, "-w", "correct horse"], None);
+        assert_eq!(rc, 0, "{uid}: {err}");
+        assert_eq!(out.trim(), format!("dn:{dn}"));
+        assert_eq!(bind_rc(&srv, &dn, "correct horse!"), 49);
+    }
+}
+
+#[test]
+fn default_scheme_is_argon2id() {
+    let srv = TestServer::start(true);
+    let mut admin = srv.admin();
+    assert!(
+        stored_password(&mut admin, ALICE).starts_with("{ARGON2}$argon2id$v=19$m=19456,t=2,p=1$")
+    );
+    assert_eq!(bind_rc(&srv, ALICE, "password"), 0);
+}
