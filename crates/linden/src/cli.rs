@@ -57,6 +57,11 @@ pub struct ServeArgs {
     #[arg(long, value_name = "ADDR:PORT")]
     pub listen: Option<SocketAddr>,
 
+    /// Also listen for LDAPS (TLS from the first byte) on this address, e.g. 0.0.0.0:636.
+    /// [default: none] [key: ldaps_listen]
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub ldaps_listen: Option<SocketAddr>,
+
     /// Data directory. Holds admin-password.hash when the administrator password is generated.
     /// [default: ./linden-data] [key: data]
     #[arg(long = "data", value_name = "DIR")]

@@ -43,6 +43,12 @@ pub const KEYS: &[&str] = &[
     "size_limit_anonymous",
     "time_limit_anonymous",
     "access",
+    "ldaps_listen",
+    "tls_cert",
+    "tls_key",
+    "tls_client_ca",
+    "require_tls_for_bind",
+    "require_tls_for_writes",
     "password_hash",
     "argon2_memory_kib",
     "argon2_iterations",
@@ -79,6 +85,12 @@ pub struct Settings {
     pub size_limit_anonymous: Option<u64>,
     pub time_limit_anonymous: Option<u64>,
     pub access: Option<Vec<server::acl::RuleSpec>>,
+    pub ldaps_listen: Option<SocketAddr>,
+    pub tls_cert: Option<PathBuf>,
+    pub tls_key: Option<PathBuf>,
+    pub tls_client_ca: Option<PathBuf>,
+    pub require_tls_for_bind: bool,
+    pub require_tls_for_writes: bool,
     pub password_hash: Option<pwhash::Scheme>,
     pub argon2_memory_kib: Option<u32>,
     pub argon2_iterations: Option<u32>,
@@ -140,6 +152,12 @@ pub fn merge(args: &ServeArgs, file: Settings) -> Result<Settings, ConfigError> 
         size_limit_anonymous: file.size_limit_anonymous,
         time_limit_anonymous: file.time_limit_anonymous,
         access: file.access,
+        ldaps_listen: args.ldaps_listen.or(file.ldaps_listen),
+        tls_cert: file.tls_cert,
+        tls_key: file.tls_key,
+        tls_client_ca: file.tls_client_ca,
+        require_tls_for_bind: file.require_tls_for_bind,
+        require_tls_for_writes: file.require_tls_for_writes,
         password_hash: file.password_hash,
         argon2_memory_kib: file.argon2_memory_kib,
         argon2_iterations: file.argon2_iterations,
@@ -227,6 +245,27 @@ pub fn parse_file(path: &Path, text: &str) -> Result<Settings, ConfigError> {
             }
             "time_limit_anonymous" => {
                 s.time_limit_anonymous = Some(integer(value, 0).map_err(bad)?)
+            }
+            "ldaps_listen" => {
+                let v = string(value).map_err(bad)?;
+                s.ldaps_listen = Some(v.parse::<SocketAddr>().map_err(|_| {
+                    bad(format!(
+                        "invalid socket address '{v}' (expected ADDR:PORT, e.g. 0.0.0.0:636)"
+                    ))
+                })?);
+            }
+            "tls_cert" => s.tls_cert = Some(PathBuf::from(string(value).map_err(bad)?)),
+            "tls_key" => s.tls_key = Some(PathBuf::from(string(value).map_err(bad)?)),
+            "tls_client_ca" => s.tls_client_ca = Some(PathBuf::from(string(value).map_err(bad)?)),
+            "require_tls_for_bind" => {
+                s.require_tls_for_bind = value
+                    .as_bool()
+                    .ok_or_else(|| bad(format!("expected true or false, found {}", show(value))))?
+            }
+            "require_tls_for_writes" => {
+                s.require_tls_for_writes = value
+                    .as_bool()
+                    .ok_or_else(|| bad(format!("expected true or false, found {}", show(value))))?
             }
             "password_hash" => {
                 let v = string(value).map_err(bad)?;

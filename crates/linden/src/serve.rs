@@ -48,6 +48,12 @@ pub fn server_config(s: Settings, admin_password_hash: Vec<u8>) -> server::Confi
     if s.access.is_some() {
         c.access = s.access;
     }
+    c.ldaps_listen = s.ldaps_listen.or(c.ldaps_listen);
+    c.tls_cert = s.tls_cert.or(c.tls_cert);
+    c.tls_key = s.tls_key.or(c.tls_key);
+    c.tls_client_ca = s.tls_client_ca.or(c.tls_client_ca);
+    c.require_tls_for_bind |= s.require_tls_for_bind;
+    c.require_tls_for_writes |= s.require_tls_for_writes;
     if let Some(v) = s.password_hash {
         c.password_hash.scheme = v;
     }
@@ -118,6 +124,7 @@ pub fn run(mut settings: Settings) -> anyhow::Result<()> {
 
     let config = server_config(settings, hash);
     let listen = config.listen;
+    let ldaps_listen = config.ldaps_listen;
     let suffixes = config.suffixes.join("; ");
     let data = config.data_dir.display().to_string();
     // Start-up problems (a suffix that is not a DN, an unknown index attribute) are settings
@@ -141,9 +148,25 @@ pub fn run(mut settings: Settings) -> anyhow::Result<()> {
         let bound = listener
             .local_addr()
             .with_context(|| format!("cannot listen on {listen}"))?;
+        let ldaps = match ldaps_listen {
+            Some(addr) => {
+                let l = tokio::net::TcpListener::bind(addr)
+                    .await
+                    .with_context(|| format!("cannot listen (ldaps) on {addr}"))?;
+                let a = l
+                    .local_addr()
+                    .with_context(|| format!("cannot listen (ldaps) on {addr}"))?;
+                tracing::info!("listening for ldaps on {a}");
+                Some(l)
+            }
+            None => None,
+        };
         // Tests and scripts read the port from this line when started with port 0.
         tracing::info!("listening on {bound}, suffixes: {suffixes}, data directory: {data}");
-        server.serve(listener, shutdown).await.context("serving")?;
+        server
+            .serve_with_ldaps(listener, ldaps, shutdown)
+            .await
+            .context("serving")?;
         tracing::info!("shutting down");
         anyhow::Ok(())
     });

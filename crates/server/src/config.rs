@@ -47,6 +47,21 @@ pub struct Config {
     pub password_hash: pwhash::Policy,
     /// Failed-bind lockout. Default 5 failures per DN, 50 per address, 60 s.
     pub lockout: crate::lockout::LockoutConfig,
+    /// LDAPS (TLS from the first byte) listener address; none by default.
+    pub ldaps_listen: Option<SocketAddr>,
+    /// PEM certificate chain and private key for LDAPS and StartTLS. Without them a
+    /// self-signed certificate is created in the data directory at first start.
+    pub tls_cert: Option<PathBuf>,
+    pub tls_key: Option<PathBuf>,
+    /// PEM CA certificates that client certificates (for SASL EXTERNAL) must chain to; without
+    /// it clients are not asked for certificates.
+    pub tls_client_ca: Option<PathBuf>,
+    /// Refuse simple binds and SASL PLAIN over connections without TLS
+    /// (confidentialityRequired). Default false.
+    pub require_tls_for_bind: bool,
+    /// Refuse add, delete, modify, modify DN and Password Modify over connections without TLS
+    /// (confidentialityRequired). Default false.
+    pub require_tls_for_writes: bool,
     /// Access rules, in order (see `acl`); `None` is the default policy.
     pub access: Option<Vec<crate::acl::RuleSpec>>,
     /// Attributes with equality and presence indexes. Default objectClass, uid, cn, sn, mail.
@@ -76,6 +91,12 @@ impl Default for Config {
             size_limit_anonymous: 500,
             time_limit_anonymous: 60,
             access: None,
+            ldaps_listen: None,
+            tls_cert: None,
+            tls_key: None,
+            tls_client_ca: None,
+            require_tls_for_bind: false,
+            require_tls_for_writes: false,
             password_hash: pwhash::Policy::default(),
             lockout: crate::lockout::LockoutConfig::default(),
             indexes: ["objectClass", "uid", "cn", "sn", "mail"]

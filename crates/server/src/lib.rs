@@ -19,6 +19,7 @@ mod ops;
 mod persistence;
 mod session;
 pub mod state;
+pub mod tls;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -128,6 +129,10 @@ impl Server {
             .cost
             .check()
             .map_err(|e| StartError::Config(format!("password hash cost: {e}")))?;
+        let tls = match mode {
+            Mode::Durable => Some(tls::server_config(&config).map_err(StartError::Config)?),
+            Mode::Memory => None,
+        };
         let lockout_config = config.lockout;
         let dummy_password = config.password_hash.hash(b"linden-dummy-password");
         let shared = Arc::new(Shared {
@@ -140,6 +145,7 @@ impl Server {
             acl,
             lockout: lockout::Lockout::new(lockout_config),
             dummy_password,
+            tls,
             root_dse,
             subschema,
             counters: Counters::default(),
@@ -171,6 +177,16 @@ impl Server {
         listener: TcpListener,
         shutdown: impl Future<Output = ()> + Send,
     ) -> std::io::Result<()> {
+        self.serve_with_ldaps(listener, None, shutdown).await
+    }
+
+    /// Like `serve`, with a second listener whose connections start with TLS (LDAPS).
+    pub async fn serve_with_ldaps(
+        &self,
+        listener: TcpListener,
+        ldaps: Option<TcpListener>,
+        shutdown: impl Future<Output = ()> + Send,
+    ) -> std::io::Result<()> {
         let sh = self.shared.clone();
         let snapshots = tokio::spawn(async move {
             let mut tick = tokio::time::interval(std::time::Duration::from_secs(5));
@@ -198,7 +214,7 @@ impl Server {
                 }
             }
         });
-        let r = self.accept_loop(listener, shutdown).await;
+        let r = self.accept_loop(listener, ldaps, shutdown).await;
         snapshots.abort();
         r
     }
@@ -206,21 +222,28 @@ impl Server {
     async fn accept_loop(
         &self,
         listener: TcpListener,
+        ldaps: Option<TcpListener>,
         shutdown: impl Future<Output = ()> + Send,
     ) -> std::io::Result<()> {
         tokio::pin!(shutdown);
+        let accept_tls = async |l: &Option<TcpListener>| match l {
+            Some(l) => l.accept().await,
+            None => std::future::pending().await,
+        };
         loop {
-            tokio::select! {
+            let (r, is_tls) = tokio::select! {
                 _ = &mut shutdown => return Ok(()),
-                r = listener.accept() => match r {
-                    Ok((stream, peer)) => {
-                        tokio::spawn(session::run(self.shared.clone(), stream, peer));
-                    }
-                    Err(e) => {
-                        // Out of file descriptors and the like: back off instead of spinning.
-                        tracing::warn!("accept failed: {e}");
-                        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                    }
+                r = listener.accept() => (r, false),
+                r = accept_tls(&ldaps) => (r, true),
+            };
+            match r {
+                Ok((stream, peer)) => {
+                    tokio::spawn(session::run(self.shared.clone(), stream, peer, is_tls));
+                }
+                Err(e) => {
+                    // Out of file descriptors and the like: back off instead of spinning.
+                    tracing::warn!("accept failed: {e}");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
                 }
             }
         }
@@ -272,9 +295,11 @@ fn root_dse(schema: &Schema, config: &Config) -> Entry {
                 &[
                     proto::oids::WHO_AM_I.as_bytes(),
                     proto::oids::PASSWORD_MODIFY.as_bytes(),
+                    proto::oids::START_TLS.as_bytes(),
                     SNAPSHOT_OID.as_bytes(),
                 ],
             ),
+            attr(schema, "supportedSASLMechanisms", &[b"EXTERNAL", b"PLAIN"]),
             // All operational attributes (+), absolute true/false filters, modify-increment.
             attr(
                 schema,

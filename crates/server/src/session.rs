@@ -16,10 +16,11 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
 use proto::{tags, Control, LdapMessage, ProtocolOp, ResultCode};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::OwnedWriteHalf;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::sync::{mpsc, Semaphore};
+use tokio::sync::{mpsc, oneshot, Semaphore};
+
+use crate::tls::TlsInfo;
 
 use crate::error::{wire_result, LdapError};
 use crate::ops;
@@ -42,6 +43,8 @@ pub(crate) struct Conn {
     pub permits: Arc<Semaphore>,
     /// The client's address.
     pub peer: SocketAddr,
+    /// Set once the connection runs over TLS (LDAPS, or after StartTLS).
+    pub tls: Option<TlsInfo>,
 }
 
 impl Conn {
@@ -49,6 +52,17 @@ impl Conn {
     pub async fn send(&self, bytes: Vec<u8>) -> bool {
         self.out.send(bytes).await.is_ok()
     }
+}
+
+/// `require_tls_for_writes`: changes only over TLS.
+pub(crate) fn writes_allowed(conn: &Conn) -> Result<(), LdapError> {
+    if conn.shared.config.require_tls_for_writes && conn.tls.is_none() {
+        return Err(LdapError::new(
+            ResultCode::ConfidentialityRequired,
+            "changes require TLS (use StartTLS or ldaps)",
+        ));
+    }
+    Ok(())
 }
 
 /// Encodes an LDAPResult-only response.
@@ -76,9 +90,36 @@ fn notice_of_disconnection(code: ResultCode, message: &str) -> Vec<u8> {
     out
 }
 
-async fn write_loop(mut wr: OwnedWriteHalf, mut rx: mpsc::Receiver<Vec<u8>>) {
+/// Writes what the connection's channel carries, coalescing whatever is waiting into one
+/// `write_all`. When `handover` fires (StartTLS), it writes what is queued and returns the
+/// write half so the stream can be wrapped in TLS; otherwise it runs until the channel closes.
+async fn write_loop<W: AsyncWrite + Unpin>(
+    mut wr: W,
+    mut rx: mpsc::Receiver<Vec<u8>>,
+    mut handover: oneshot::Receiver<()>,
+) -> Option<W> {
     let mut batch: Vec<u8> = Vec::with_capacity(64 * 1024);
-    while let Some(first) = rx.recv().await {
+    let mut may_hand_over = true;
+    loop {
+        let first = tokio::select! {
+            biased;
+            m = rx.recv() => match m {
+                Some(b) => b,
+                None => break,
+            },
+            r = &mut handover, if may_hand_over => {
+                if r.is_err() {
+                    may_hand_over = false;
+                    continue;
+                }
+                while let Ok(b) = rx.try_recv() {
+                    if wr.write_all(&b).await.is_err() {
+                        return None;
+                    }
+                }
+                return wr.flush().await.ok().map(|_| wr);
+            }
+        };
         batch.clear();
         batch.extend_from_slice(&first);
         while batch.len() < 256 * 1024 {
@@ -88,10 +129,11 @@ async fn write_loop(mut wr: OwnedWriteHalf, mut rx: mpsc::Receiver<Vec<u8>>) {
             }
         }
         if wr.write_all(&batch).await.is_err() {
-            return;
+            return None;
         }
     }
     let _ = wr.shutdown().await;
+    None
 }
 
 /// The response tag for a request tag, for refusing a request before it runs.
@@ -119,14 +161,86 @@ fn unsupported_critical(controls: &[Control<'_>]) -> Option<String> {
 pub(crate) enum Next {
     Continue,
     Close,
+    /// The StartTLS response is queued: hand the stream to TLS.
+    StartTls,
 }
 
-pub(crate) async fn run(shared: Arc<Shared>, stream: TcpStream, peer: SocketAddr) {
+/// Serves one accepted connection: LDAPS connections start with the TLS handshake, plain ones
+/// may switch to TLS with StartTLS.
+pub(crate) async fn run(shared: Arc<Shared>, stream: TcpStream, peer: SocketAddr, ldaps: bool) {
     let _ = stream.set_nodelay(true);
     Counters::bump(&shared.counters.connections);
-    let (mut rd, wr) = stream.into_split();
+    if ldaps {
+        if let Some((tls, info)) = handshake(&shared, stream, peer).await {
+            let (rd, wr) = tokio::io::split(tls);
+            serve(shared, rd, wr, peer, Some(info)).await;
+        }
+        return;
+    }
+    let (rd, wr) = stream.into_split();
+    if let Ended::StartTls(rd, wr) = serve(shared.clone(), rd, wr, peer, None).await {
+        let Ok(stream) = rd.reunite(wr) else {
+            return;
+        };
+        if let Some((tls, info)) = handshake(&shared, stream, peer).await {
+            let (rd, wr) = tokio::io::split(tls);
+            serve(shared, rd, wr, peer, Some(info)).await;
+        }
+    }
+}
+
+type TlsStream = tokio_rustls::server::TlsStream<TcpStream>;
+
+async fn handshake(
+    shared: &Shared,
+    stream: TcpStream,
+    peer: SocketAddr,
+) -> Option<(TlsStream, TlsInfo)> {
+    let config = shared.tls.clone()?;
+    let accept = tokio_rustls::TlsAcceptor::from(config).accept(stream);
+    match tokio::time::timeout(crate::tls::HANDSHAKE_TIMEOUT, accept).await {
+        Ok(Ok(tls)) => {
+            let client_subject = tls
+                .get_ref()
+                .1
+                .peer_certificates()
+                .and_then(|c| c.first())
+                .and_then(crate::tls::subject_dn);
+            Some((tls, TlsInfo { client_subject }))
+        }
+        Ok(Err(e)) => {
+            tracing::debug!(%peer, "TLS handshake failed: {e}");
+            None
+        }
+        Err(_) => {
+            tracing::debug!(%peer, "TLS handshake timed out");
+            None
+        }
+    }
+}
+
+/// How a connection's serving ended.
+enum Ended<R, W> {
+    Closed,
+    /// StartTLS succeeded: the plain halves, to be wrapped in TLS.
+    StartTls(R, W),
+}
+
+/// The read loop of one connection over `rd`/`wr` (plain TCP or TLS).
+async fn serve<R, W>(
+    shared: Arc<Shared>,
+    mut rd: R,
+    wr: W,
+    peer: SocketAddr,
+    tls: Option<TlsInfo>,
+) -> Ended<R, W>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
     let (tx, rx) = mpsc::channel(OUT_QUEUE);
-    let writer = tokio::spawn(write_loop(wr, rx));
+    let (handover_tx, handover_rx) = oneshot::channel();
+    let writer = tokio::spawn(write_loop(wr, rx, handover_rx));
     let max_pdu = shared.config.max_pdu_size;
     let conn = Arc::new(Conn {
         permits: Arc::new(Semaphore::new(shared.config.max_outstanding.max(1))),
@@ -134,6 +248,7 @@ pub(crate) async fn run(shared: Arc<Shared>, stream: TcpStream, peer: SocketAddr
         out: tx,
         running: Mutex::new(HashMap::new()),
         peer,
+        tls,
     });
     let mut identity = Arc::new(Identity::default());
     let mut buf: Vec<u8> = Vec::with_capacity(16 * 1024);
@@ -145,8 +260,25 @@ pub(crate) async fn run(shared: Arc<Shared>, stream: TcpStream, peer: SocketAddr
                     let end = start + n;
                     let next = dispatch(&conn, &buf[start..end], &mut identity).await;
                     start = end;
-                    if let Next::Close = next {
-                        break 'conn;
+                    match next {
+                        Next::Continue => {}
+                        Next::Close => break 'conn,
+                        Next::StartTls => {
+                            // RFC 4511 §4.14.1: the client sends nothing more until the TLS
+                            // handshake; bytes that arrived anyway make the connection unusable.
+                            if start != buf.len() {
+                                break 'conn;
+                            }
+                            // The writer writes the queued response and hands its half back
+                            // (while `conn` keeps the channel open).
+                            let _ = handover_tx.send(());
+                            let wr = writer.await;
+                            drop(conn);
+                            return match wr {
+                                Ok(Some(wr)) => Ended::StartTls(rd, wr),
+                                _ => Ended::Closed,
+                            };
+                        }
                     }
                 }
                 Ok(None) => break,
@@ -173,7 +305,9 @@ pub(crate) async fn run(shared: Arc<Shared>, stream: TcpStream, peer: SocketAddr
     }
     // Let running operations finish writing; then the write task drains and closes.
     drop(conn);
+    drop(handover_tx);
     let _ = writer.await;
+    Ended::Closed
 }
 
 async fn dispatch(conn: &Arc<Conn>, pdu: &[u8], identity: &mut Arc<Identity>) -> Next {
@@ -215,7 +349,7 @@ async fn dispatch(conn: &Arc<Conn>, pdu: &[u8], identity: &mut Arc<Identity>) ->
             Counters::bump(&shared.counters.bind);
             // A bind resets the connection's identity first (RFC 4511 §4.2.1), then sets it on success.
             *identity = Arc::new(Identity::default());
-            let r = ops::bind::bind(shared, &req, conn.peer.ip()).await;
+            let r = ops::bind::bind(shared, &req, conn.peer.ip(), conn.tls.as_ref()).await;
             let r = match r {
                 Ok(who) => {
                     *identity = Arc::new(who);
@@ -250,22 +384,34 @@ async fn dispatch(conn: &Arc<Conn>, pdu: &[u8], identity: &mut Arc<Identity>) ->
         }
         ProtocolOp::AddRequest(req) => {
             Counters::bump(&shared.counters.add);
-            let fut = ops::add::submit(shared, identity, &req);
+            let fut = match writes_allowed(conn) {
+                Ok(()) => ops::add::submit(shared, identity, &req),
+                Err(e) => ops::ready(Err(e)),
+            };
             respond_later(conn, id, tags::ADD_RESPONSE, fut).await;
         }
         ProtocolOp::DelRequest(dn) => {
             Counters::bump(&shared.counters.delete);
-            let fut = ops::delete::submit(shared, identity, &dn);
+            let fut = match writes_allowed(conn) {
+                Ok(()) => ops::delete::submit(shared, identity, &dn),
+                Err(e) => ops::ready(Err(e)),
+            };
             respond_later(conn, id, tags::DEL_RESPONSE, fut).await;
         }
         ProtocolOp::ModifyRequest(req) => {
             Counters::bump(&shared.counters.modify);
-            let fut = ops::modify::submit(shared, identity, &req);
+            let fut = match writes_allowed(conn) {
+                Ok(()) => ops::modify::submit(shared, identity, &req),
+                Err(e) => ops::ready(Err(e)),
+            };
             respond_later(conn, id, tags::MODIFY_RESPONSE, fut).await;
         }
         ProtocolOp::ModifyDnRequest(req) => {
             Counters::bump(&shared.counters.modrdn);
-            let fut = ops::modrdn::submit(shared, identity, &req);
+            let fut = match writes_allowed(conn) {
+                Ok(()) => ops::modrdn::submit(shared, identity, &req),
+                Err(e) => ops::ready(Err(e)),
+            };
             respond_later(conn, id, tags::MODIFY_DN_RESPONSE, fut).await;
         }
         ProtocolOp::ExtendedRequest(req) => {

@@ -87,6 +87,8 @@ pub struct Shared {
     /// A hash of the configured scheme and cost, verified for binds to DNs without a
     /// password so that they take as long as binds to DNs with one.
     pub(crate) dummy_password: Vec<u8>,
+    /// For LDAPS and StartTLS; `None` for a memory-only server.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
     /// The root DSE and `cn=Subschema`, served from memory, not stored.
     pub root_dse: Entry,
     pub subschema: Entry,

@@ -12,7 +12,9 @@ use schema::NormDn;
 
 use crate::acl::Rights;
 use crate::error::{LdapError, LdapResult};
+use crate::ops::sasl;
 use crate::state::{Identity, Shared};
+use crate::tls::TlsInfo;
 
 fn invalid() -> LdapError {
     LdapError::new(ResultCode::InvalidCredentials, "invalid credentials")
@@ -22,6 +24,7 @@ pub async fn bind(
     shared: &Arc<Shared>,
     req: &BindRequest<'_>,
     peer: IpAddr,
+    tls: Option<&TlsInfo>,
 ) -> LdapResult<Identity> {
     if req.version != 3 {
         return Err(LdapError::new(
@@ -31,14 +34,25 @@ pub async fn bind(
     }
     let password = match &req.auth {
         BindAuth::Simple(p) => p,
-        BindAuth::Sasl { mechanism, .. } => {
-            return Err(LdapError::new(
-                ResultCode::AuthMethodNotSupported,
-                format!(
-                    "SASL mechanism '{}' is not supported",
-                    String::from_utf8_lossy(mechanism)
-                ),
-            ))
+        BindAuth::Sasl {
+            mechanism,
+            credentials,
+        } => {
+            let creds = credentials.as_deref().unwrap_or(b"");
+            return match &**mechanism {
+                b"EXTERNAL" => sasl::external(shared, tls, creds),
+                b"PLAIN" => {
+                    require_tls(shared, tls)?;
+                    sasl::plain(shared, creds, peer).await
+                }
+                other => Err(LdapError::new(
+                    ResultCode::AuthMethodNotSupported,
+                    format!(
+                        "SASL mechanism '{}' is not supported (supported: EXTERNAL, PLAIN)",
+                        String::from_utf8_lossy(other)
+                    ),
+                )),
+            };
         }
     };
     if req.name.is_empty() {
@@ -49,6 +63,9 @@ pub async fn bind(
         return Err(invalid());
     }
     let (dn, ndn) = shared.parse_dn(&req.name)?;
+    if !password.is_empty() {
+        require_tls(shared, tls)?;
+    }
     if password.is_empty() {
         // RFC 4513 §5.1.2: unauthenticated binds are refused.
         return Err(LdapError::new(
@@ -66,6 +83,17 @@ pub async fn bind(
         ndn: Some(ndn),
         is_admin,
     })
+}
+
+/// `require_tls_for_bind`: passwords only over TLS.
+fn require_tls(shared: &Shared, tls: Option<&TlsInfo>) -> LdapResult<()> {
+    if shared.config.require_tls_for_bind && tls.is_none() {
+        return Err(LdapError::new(
+            ResultCode::ConfidentialityRequired,
+            "binds with a password require TLS (use StartTLS or ldaps)",
+        ));
+    }
+    Ok(())
 }
 
 /// Whether `password` is the password of `ndn`, under the failed-bind lockout: while the DN

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use proto::{oids, tags, ExtendedRequest, ResultCode};
+use proto::{oids, ExtendedRequest, ResultCode};
 
 use crate::acl::Rights;
 use crate::error::{wire_result, LdapError, LdapResult};
@@ -39,7 +39,10 @@ pub(crate) async fn handle(
             send_ext(id, Ok(Some(authz.into_bytes())))
         }
         oids::PASSWORD_MODIFY => {
-            let r = password_modify(shared, who, req.value.as_deref()).await;
+            let r = match crate::session::writes_allowed(conn) {
+                Ok(()) => password_modify(shared, who, req.value.as_deref()).await,
+                Err(e) => Err(e),
+            };
             match r {
                 Ok(generated) => send_ext(
                     id,
@@ -55,14 +58,7 @@ pub(crate) async fn handle(
                 Err(e) => send_ext(id, Err(&e)),
             }
         }
-        oids::START_TLS => {
-            let e = LdapError::new(
-                ResultCode::Unavailable,
-                "StartTLS is not available on this server",
-            );
-            let _ = tags::EXTENDED_RESPONSE;
-            send_ext(id, Err(&e))
-        }
+        oids::START_TLS => return start_tls(conn, id).await,
         _ => {
             let e = LdapError::new(
                 ResultCode::ProtocolError,
@@ -70,6 +66,56 @@ pub(crate) async fn handle(
             );
             send_ext(id, Err(&e))
         }
+    };
+    conn.send(out).await;
+    DispatchNext::Continue
+}
+
+/// StartTLS (RFC 4511 §4.14, RFC 4513 §3): answers success with the StartTLS OID as response
+/// name, then the session hands the stream to TLS. Refused while other operations are in
+/// progress (their responses would straddle the switch) and on connections already secured.
+async fn start_tls(conn: &Arc<Conn>, id: i32) -> DispatchNext {
+    let shared = &conn.shared;
+    let refuse = |code: ResultCode, msg: &str| {
+        let e = LdapError::new(code, msg);
+        let mut out = Vec::with_capacity(96);
+        proto::encode_extended_response(
+            &mut out,
+            id,
+            &wire_result(Err(&e)),
+            Some(oids::START_TLS.as_bytes()),
+            None,
+        );
+        out
+    };
+    let busy = conn.permits.available_permits() < shared.config.max_outstanding.max(1)
+        || conn.running.lock().map(|m| !m.is_empty()).unwrap_or(true);
+    let out = if conn.tls.is_some() {
+        refuse(
+            ResultCode::OperationsError,
+            "TLS is already established on this connection",
+        )
+    } else if shared.tls.is_none() {
+        refuse(
+            ResultCode::Unavailable,
+            "TLS is not available on this server",
+        )
+    } else if busy {
+        refuse(
+            ResultCode::OperationsError,
+            "StartTLS refused: other operations are still in progress on this connection",
+        )
+    } else {
+        let mut out = Vec::with_capacity(64);
+        proto::encode_extended_response(
+            &mut out,
+            id,
+            &wire_result(Ok(())),
+            Some(oids::START_TLS.as_bytes()),
+            None,
+        );
+        conn.send(out).await;
+        return DispatchNext::StartTls;
     };
     conn.send(out).await;
     DispatchNext::Continue

@@ -11,6 +11,7 @@ pub mod delete;
 pub mod extended;
 pub mod modify;
 pub mod modrdn;
+pub mod sasl;
 pub mod search;
 
 use std::future::Future;

@@ -35,6 +35,8 @@ pub fn open_read_policy() -> Vec<server::acl::RuleSpec> {
 pub struct TestServer {
     pub addr: SocketAddr,
     pub url: String,
+    /// The LDAPS listener (TLS from the first byte, self-signed certificate).
+    pub ldaps_url: String,
     pub server: Arc<server::Server>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     /// The server's data directory, removed when the handle drops.
@@ -59,7 +61,7 @@ impl TestServer {
         };
         tweak(&mut config);
         let srv = Arc::new(server::Server::start(config).expect("server starts"));
-        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+        let (addr_tx, addr_rx) = std::sync::mpsc::channel::<(SocketAddr, SocketAddr)>();
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let s2 = srv.clone();
         let thread = std::thread::spawn(move || {
@@ -72,20 +74,27 @@ impl TestServer {
                 let l = tokio::net::TcpListener::bind("127.0.0.1:0")
                     .await
                     .expect("bind");
+                let tls = tokio::net::TcpListener::bind("127.0.0.1:0")
+                    .await
+                    .expect("bind");
                 addr_tx
-                    .send(l.local_addr().expect("addr"))
+                    .send((
+                        l.local_addr().expect("addr"),
+                        tls.local_addr().expect("addr"),
+                    ))
                     .expect("send addr");
                 let _ = s2
-                    .serve(l, async {
+                    .serve_with_ldaps(l, Some(tls), async {
                         let _ = stop_rx.await;
                     })
                     .await;
             });
         });
-        let addr = addr_rx.recv().expect("server address");
+        let (addr, ldaps) = addr_rx.recv().expect("server address");
         TestServer {
             addr,
             url: format!("ldap://{addr}"),
+            ldaps_url: format!("ldaps://{ldaps}"),
             server: srv,
             stop: Some(stop_tx),
             data,
@@ -121,9 +130,20 @@ impl Drop for TestServer {
 
 /// Runs an OpenLDAP client tool; panics with a pointer to the installer when it is missing.
 pub fn tool(name: &str, args: &[&str], stdin: Option<&str>) -> (i32, String, String) {
+    tool_env(name, args, stdin, &[])
+}
+
+/// `tool` with extra environment variables (e.g. `LDAPTLS_CERT`).
+pub fn tool_env(
+    name: &str,
+    args: &[&str],
+    stdin: Option<&str>,
+    env: &[(&str, &str)],
+) -> (i32, String, String) {
     use std::io::Write;
     let mut cmd = Command::new(name);
     cmd.args(args)
+        .envs(env.iter().copied())
         .env("LDAPTLS_REQCERT", "never")
         .env("LDAPCONF", "/dev/null")
         .env("LDAPRC", "/dev/null")

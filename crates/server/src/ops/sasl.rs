@@ -1,0 +1,175 @@
+//! SASL binds (RFC 4513 §5.2, RFC 4422): EXTERNAL and PLAIN, both single round trip.
+//!
+//! EXTERNAL (RFC 4422 appendix A) takes the identity from the TLS client certificate: its
+//! subject, read as an LDAP DN, must be the administrator DN or name an existing entry.
+//! PLAIN (RFC 4616) carries `authzid NUL authcid NUL password`; the authcid is `dn:<DN>`, or
+//! `u:<uid>` / a bare uid that must name exactly one entry by its `uid`. Neither mechanism
+//! allows acting as someone else: an authzid, if given, must name the authenticated identity.
+
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use proto::ResultCode;
+use schema::NormDn;
+
+use crate::error::{LdapError, LdapResult};
+use crate::state::{Identity, Shared};
+use crate::tls::TlsInfo;
+
+fn invalid(why: &str) -> LdapError {
+    LdapError::new(ResultCode::InvalidCredentials, why)
+}
+
+/// The identity of an existing entry (or the administrator) with DN `ndn`.
+fn identity_of(shared: &Shared, ndn: &NormDn) -> Option<Identity> {
+    if *ndn == shared.admin {
+        return Some(Identity {
+            dn: shared.config.admin_dn.clone(),
+            ndn: Some(ndn.clone()),
+            is_admin: true,
+        });
+    }
+    let v = shared.store.read();
+    v.lookup(ndn).map(|e| Identity {
+        dn: e.dn.clone(),
+        ndn: Some(ndn.clone()),
+        is_admin: false,
+    })
+}
+
+/// Checks an authzid against the authenticated identity: empty, `dn:` of the same DN, or
+/// `u:` of the same uid.
+fn check_authzid(
+    shared: &Shared,
+    authzid: &[u8],
+    who: &Identity,
+    uid: Option<&str>,
+) -> LdapResult<()> {
+    if authzid.is_empty() {
+        return Ok(());
+    }
+    let s =
+        std::str::from_utf8(authzid).map_err(|_| invalid("authorization identity is not UTF-8"))?;
+    let same = if let Some(dn) = s.strip_prefix("dn:") {
+        shared.parse_dn(dn.as_bytes()).ok().map(|(_, n)| n) == who.ndn
+    } else if let Some(u) = s.strip_prefix("u:") {
+        uid.is_some_and(|x| x == u)
+    } else {
+        false
+    };
+    if same {
+        Ok(())
+    } else {
+        Err(invalid(
+            "proxied authorization is not supported: the authorization identity must be the authenticated one",
+        ))
+    }
+}
+
+pub(crate) fn external(
+    shared: &Shared,
+    tls: Option<&TlsInfo>,
+    authzid: &[u8],
+) -> LdapResult<Identity> {
+    let Some(tls) = tls else {
+        return Err(LdapError::new(
+            ResultCode::InappropriateAuthentication,
+            "SASL EXTERNAL needs a TLS connection with a client certificate",
+        ));
+    };
+    let Some(subject) = &tls.client_subject else {
+        return Err(LdapError::new(
+            ResultCode::InappropriateAuthentication,
+            "SASL EXTERNAL: the client presented no certificate (or tls_client_ca is not set)",
+        ));
+    };
+    let ndn = shared
+        .parse_dn(subject.as_bytes())
+        .map_err(|_| invalid(&format!("the certificate subject '{subject}' is not a DN")))?
+        .1;
+    let who = identity_of(shared, &ndn).ok_or_else(|| {
+        invalid(&format!(
+            "the certificate subject '{subject}' names no entry"
+        ))
+    })?;
+    check_authzid(shared, authzid, &who, None)?;
+    Ok(who)
+}
+
+pub(crate) async fn plain(
+    shared: &Arc<Shared>,
+    creds: &[u8],
+    peer: IpAddr,
+) -> LdapResult<Identity> {
+    let mut parts = creds.splitn(3, |&b| b == 0);
+    let (Some(authzid), Some(authcid), Some(password)) = (parts.next(), parts.next(), parts.next())
+    else {
+        return Err(LdapError::new(
+            ResultCode::ProtocolError,
+            "SASL PLAIN credentials must be authzid NUL authcid NUL password",
+        ));
+    };
+    let authcid = std::str::from_utf8(authcid)
+        .map_err(|_| invalid("authentication identity is not UTF-8"))?;
+    if password.is_empty() || authcid.is_empty() {
+        return Err(invalid("empty authentication identity or password"));
+    }
+    let (ndn, uid) = if let Some(dn) = authcid.strip_prefix("dn:") {
+        (shared.parse_dn(dn.as_bytes())?.1, None)
+    } else {
+        let uid = authcid.strip_prefix("u:").unwrap_or(authcid);
+        match entry_by_uid(shared, uid) {
+            Some(n) => (n, Some(uid)),
+            // An unknown user costs the same work and counts for the lockout like a known one.
+            None => (
+                NormDn {
+                    norm: format!("uid={},unknown", uid.to_lowercase()),
+                    rdns: Vec::new(),
+                },
+                Some(uid),
+            ),
+        }
+    };
+    if !super::bind::check_password(shared, &ndn, password, peer).await {
+        return Err(invalid("invalid credentials"));
+    }
+    let who = identity_of(shared, &ndn).ok_or_else(|| invalid("invalid credentials"))?;
+    check_authzid(shared, authzid, &who, uid)?;
+    Ok(who)
+}
+
+/// The one entry whose `uid` is `uid`; none when there are none or several.
+fn entry_by_uid(shared: &Shared, uid: &str) -> Option<NormDn> {
+    let schema = &*shared.schema;
+    let ty = schema.attr_by_name("uid")?;
+    let norm = schema.normalize_eq(ty, uid.as_bytes()).ok()?;
+    let filter = store::Filter::Equality {
+        attr: ty,
+        norm: norm.clone(),
+    };
+    let v = shared.store.read();
+    let mut found: Vec<NormDn> = Vec::new();
+    match v.candidates(schema, &filter) {
+        Some(ids) => {
+            for id in ids.iter() {
+                if let Some(e) = v.get(id) {
+                    if e.has_value(ty, &norm) {
+                        found.push(e.ndn.clone());
+                    }
+                }
+            }
+        }
+        None => {
+            for e in v.iter() {
+                if e.has_value(ty, &norm) {
+                    found.push(e.ndn.clone());
+                }
+            }
+        }
+    }
+    if found.len() == 1 {
+        found.pop()
+    } else {
+        None
+    }
+}
