@@ -43,6 +43,8 @@ pub const KEYS: &[&str] = &[
     "size_limit_anonymous",
     "time_limit_anonymous",
     "access",
+    "access_log",
+    "audit_log",
     "ldaps_listen",
     "tls_cert",
     "tls_key",
@@ -85,6 +87,8 @@ pub struct Settings {
     pub size_limit_anonymous: Option<u64>,
     pub time_limit_anonymous: Option<u64>,
     pub access: Option<Vec<server::acl::RuleSpec>>,
+    pub access_log: Option<server::logs::LogTarget>,
+    pub audit_log: Option<server::logs::LogTarget>,
     pub ldaps_listen: Option<SocketAddr>,
     pub tls_cert: Option<PathBuf>,
     pub tls_key: Option<PathBuf>,
@@ -152,6 +156,8 @@ pub fn merge(args: &ServeArgs, file: Settings) -> Result<Settings, ConfigError> 
         size_limit_anonymous: file.size_limit_anonymous,
         time_limit_anonymous: file.time_limit_anonymous,
         access: file.access,
+        access_log: file.access_log,
+        audit_log: file.audit_log,
         ldaps_listen: args.ldaps_listen.or(file.ldaps_listen),
         tls_cert: file.tls_cert,
         tls_key: file.tls_key,
@@ -245,6 +251,12 @@ pub fn parse_file(path: &Path, text: &str) -> Result<Settings, ConfigError> {
             }
             "time_limit_anonymous" => {
                 s.time_limit_anonymous = Some(integer(value, 0).map_err(bad)?)
+            }
+            "access_log" => {
+                s.access_log = Some(server::logs::LogTarget::parse(&string(value).map_err(bad)?))
+            }
+            "audit_log" => {
+                s.audit_log = Some(server::logs::LogTarget::parse(&string(value).map_err(bad)?))
             }
             "ldaps_listen" => {
                 let v = string(value).map_err(bad)?;

@@ -48,6 +48,12 @@ pub fn server_config(s: Settings, admin_password_hash: Vec<u8>) -> server::Confi
     if s.access.is_some() {
         c.access = s.access;
     }
+    if let Some(v) = s.access_log {
+        c.access_log = v;
+    }
+    if let Some(v) = s.audit_log {
+        c.audit_log = v;
+    }
     c.ldaps_listen = s.ldaps_listen.or(c.ldaps_listen);
     c.tls_cert = s.tls_cert.or(c.tls_cert);
     c.tls_key = s.tls_key.or(c.tls_key);

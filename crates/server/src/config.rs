@@ -62,6 +62,10 @@ pub struct Config {
     /// Refuse add, delete, modify, modify DN and Password Modify over connections without TLS
     /// (confidentialityRequired). Default false.
     pub require_tls_for_writes: bool,
+    /// One line per operation: off (default), stdout, or a file (appended to).
+    pub access_log: crate::logs::LogTarget,
+    /// Every change as an LDIF change record with who and when: off (default), stdout, or a file.
+    pub audit_log: crate::logs::LogTarget,
     /// Access rules, in order (see `acl`); `None` is the default policy.
     pub access: Option<Vec<crate::acl::RuleSpec>>,
     /// Attributes with equality and presence indexes. Default objectClass, uid, cn, sn, mail.
@@ -91,6 +95,8 @@ impl Default for Config {
             size_limit_anonymous: 500,
             time_limit_anonymous: 60,
             access: None,
+            access_log: crate::logs::LogTarget::Off,
+            audit_log: crate::logs::LogTarget::Off,
             ldaps_listen: None,
             tls_cert: None,
             tls_key: None,

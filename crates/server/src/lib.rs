@@ -15,6 +15,7 @@ pub mod bulk;
 pub mod config;
 pub mod error;
 pub mod lockout;
+pub mod logs;
 mod ops;
 mod persistence;
 mod session;
@@ -133,6 +134,14 @@ impl Server {
             Mode::Durable => Some(tls::server_config(&config).map_err(StartError::Config)?),
             Mode::Memory => None,
         };
+        let (access_log, audit_log) = match mode {
+            Mode::Durable => (
+                logs::LogSink::open(&config.access_log, "access_log")
+                    .map_err(StartError::Config)?,
+                logs::LogSink::open(&config.audit_log, "audit_log").map_err(StartError::Config)?,
+            ),
+            Mode::Memory => (logs::LogSink::off(), logs::LogSink::off()),
+        };
         let lockout_config = config.lockout;
         let dummy_password = config.password_hash.hash(b"linden-dummy-password");
         let shared = Arc::new(Shared {
@@ -146,6 +155,8 @@ impl Server {
             lockout: lockout::Lockout::new(lockout_config),
             dummy_password,
             tls,
+            access_log,
+            audit_log,
             root_dse,
             subschema,
             counters: Counters::default(),

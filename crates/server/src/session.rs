@@ -45,6 +45,77 @@ pub(crate) struct Conn {
     pub peer: SocketAddr,
     /// Set once the connection runs over TLS (LDAPS, or after StartTLS).
     pub tls: Option<TlsInfo>,
+    /// Connection number, for the access and audit logs.
+    pub id: u64,
+}
+
+impl Conn {
+    /// The start of an access-log line for operation `op` by `who`, if the access log is on.
+    pub(crate) fn log_start(
+        &self,
+        op: i32,
+        who: &Identity,
+        what: impl FnOnce(&mut String),
+    ) -> Option<AccessLine> {
+        if !self.shared.access_log.enabled() {
+            return None;
+        }
+        let mut line = crate::logs::access_prefix(self.id, op, self.peer, &who.dn);
+        what(&mut line);
+        Some(AccessLine {
+            line,
+            start: std::time::Instant::now(),
+        })
+    }
+
+    /// Ends and queues an access-log line.
+    pub(crate) fn log_end(&self, l: Option<AccessLine>, rc: ResultCode, entries: Option<u64>) {
+        if let Some(l) = l {
+            self.shared.access_log.write(crate::logs::access_finish(
+                l.line,
+                rc,
+                entries,
+                l.start.elapsed(),
+            ));
+        }
+    }
+
+    /// Ends an access-log line for an operation that was abandoned (no result was sent).
+    pub(crate) fn log_abandoned(&self, l: Option<AccessLine>) {
+        if let Some(l) = l {
+            let mut line = l.line;
+            line.push_str(&format!(
+                " result=abandoned etime_us={}\n",
+                l.start.elapsed().as_micros()
+            ));
+            self.shared.access_log.write(line.into_bytes());
+        }
+    }
+
+    /// Queues an access-log line for an event without a result (connection, abandon, unbind).
+    fn log_event(&self, op: i32, who: &Identity, what: &str) {
+        if self.shared.access_log.enabled() {
+            let mut line = crate::logs::access_prefix(self.id, op, self.peer, &who.dn);
+            line.push(' ');
+            line.push_str(what);
+            line.push('\n');
+            self.shared.access_log.write(line.into_bytes());
+        }
+    }
+}
+
+/// An access-log line waiting for its operation's result.
+pub(crate) struct AccessLine {
+    line: String,
+    start: std::time::Instant,
+}
+
+/// The result code a response carries.
+pub(crate) fn code_of(r: Result<(), &LdapError>) -> ResultCode {
+    match r {
+        Ok(()) => ResultCode::Success,
+        Err(e) => e.code,
+    }
 }
 
 impl Conn {
@@ -240,6 +311,10 @@ where
 {
     let (tx, rx) = mpsc::channel(OUT_QUEUE);
     let (handover_tx, handover_rx) = oneshot::channel();
+    let conn_id = shared
+        .counters
+        .connections
+        .load(std::sync::atomic::Ordering::Relaxed);
     let writer = tokio::spawn(write_loop(wr, rx, handover_rx));
     let max_pdu = shared.config.max_pdu_size;
     let conn = Arc::new(Conn {
@@ -249,8 +324,18 @@ where
         running: Mutex::new(HashMap::new()),
         peer,
         tls,
+        id: conn_id,
     });
     let mut identity = Arc::new(Identity::default());
+    conn.log_event(
+        0,
+        &identity,
+        if conn.tls.is_some() {
+            "CONNECT tls=yes"
+        } else {
+            "CONNECT tls=no"
+        },
+    );
     let mut buf: Vec<u8> = Vec::with_capacity(16 * 1024);
     'conn: loop {
         let mut start = 0;
@@ -304,6 +389,7 @@ where
         }
     }
     // Let running operations finish writing; then the write task drains and closes.
+    conn.log_event(0, &identity, "CLOSED");
     drop(conn);
     drop(handover_tx);
     let _ = writer.await;
@@ -336,9 +422,13 @@ async fn dispatch(conn: &Arc<Conn>, pdu: &[u8], identity: &mut Arc<Identity>) ->
     }
     let shared = &conn.shared;
     match msg.op {
-        ProtocolOp::UnbindRequest => return Next::Close,
+        ProtocolOp::UnbindRequest => {
+            conn.log_event(id, identity, "UNBIND");
+            return Next::Close;
+        }
         ProtocolOp::AbandonRequest(target) => {
             Counters::bump(&shared.counters.abandon);
+            conn.log_event(id, identity, &format!("ABANDON target={target}"));
             if let Ok(map) = conn.running.lock() {
                 if let Some(flag) = map.get(&target) {
                     flag.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -349,6 +439,17 @@ async fn dispatch(conn: &Arc<Conn>, pdu: &[u8], identity: &mut Arc<Identity>) ->
             Counters::bump(&shared.counters.bind);
             // A bind resets the connection's identity first (RFC 4511 §4.2.1), then sets it on success.
             *identity = Arc::new(Identity::default());
+            let log = conn.log_start(id, identity, |l| {
+                l.push_str(" BIND dn=");
+                crate::logs::quote(l, &req.name);
+                match &req.auth {
+                    proto::BindAuth::Simple(_) => l.push_str(" method=simple"),
+                    proto::BindAuth::Sasl { mechanism, .. } => {
+                        l.push_str(" method=sasl mech=");
+                        crate::logs::quote(l, mechanism);
+                    }
+                }
+            });
             let r = ops::bind::bind(shared, &req, conn.peer.ip(), conn.tls.as_ref()).await;
             let r = match r {
                 Ok(who) => {
@@ -357,6 +458,7 @@ async fn dispatch(conn: &Arc<Conn>, pdu: &[u8], identity: &mut Arc<Identity>) ->
                 }
                 Err(e) => Err(e),
             };
+            conn.log_end(log, code_of(r.as_ref().map(|_| ())), None);
             conn.send(result_pdu(id, tags::BIND_RESPONSE, r.as_ref().map(|_| ())))
                 .await;
         }
@@ -366,7 +468,19 @@ async fn dispatch(conn: &Arc<Conn>, pdu: &[u8], identity: &mut Arc<Identity>) ->
         }
         ProtocolOp::CompareRequest(req) => {
             Counters::bump(&shared.counters.compare);
+            let log = conn.log_start(id, identity, |l| {
+                l.push_str(" COMPARE dn=");
+                crate::logs::quote(l, &req.dn);
+                l.push_str(" attr=");
+                crate::logs::quote(l, &req.attr);
+            });
             let r = ops::compare::compare(shared, identity, &req);
+            let rc = match &r {
+                Ok(true) => ResultCode::CompareTrue,
+                Ok(false) => ResultCode::CompareFalse,
+                Err(e) => e.code,
+            };
+            conn.log_end(log, rc, None);
             let out = match r {
                 Ok(true) => result_pdu(
                     id,
@@ -384,35 +498,65 @@ async fn dispatch(conn: &Arc<Conn>, pdu: &[u8], identity: &mut Arc<Identity>) ->
         }
         ProtocolOp::AddRequest(req) => {
             Counters::bump(&shared.counters.add);
+            let log = conn.log_start(id, identity, |l| {
+                l.push_str(" ADD dn=");
+                crate::logs::quote(l, &req.dn);
+            });
+            let audit = audit(conn, identity, &req.dn, || {
+                crate::logs::add_change(shared, &req)
+            });
             let fut = match writes_allowed(conn) {
                 Ok(()) => ops::add::submit(shared, identity, &req),
                 Err(e) => ops::ready(Err(e)),
             };
-            respond_later(conn, id, tags::ADD_RESPONSE, fut).await;
+            respond_later(conn, id, tags::ADD_RESPONSE, fut, log, audit).await;
         }
         ProtocolOp::DelRequest(dn) => {
             Counters::bump(&shared.counters.delete);
+            let log = conn.log_start(id, identity, |l| {
+                l.push_str(" DELETE dn=");
+                crate::logs::quote(l, &dn);
+            });
+            let audit = audit(conn, identity, &dn, || ldif::ChangeRecord::Delete);
             let fut = match writes_allowed(conn) {
                 Ok(()) => ops::delete::submit(shared, identity, &dn),
                 Err(e) => ops::ready(Err(e)),
             };
-            respond_later(conn, id, tags::DEL_RESPONSE, fut).await;
+            respond_later(conn, id, tags::DEL_RESPONSE, fut, log, audit).await;
         }
         ProtocolOp::ModifyRequest(req) => {
             Counters::bump(&shared.counters.modify);
+            let log = conn.log_start(id, identity, |l| {
+                l.push_str(" MODIFY dn=");
+                crate::logs::quote(l, &req.dn);
+            });
+            let audit = audit(conn, identity, &req.dn, || {
+                crate::logs::modify_change(shared, &req)
+            });
             let fut = match writes_allowed(conn) {
                 Ok(()) => ops::modify::submit(shared, identity, &req),
                 Err(e) => ops::ready(Err(e)),
             };
-            respond_later(conn, id, tags::MODIFY_RESPONSE, fut).await;
+            respond_later(conn, id, tags::MODIFY_RESPONSE, fut, log, audit).await;
         }
         ProtocolOp::ModifyDnRequest(req) => {
             Counters::bump(&shared.counters.modrdn);
+            let log = conn.log_start(id, identity, |l| {
+                l.push_str(" MODRDN dn=");
+                crate::logs::quote(l, &req.dn);
+                l.push_str(" newrdn=");
+                crate::logs::quote(l, &req.new_rdn);
+                if let Some(sup) = &req.new_superior {
+                    l.push_str(" newsuperior=");
+                    crate::logs::quote(l, sup);
+                }
+            });
+            let audit = audit(conn, identity, &req.dn, || crate::logs::modrdn_change(&req));
             let fut = match writes_allowed(conn) {
                 Ok(()) => ops::modrdn::submit(shared, identity, &req),
                 Err(e) => ops::ready(Err(e)),
             };
-            respond_later(conn, id, tags::MODIFY_DN_RESPONSE, fut).await;
+            respond_later(conn, id, tags::MODIFY_DN_RESPONSE, fut, log, audit).await;
         }
         ProtocolOp::ExtendedRequest(req) => {
             Counters::bump(&shared.counters.extended);
@@ -433,13 +577,34 @@ async fn dispatch(conn: &Arc<Conn>, pdu: &[u8], identity: &mut Arc<Identity>) ->
     Next::Continue
 }
 
+/// The audit record of a change, if the audit log is on (written once the change succeeds).
+pub(crate) fn audit(
+    conn: &Conn,
+    who: &Identity,
+    dn: &[u8],
+    change: impl FnOnce() -> ldif::ChangeRecord,
+) -> Option<Vec<u8>> {
+    conn.shared.audit_log.enabled().then(|| {
+        crate::logs::audit_record(
+            conn.id,
+            conn.peer,
+            &who.dn,
+            &String::from_utf8_lossy(dn),
+            &change(),
+        )
+    })
+}
+
 /// Queues the result of a write once the writer has committed it, without holding up the read
 /// loop. The write was already handed to the writer (in arrival order) when `fut` was made.
+/// On success the audit record (if any) is logged; the access line always is.
 pub(crate) async fn respond_later(
     conn: &Arc<Conn>,
     id: i32,
     tag: u8,
     fut: impl std::future::Future<Output = Result<(), LdapError>> + Send + 'static,
+    log: Option<AccessLine>,
+    audit: Option<Vec<u8>>,
 ) {
     let Ok(permit) = conn.permits.clone().acquire_owned().await else {
         return;
@@ -448,6 +613,12 @@ pub(crate) async fn respond_later(
     tokio::spawn(async move {
         let r = fut.await;
         conn.send(result_pdu(id, tag, r.as_ref().map(|_| ()))).await;
+        if r.is_ok() {
+            if let Some(a) = audit {
+                conn.shared.audit_log.write(a);
+            }
+        }
+        conn.log_end(log, code_of(r.as_ref().map(|_| ())), None);
         drop(permit);
     });
 }

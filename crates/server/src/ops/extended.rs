@@ -11,14 +11,15 @@ use crate::ops::{set_operational, stamp_modified};
 use crate::session::{Conn, DispatchNext};
 use crate::state::{Identity, Shared};
 
-fn send_ext(id: i32, r: Result<Option<Vec<u8>>, &LdapError>) -> Vec<u8> {
+/// The encoded response and its result code (for the access log).
+fn send_ext(id: i32, r: Result<Option<Vec<u8>>, &LdapError>) -> (Vec<u8>, ResultCode) {
     let mut out = Vec::with_capacity(96);
-    let (res, value) = match r {
-        Ok(v) => (wire_result(Ok(())), v),
-        Err(e) => (wire_result(Err(e)), None),
+    let (res, value, rc) = match r {
+        Ok(v) => (wire_result(Ok(())), v, ResultCode::Success),
+        Err(e) => (wire_result(Err(e)), None, e.code),
     };
     proto::encode_extended_response(&mut out, id, &res, None, value.as_deref());
-    out
+    (out, rc)
 }
 
 pub(crate) async fn handle(
@@ -29,7 +30,16 @@ pub(crate) async fn handle(
 ) -> DispatchNext {
     let shared = &conn.shared;
     let oid = String::from_utf8_lossy(&req.oid).into_owned();
-    let out = match oid.as_str() {
+    let log = conn.log_start(id, who, |l| {
+        l.push_str(" EXTENDED oid=");
+        crate::logs::quote(l, oid.as_bytes());
+    });
+    if oid == oids::START_TLS {
+        let (next, rc) = start_tls(conn, id).await;
+        conn.log_end(log, rc, None);
+        return next;
+    }
+    let (out, rc) = match oid.as_str() {
         oids::WHO_AM_I => {
             let authz = if who.is_anonymous() {
                 String::new()
@@ -43,6 +53,20 @@ pub(crate) async fn handle(
                 Ok(()) => password_modify(shared, who, req.value.as_deref()).await,
                 Err(e) => Err(e),
             };
+            if r.is_ok() {
+                // The target is the request's user identity or the requester.
+                let target = req
+                    .value
+                    .as_deref()
+                    .and_then(|v| proto::PasswdModifyRequest::decode(v).ok())
+                    .and_then(|p| p.user_identity.map(|u| u.to_vec()))
+                    .unwrap_or_else(|| who.dn.clone().into_bytes());
+                if let Some(a) =
+                    crate::session::audit(conn, who, &target, crate::logs::password_change)
+                {
+                    shared.audit_log.write(a);
+                }
+            }
             match r {
                 Ok(generated) => send_ext(
                     id,
@@ -58,7 +82,6 @@ pub(crate) async fn handle(
                 Err(e) => send_ext(id, Err(&e)),
             }
         }
-        oids::START_TLS => return start_tls(conn, id).await,
         _ => {
             let e = LdapError::new(
                 ResultCode::ProtocolError,
@@ -68,13 +91,14 @@ pub(crate) async fn handle(
         }
     };
     conn.send(out).await;
+    conn.log_end(log, rc, None);
     DispatchNext::Continue
 }
 
 /// StartTLS (RFC 4511 §4.14, RFC 4513 §3): answers success with the StartTLS OID as response
 /// name, then the session hands the stream to TLS. Refused while other operations are in
 /// progress (their responses would straddle the switch) and on connections already secured.
-async fn start_tls(conn: &Arc<Conn>, id: i32) -> DispatchNext {
+async fn start_tls(conn: &Arc<Conn>, id: i32) -> (DispatchNext, ResultCode) {
     let shared = &conn.shared;
     let refuse = |code: ResultCode, msg: &str| {
         let e = LdapError::new(code, msg);
@@ -86,11 +110,11 @@ async fn start_tls(conn: &Arc<Conn>, id: i32) -> DispatchNext {
             Some(oids::START_TLS.as_bytes()),
             None,
         );
-        out
+        (out, code)
     };
     let busy = conn.permits.available_permits() < shared.config.max_outstanding.max(1)
         || conn.running.lock().map(|m| !m.is_empty()).unwrap_or(true);
-    let out = if conn.tls.is_some() {
+    let (out, rc) = if conn.tls.is_some() {
         refuse(
             ResultCode::OperationsError,
             "TLS is already established on this connection",
@@ -115,10 +139,10 @@ async fn start_tls(conn: &Arc<Conn>, id: i32) -> DispatchNext {
             None,
         );
         conn.send(out).await;
-        return DispatchNext::StartTls;
+        return (DispatchNext::StartTls, ResultCode::Success);
     };
     conn.send(out).await;
-    DispatchNext::Continue
+    (DispatchNext::Continue, rc)
 }
 
 /// Linden's snapshot operation: the administrator asks for a snapshot now; the response value

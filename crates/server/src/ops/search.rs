@@ -343,12 +343,35 @@ fn prepare(
 
 pub(crate) async fn start(conn: &Arc<Conn>, id: i32, req: &SearchRequest<'_>, who: Arc<Identity>) {
     let shared = &conn.shared;
+    let log = conn.log_start(id, &who, |l| {
+        use std::fmt::Write as _;
+        l.push_str(" SEARCH base=");
+        crate::logs::quote(l, &req.base);
+        l.push_str(match req.scope {
+            proto::Scope::Base => " scope=base",
+            proto::Scope::One => " scope=one",
+            proto::Scope::Subtree => " scope=sub",
+        });
+        l.push_str(" filter=");
+        crate::logs::quote(l, req.filter.to_string().as_bytes());
+        l.push_str(" attrs=");
+        let attrs: Vec<&[u8]> = req.attributes.iter().map(|a| &**a).collect();
+        crate::logs::quote(l, &attrs.join(&b' '));
+        if req.size_limit > 0 || req.time_limit > 0 {
+            let _ = write!(
+                l,
+                " sizelimit={} timelimit={}",
+                req.size_limit, req.time_limit
+            );
+        }
+    });
     let v = shared.store.read();
     let p = match prepare(shared, &v, req, &who) {
         Ok(p) => p,
         Err(e) => {
             conn.send(result_pdu(id, tags::SEARCH_RESULT_DONE, Err(&e)))
                 .await;
+            conn.log_end(log, e.code, Some(0));
             return;
         }
     };
@@ -362,11 +385,14 @@ pub(crate) async fn start(conn: &Arc<Conn>, id: i32, req: &SearchRequest<'_>, wh
     };
     if let Some(e) = virtual_entry {
         let mut out = Vec::with_capacity(1024);
+        let mut n = 0;
         if p.filter.eval(&shared.schema, e) == store::Tri::True {
             encode_entry(shared, None, &mut out, id, e, &p.sel, None);
+            n = 1;
         }
         encode_result_into(&mut out, id, tags::SEARCH_RESULT_DONE, Ok(()));
         conn.send(out).await;
+        conn.log_end(log, ResultCode::Success, Some(n));
         return;
     }
     // Small searches (one base entry, or few index candidates) run right here: cheaper than a
@@ -382,12 +408,15 @@ pub(crate) async fn start(conn: &Arc<Conn>, id: i32, req: &SearchRequest<'_>, wh
             .is_some_and(|c| c.len() <= INLINE_CANDIDATES);
     if small {
         let mut pending: Vec<Vec<u8>> = Vec::new();
-        run(conn, &v, id, &p, &AtomicBool::new(false), &mut |b| {
+        let done = run(conn, &v, id, &p, &AtomicBool::new(false), &mut |b| {
             pending.push(b);
             true
         });
         for b in pending {
             conn.send(b).await;
+        }
+        if let Some((rc, n)) = done {
+            conn.log_end(log, rc, Some(n));
         }
         return;
     }
@@ -401,9 +430,14 @@ pub(crate) async fn start(conn: &Arc<Conn>, id: i32, req: &SearchRequest<'_>, wh
     let conn = conn.clone();
     tokio::task::spawn_blocking(move || {
         let out = conn.out.clone();
-        run(&conn, &v, id, &p, &flag, &mut |b| {
+        let done = run(&conn, &v, id, &p, &flag, &mut |b| {
             out.blocking_send(b).is_ok()
         });
+        match done {
+            Some((rc, n)) => conn.log_end(log, rc, Some(n)),
+            // Abandoned (or the client went away): no result was sent.
+            None => conn.log_abandoned(log),
+        }
         if let Ok(mut m) = conn.running.lock() {
             m.remove(&id);
         }
@@ -457,7 +491,7 @@ fn run(
     p: &Prepared,
     abandoned: &AtomicBool,
     sink: &mut dyn FnMut(Vec<u8>) -> bool,
-) {
+) -> Option<(ResultCode, u64)> {
     let shared = &*conn.shared;
     let schema = &*shared.schema;
     // The bases to walk: the named entry, or every naming context for the root.
@@ -478,7 +512,7 @@ fn run(
             _ => {
                 let e = shared.no_such_object_for(v, &p.base, &p.view);
                 sink(result_pdu(id, tags::SEARCH_RESULT_DONE, Err(&e)));
-                return;
+                return Some((e.code, 0));
             }
         }
     }
@@ -545,7 +579,7 @@ fn run(
         }
     }
     if gone || abandoned.load(Ordering::Relaxed) {
-        return;
+        return None;
     }
     encode_result_into(
         &mut out,
@@ -554,4 +588,5 @@ fn run(
         outcome.as_ref().map(|_| ()),
     );
     sink(out);
+    Some((crate::session::code_of(outcome.as_ref().map(|_| ())), sent))
 }
