@@ -43,6 +43,11 @@ pub const KEYS: &[&str] = &[
     "size_limit_anonymous",
     "time_limit_anonymous",
     "access",
+    "max_connections",
+    "max_connections_per_ip",
+    "idle_timeout",
+    "max_buffered_bytes",
+    "write_timeout",
     "access_log",
     "audit_log",
     "ldaps_listen",
@@ -87,6 +92,11 @@ pub struct Settings {
     pub size_limit_anonymous: Option<u64>,
     pub time_limit_anonymous: Option<u64>,
     pub access: Option<Vec<server::acl::RuleSpec>>,
+    pub max_connections: Option<usize>,
+    pub max_connections_per_ip: Option<usize>,
+    pub idle_timeout: Option<u64>,
+    pub max_buffered_bytes: Option<usize>,
+    pub write_timeout: Option<u64>,
     pub access_log: Option<server::logs::LogTarget>,
     pub audit_log: Option<server::logs::LogTarget>,
     pub ldaps_listen: Option<SocketAddr>,
@@ -156,6 +166,11 @@ pub fn merge(args: &ServeArgs, file: Settings) -> Result<Settings, ConfigError> 
         size_limit_anonymous: file.size_limit_anonymous,
         time_limit_anonymous: file.time_limit_anonymous,
         access: file.access,
+        max_connections: file.max_connections,
+        max_connections_per_ip: file.max_connections_per_ip,
+        idle_timeout: file.idle_timeout,
+        max_buffered_bytes: file.max_buffered_bytes,
+        write_timeout: file.write_timeout,
         access_log: file.access_log,
         audit_log: file.audit_log,
         ldaps_listen: args.ldaps_listen.or(file.ldaps_listen),
@@ -252,6 +267,15 @@ pub fn parse_file(path: &Path, text: &str) -> Result<Settings, ConfigError> {
             "time_limit_anonymous" => {
                 s.time_limit_anonymous = Some(integer(value, 0).map_err(bad)?)
             }
+            "max_connections" => s.max_connections = Some(integer(value, 1).map_err(bad)?),
+            "max_connections_per_ip" => {
+                s.max_connections_per_ip = Some(integer(value, 1).map_err(bad)?)
+            }
+            "idle_timeout" => s.idle_timeout = Some(integer(value, 0).map_err(bad)?),
+            "max_buffered_bytes" => {
+                s.max_buffered_bytes = Some(integer(value, 65536).map_err(bad)?)
+            }
+            "write_timeout" => s.write_timeout = Some(integer(value, 0).map_err(bad)?),
             "access_log" => {
                 s.access_log = Some(server::logs::LogTarget::parse(&string(value).map_err(bad)?))
             }

@@ -48,6 +48,21 @@ pub fn server_config(s: Settings, admin_password_hash: Vec<u8>) -> server::Confi
     if s.access.is_some() {
         c.access = s.access;
     }
+    if let Some(v) = s.max_connections {
+        c.max_connections = v;
+    }
+    if let Some(v) = s.max_connections_per_ip {
+        c.max_connections_per_ip = v;
+    }
+    if let Some(v) = s.idle_timeout {
+        c.idle_timeout = v;
+    }
+    if let Some(v) = s.max_buffered_bytes {
+        c.max_buffered_bytes = v;
+    }
+    if let Some(v) = s.write_timeout {
+        c.write_timeout = v;
+    }
     if let Some(v) = s.access_log {
         c.access_log = v;
     }

@@ -62,6 +62,20 @@ pub struct Config {
     /// Refuse add, delete, modify, modify DN and Password Modify over connections without TLS
     /// (confidentialityRequired). Default false.
     pub require_tls_for_writes: bool,
+    /// Connections open at once; more are refused with a Notice of Disconnection (busy).
+    /// Default 10000.
+    pub max_connections: usize,
+    /// Connections open at once from one client address. Default 1000.
+    pub max_connections_per_ip: usize,
+    /// Seconds a connection with nothing in progress may stay silent before it is closed
+    /// (0 = never, as slapd's default). Default 0.
+    pub idle_timeout: u64,
+    /// Response bytes queued for one connection; producers wait beyond it (back-pressure).
+    /// Default 8 MiB.
+    pub max_buffered_bytes: usize,
+    /// Seconds a client may leave queued responses unread (the server's writes stall) before
+    /// it is disconnected (0 = never). Default 60.
+    pub write_timeout: u64,
     /// One line per operation: off (default), stdout, or a file (appended to).
     pub access_log: crate::logs::LogTarget,
     /// Every change as an LDIF change record with who and when: off (default), stdout, or a file.
@@ -95,6 +109,11 @@ impl Default for Config {
             size_limit_anonymous: 500,
             time_limit_anonymous: 60,
             access: None,
+            max_connections: 10_000,
+            max_connections_per_ip: 1_000,
+            idle_timeout: 0,
+            max_buffered_bytes: 8 << 20,
+            write_timeout: 60,
             access_log: crate::logs::LogTarget::Off,
             audit_log: crate::logs::LogTarget::Off,
             ldaps_listen: None,

@@ -13,6 +13,7 @@
 pub mod acl;
 pub mod bulk;
 pub mod config;
+pub mod connlimit;
 pub mod error;
 pub mod lockout;
 pub mod logs;
@@ -155,6 +156,7 @@ impl Server {
             lockout: lockout::Lockout::new(lockout_config),
             dummy_password,
             tls,
+            connections: Arc::new(connlimit::Connections::default()),
             access_log,
             audit_log,
             root_dse,
@@ -249,7 +251,25 @@ impl Server {
             };
             match r {
                 Ok((stream, peer)) => {
-                    tokio::spawn(session::run(self.shared.clone(), stream, peer, is_tls));
+                    let c = &self.shared.config;
+                    match connlimit::Connections::admit(
+                        &self.shared.connections,
+                        peer.ip(),
+                        c.max_connections,
+                        c.max_connections_per_ip,
+                    ) {
+                        Ok(admitted) => {
+                            let shared = self.shared.clone();
+                            tokio::spawn(async move {
+                                session::run(shared, stream, peer, is_tls).await;
+                                drop(admitted);
+                            });
+                        }
+                        Err(why) => {
+                            tracing::debug!(%peer, "connection refused: {why:?} limit reached");
+                            tokio::spawn(session::refuse_busy(stream, why));
+                        }
+                    }
                 }
                 Err(e) => {
                     // Out of file descriptors and the like: back off instead of spinning.

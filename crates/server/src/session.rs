@@ -47,6 +47,15 @@ pub(crate) struct Conn {
     pub tls: Option<TlsInfo>,
     /// Connection number, for the access and audit logs.
     pub id: u64,
+    /// Response bytes that may still be queued, in KiB (`max_buffered_bytes`): taken by
+    /// producers, returned by the write task; closed when the connection is gone.
+    pub buffered: Arc<Semaphore>,
+}
+
+/// Queue permits (KiB) a response of `len` bytes takes; at most the whole budget, so that one
+/// large message cannot wait forever.
+fn kib(len: usize, budget: usize) -> u32 {
+    u32::try_from(len.div_ceil(1024).clamp(1, budget.max(1))).unwrap_or(u32::MAX)
 }
 
 impl Conn {
@@ -119,9 +128,26 @@ pub(crate) fn code_of(r: Result<(), &LdapError>) -> ResultCode {
 }
 
 impl Conn {
-    /// Queues response bytes; false when the connection is gone.
+    /// Queues response bytes, waiting while the connection's buffer is full; false when the
+    /// connection is gone.
     pub async fn send(&self, bytes: Vec<u8>) -> bool {
+        let n = kib(bytes.len(), self.shared.config.max_buffered_bytes / 1024);
+        match self.buffered.acquire_many(n).await {
+            Ok(p) => p.forget(),
+            Err(_) => return false,
+        }
         self.out.send(bytes).await.is_ok()
+    }
+
+    /// `send` from a blocking-pool thread (searches run there).
+    pub fn send_blocking(&self, bytes: Vec<u8>) -> bool {
+        tokio::runtime::Handle::current().block_on(self.send(bytes))
+    }
+
+    /// Whether requests are still being worked on (writes awaiting the writer, searches).
+    pub(crate) fn busy(&self) -> bool {
+        self.permits.available_permits() < self.shared.config.max_outstanding.max(1)
+            || self.running.lock().map(|m| !m.is_empty()).unwrap_or(true)
     }
 }
 
@@ -164,11 +190,30 @@ fn notice_of_disconnection(code: ResultCode, message: &str) -> Vec<u8> {
 /// Writes what the connection's channel carries, coalescing whatever is waiting into one
 /// `write_all`. When `handover` fires (StartTLS), it writes what is queued and returns the
 /// write half so the stream can be wrapped in TLS; otherwise it runs until the channel closes.
+/// Every write must complete within `write_timeout` (a client that stops reading is
+/// disconnected); bytes written return their permits to `buffered`.
 async fn write_loop<W: AsyncWrite + Unpin>(
     mut wr: W,
     mut rx: mpsc::Receiver<Vec<u8>>,
     mut handover: oneshot::Receiver<()>,
+    buffered: Arc<Semaphore>,
+    budget: usize,
+    write_timeout: Option<std::time::Duration>,
+    peer: SocketAddr,
 ) -> Option<W> {
+    let written = async |wr: &mut W, bytes: &[u8]| -> bool {
+        let w = wr.write_all(bytes);
+        match write_timeout {
+            Some(t) => match tokio::time::timeout(t, w).await {
+                Ok(r) => r.is_ok(),
+                Err(_) => {
+                    tracing::info!(%peer, "disconnecting a client that left responses unread for {} s", t.as_secs());
+                    false
+                }
+            },
+            None => w.await.is_ok(),
+        }
+    };
     let mut batch: Vec<u8> = Vec::with_capacity(64 * 1024);
     let mut may_hand_over = true;
     loop {
@@ -184,7 +229,9 @@ async fn write_loop<W: AsyncWrite + Unpin>(
                     continue;
                 }
                 while let Ok(b) = rx.try_recv() {
-                    if wr.write_all(&b).await.is_err() {
+                    buffered.add_permits(kib(b.len(), budget) as usize);
+                    if !written(&mut wr, &b).await {
+                        buffered.close();
                         return None;
                     }
                 }
@@ -193,16 +240,26 @@ async fn write_loop<W: AsyncWrite + Unpin>(
         };
         batch.clear();
         batch.extend_from_slice(&first);
+        let mut permits = kib(first.len(), budget) as usize;
         while batch.len() < 256 * 1024 {
             match rx.try_recv() {
-                Ok(more) => batch.extend_from_slice(&more),
+                Ok(more) => {
+                    permits += kib(more.len(), budget) as usize;
+                    batch.extend_from_slice(&more)
+                }
                 Err(_) => break,
             }
         }
-        if wr.write_all(&batch).await.is_err() {
+        let ok = written(&mut wr, &batch).await;
+        buffered.add_permits(permits);
+        if !ok {
+            // Producers waiting for room give up; the read loop sees the closed channel.
+            buffered.close();
+            rx.close();
             return None;
         }
     }
+    buffered.close();
     let _ = wr.shutdown().await;
     None
 }
@@ -234,6 +291,22 @@ pub(crate) enum Next {
     Close,
     /// The StartTLS response is queued: hand the stream to TLS.
     StartTls,
+}
+
+/// Answers a connection over a limit with a Notice of Disconnection (busy) and closes it.
+pub(crate) async fn refuse_busy(mut stream: TcpStream, why: crate::connlimit::Refused) {
+    let msg = match why {
+        crate::connlimit::Refused::Total => "too many connections (max_connections)",
+        crate::connlimit::Refused::PerIp => {
+            "too many connections from this address (max_connections_per_ip)"
+        }
+    };
+    let notice = notice_of_disconnection(ResultCode::Busy, msg);
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(5), async {
+        let _ = stream.write_all(&notice).await;
+        let _ = stream.shutdown().await;
+    })
+    .await;
 }
 
 /// Serves one accepted connection: LDAPS connections start with the TLS handshake, plain ones
@@ -315,7 +388,21 @@ where
         .counters
         .connections
         .load(std::sync::atomic::Ordering::Relaxed);
-    let writer = tokio::spawn(write_loop(wr, rx, handover_rx));
+    let budget = (shared.config.max_buffered_bytes / 1024).max(1);
+    let buffered = Arc::new(Semaphore::new(budget));
+    let write_timeout = (shared.config.write_timeout > 0)
+        .then(|| std::time::Duration::from_secs(shared.config.write_timeout));
+    let writer = tokio::spawn(write_loop(
+        wr,
+        rx,
+        handover_rx,
+        buffered.clone(),
+        budget,
+        write_timeout,
+        peer,
+    ));
+    let idle = (shared.config.idle_timeout > 0)
+        .then(|| std::time::Duration::from_secs(shared.config.idle_timeout));
     let max_pdu = shared.config.max_pdu_size;
     let conn = Arc::new(Conn {
         permits: Arc::new(Semaphore::new(shared.config.max_outstanding.max(1))),
@@ -325,6 +412,7 @@ where
         peer,
         tls,
         id: conn_id,
+        buffered,
     });
     let mut identity = Arc::new(Identity::default());
     conn.log_event(
@@ -383,7 +471,21 @@ where
         if buf.capacity() - buf.len() < 4096 {
             buf.reserve(16 * 1024);
         }
-        match rd.read_buf(&mut buf).await {
+        let read = match idle {
+            None => rd.read_buf(&mut buf).await,
+            Some(t) => loop {
+                match tokio::time::timeout(t, rd.read_buf(&mut buf)).await {
+                    Ok(r) => break r,
+                    // Silent, but still waiting for its own results: not idle.
+                    Err(_) if conn.busy() => continue,
+                    Err(_) => {
+                        conn.log_event(0, &identity, "IDLE-TIMEOUT");
+                        break 'conn;
+                    }
+                }
+            },
+        };
+        match read {
             Ok(0) | Err(_) => break,
             Ok(_) => {}
         }

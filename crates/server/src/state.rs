@@ -89,6 +89,7 @@ pub struct Shared {
     pub(crate) dummy_password: Vec<u8>,
     /// For LDAPS and StartTLS; `None` for a memory-only server.
     pub tls: Option<Arc<rustls::ServerConfig>>,
+    pub connections: Arc<crate::connlimit::Connections>,
     pub access_log: crate::logs::LogSink,
     pub audit_log: crate::logs::LogSink,
     /// The root DSE and `cn=Subschema`, served from memory, not stored.

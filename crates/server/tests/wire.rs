@@ -853,3 +853,209 @@ fn captured_openldap_client_pdus() {
     let m = c.expect_pdu();
     assert_eq!((m.id, m.tag, m.rc()), (2, SEARCH_DONE, 0));
 }
+
+// ---------------------------------------------------------------------------------------------
+// Limits and more hostile input
+
+/// Resident memory of this test process (the server runs in it), in KiB.
+fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|n| n.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+#[test]
+fn connections_over_the_per_address_limit_get_busy() {
+    let srv = TestServer::start_with(|c| c.max_connections_per_ip = 3);
+    let mut open: Vec<Raw> = (0..3).map(|_| Raw::connect(srv.addr)).collect();
+    for (i, c) in open.iter_mut().enumerate() {
+        c.send(&whoami_request(i as i64 + 1));
+        assert_eq!(c.expect_pdu().rc(), 0);
+    }
+    let mut fourth = Raw::connect(srv.addr);
+    let m = fourth.expect_pdu();
+    assert_eq!(
+        (m.id, m.tag, m.rc(), m.field(0x8a).as_deref()),
+        (0, EXTENDED_RESPONSE, 51, Some(NOTICE_OID)),
+        "busy notice: {m:?}"
+    );
+    assert!(m.diagnostic().contains("max_connections_per_ip"), "{m:?}");
+    fourth.expect_eof();
+    // A place frees up when a connection closes.
+    drop(open.pop());
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let mut c = Raw::connect(srv.addr);
+        c.send(&whoami_request(1));
+        let m = c.expect_pdu();
+        if m.tag == EXTENDED_RESPONSE && m.id == 1 {
+            assert_eq!(m.rc(), 0);
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the freed place was not given back"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn idle_connections_are_closed() {
+    let srv = TestServer::start_with(|c| c.idle_timeout = 1);
+    let mut c = Raw::connect(srv.addr);
+    c.send(&whoami_request(1));
+    assert_eq!(c.expect_pdu().rc(), 0);
+    let t = Instant::now();
+    c.expect_eof();
+    assert!(
+        t.elapsed() >= Duration::from_millis(900),
+        "closed too early"
+    );
+    assert_server_healthy(&srv);
+}
+
+/// A client that sends requests as fast as it can and never reads a response: the server
+/// stops reading from it (back-pressure), then disconnects it once its responses have gone
+/// unread for `write_timeout`; memory stays bounded and another client is served throughout.
+#[test]
+fn a_client_that_never_reads_is_disconnected_and_memory_stays_bounded() {
+    let srv = TestServer::start_with(|c| {
+        c.demo = true;
+        c.write_timeout = 1;
+        c.max_buffered_bytes = 1 << 20;
+    });
+    let mut keeper = srv.admin();
+    let before = rss_kib();
+    let s = TcpStream::connect(srv.addr).expect("connect");
+    s.set_write_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    // A million WhoAmI requests, sent in 64 KiB writes, until the server stops taking them.
+    let chunk: Vec<u8> = (0..2000)
+        .flat_map(|i| whoami_request(i % 1000 + 1))
+        .collect();
+    let per_chunk = 2000u64;
+    let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
+    let writer = {
+        let mut s = s.try_clone().expect("clone");
+        std::thread::spawn(move || {
+            let mut sent = 0u64;
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while sent < 1_000_000 && Instant::now() < deadline && stop_rx.try_recv().is_err() {
+                if s.write_all(&chunk).is_err() {
+                    break;
+                }
+                sent += per_chunk;
+            }
+            sent
+        })
+    };
+    // Meanwhile, another client is answered.
+    for _ in 0..20 {
+        assert_keeper_works(&mut keeper);
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = stop_tx.send(());
+    let sent = writer.join().expect("writer thread");
+    assert!(sent > 0);
+    // The server gave up on the silent reader: reading now finds the connection closed
+    // (after whatever responses were already in flight).
+    let mut s = s;
+    s.set_read_timeout(Some(Duration::from_millis(200)))
+        .expect("timeout");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut tmp = vec![0u8; 1 << 20];
+    let closed = loop {
+        match s.read(&mut tmp) {
+            Ok(0) => break true,
+            Ok(_) => {}
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+            Err(_) => break true,
+        }
+        if Instant::now() > deadline {
+            break false;
+        }
+    };
+    assert!(closed, "the non-reading client was not disconnected");
+    let grown = rss_kib().saturating_sub(before);
+    assert!(grown < 256 * 1024, "memory grew by {grown} KiB");
+    assert_keeper_works(&mut keeper);
+    assert_server_healthy(&srv);
+}
+
+#[test]
+fn more_hostile_pdus_get_notices_and_leave_others_served() {
+    let srv = TestServer::start_with(|c| c.demo = true);
+    let mut keeper = srv.admin();
+    // A filter nested 10,000 levels deep: (!(!(!...(objectClass=*)...))).
+    let mut deep = tlv(0x87, b"objectClass");
+    for _ in 0..10_000 {
+        deep = tlv(0xa2, &deep);
+    }
+    let deep_search = message(
+        1,
+        &tlv(
+            0x63,
+            &cat(&[
+                &octets(BASE.as_bytes()),
+                &enumerated(0),
+                &enumerated(0),
+                &int(0),
+                &int(0),
+                &tlv(0x01, &[0]),
+                &deep,
+                &tlv(0x30, b""),
+            ]),
+        ),
+    );
+    // BER nesting without a filter: SEQUENCE in SEQUENCE ... as the message.
+    let mut nested = int(1);
+    for _ in 0..5_000 {
+        nested = tlv(0x30, &nested);
+    }
+    let huge_id = tlv(0x30, &cat(&[&tlv(0x02, &[0x7f; 40]), &tlv(0x42, b"")]));
+    let zero_everything = tlv(0x30, &cat(&[&tlv(0x02, b""), &tlv(0x60, b"")]));
+    let wrong_tag_in_bind = message(
+        1,
+        &tlv(
+            0x60,
+            &cat(&[&tlv(0x04, &[3]), &octets(b""), &tlv(0x80, b"")]),
+        ),
+    );
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        ("filter nested 10,000 deep", deep_search),
+        ("SEQUENCE nested 5,000 deep", nested),
+        ("40-byte message id", huge_id),
+        ("zero-length integer and bind", zero_everything),
+        ("wrong tag for the bind version", wrong_tag_in_bind),
+        (
+            "length says 2 GiB",
+            vec![0x30, 0x84, 0x7f, 0xff, 0xff, 0xff, 0x02],
+        ),
+        ("length of length 0", vec![0x30, 0x80]),
+    ];
+    for (what, bytes) in cases {
+        let mut c = Raw::connect(srv.addr);
+        c.send(&bytes);
+        match c.next(WAIT) {
+            Event::Pdu(m) => {
+                // Either a notice of disconnection or a protocolError result for the request;
+                // never a crash, never a hang.
+                assert!(
+                    m.rc() == 2 || m.tag == EXTENDED_RESPONSE,
+                    "{what}: unexpected answer {m:?}"
+                );
+            }
+            Event::Eof => {}
+            Event::Timeout => panic!("{what}: no answer and no close"),
+        }
+        assert_keeper_works(&mut keeper);
+    }
+    assert_server_healthy(&srv);
+}

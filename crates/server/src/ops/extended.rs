@@ -112,8 +112,7 @@ async fn start_tls(conn: &Arc<Conn>, id: i32) -> (DispatchNext, ResultCode) {
         );
         (out, code)
     };
-    let busy = conn.permits.available_permits() < shared.config.max_outstanding.max(1)
-        || conn.running.lock().map(|m| !m.is_empty()).unwrap_or(true);
+    let busy = conn.busy();
     let (out, rc) = if conn.tls.is_some() {
         refuse(
             ResultCode::OperationsError,

@@ -429,10 +429,7 @@ pub(crate) async fn start(conn: &Arc<Conn>, id: i32, req: &SearchRequest<'_>, wh
     }
     let conn = conn.clone();
     tokio::task::spawn_blocking(move || {
-        let out = conn.out.clone();
-        let done = run(&conn, &v, id, &p, &flag, &mut |b| {
-            out.blocking_send(b).is_ok()
-        });
+        let done = run(&conn, &v, id, &p, &flag, &mut |b| conn.send_blocking(b));
         match done {
             Some((rc, n)) => conn.log_end(log, rc, Some(n)),
             // Abandoned (or the client went away): no result was sent.
