@@ -43,6 +43,8 @@ pub const KEYS: &[&str] = &[
     "size_limit_anonymous",
     "time_limit_anonymous",
     "access",
+    "max_ber_depth",
+    "max_filter_depth",
     "max_connections",
     "max_connections_per_ip",
     "idle_timeout",
@@ -92,6 +94,8 @@ pub struct Settings {
     pub size_limit_anonymous: Option<u64>,
     pub time_limit_anonymous: Option<u64>,
     pub access: Option<Vec<server::acl::RuleSpec>>,
+    pub max_ber_depth: Option<usize>,
+    pub max_filter_depth: Option<usize>,
     pub max_connections: Option<usize>,
     pub max_connections_per_ip: Option<usize>,
     pub idle_timeout: Option<u64>,
@@ -166,6 +170,8 @@ pub fn merge(args: &ServeArgs, file: Settings) -> Result<Settings, ConfigError> 
         size_limit_anonymous: file.size_limit_anonymous,
         time_limit_anonymous: file.time_limit_anonymous,
         access: file.access,
+        max_ber_depth: file.max_ber_depth,
+        max_filter_depth: file.max_filter_depth,
         max_connections: file.max_connections,
         max_connections_per_ip: file.max_connections_per_ip,
         idle_timeout: file.idle_timeout,
@@ -267,6 +273,8 @@ pub fn parse_file(path: &Path, text: &str) -> Result<Settings, ConfigError> {
             "time_limit_anonymous" => {
                 s.time_limit_anonymous = Some(integer(value, 0).map_err(bad)?)
             }
+            "max_ber_depth" => s.max_ber_depth = Some(integer(value, 8).map_err(bad)?),
+            "max_filter_depth" => s.max_filter_depth = Some(integer(value, 1).map_err(bad)?),
             "max_connections" => s.max_connections = Some(integer(value, 1).map_err(bad)?),
             "max_connections_per_ip" => {
                 s.max_connections_per_ip = Some(integer(value, 1).map_err(bad)?)

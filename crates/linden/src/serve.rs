@@ -48,6 +48,12 @@ pub fn server_config(s: Settings, admin_password_hash: Vec<u8>) -> server::Confi
     if s.access.is_some() {
         c.access = s.access;
     }
+    if let Some(v) = s.max_ber_depth {
+        c.max_ber_depth = v;
+    }
+    if let Some(v) = s.max_filter_depth {
+        c.max_filter_depth = v;
+    }
     if let Some(v) = s.max_connections {
         c.max_connections = v;
     }

@@ -62,6 +62,12 @@ pub struct Config {
     /// Refuse add, delete, modify, modify DN and Password Modify over connections without TLS
     /// (confidentialityRequired). Default false.
     pub require_tls_for_writes: bool,
+    /// Deepest BER nesting a request may have (constructed elements, the message counting as
+    /// one); deeper requests get a Notice of Disconnection. Default 40.
+    pub max_ber_depth: usize,
+    /// Deepest and/or/not nesting of a search filter; deeper filters get a Notice of
+    /// Disconnection (protocolError). Default 32.
+    pub max_filter_depth: usize,
     /// Connections open at once; more are refused with a Notice of Disconnection (busy).
     /// Default 10000.
     pub max_connections: usize,
@@ -109,6 +115,8 @@ impl Default for Config {
             size_limit_anonymous: 500,
             time_limit_anonymous: 60,
             access: None,
+            max_ber_depth: proto::DecodeLimits::default().max_ber_depth,
+            max_filter_depth: proto::DecodeLimits::default().max_filter_depth,
             max_connections: 10_000,
             max_connections_per_ip: 1_000,
             idle_timeout: 0,

@@ -499,7 +499,11 @@ where
 }
 
 async fn dispatch(conn: &Arc<Conn>, pdu: &[u8], identity: &mut Arc<Identity>) -> Next {
-    let msg = match LdapMessage::decode(pdu) {
+    let limits = proto::DecodeLimits {
+        max_ber_depth: conn.shared.config.max_ber_depth,
+        max_filter_depth: conn.shared.config.max_filter_depth,
+    };
+    let msg = match LdapMessage::decode_with(pdu, &limits) {
         Ok(m) => m,
         Err(e) => {
             let _ = conn
