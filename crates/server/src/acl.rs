@@ -525,6 +525,11 @@ impl EntryAccess<'_> {
         first.map(pick).unwrap_or(Rights::NONE)
     }
 
+    /// Whether the same requester can see another entry.
+    pub fn sees(&self, other: &Entry) -> bool {
+        self.view.entry(self.acl, self.schema, other).visible()
+    }
+
     /// Whether the entry exists for this requester (read on the entry itself).
     pub fn visible(&self) -> bool {
         self.rights(None).has(Rights::READ)

@@ -237,6 +237,19 @@ fn access_matrix() {
     assert_eq!(es.len(), 9, "ten people but judy");
     let (_, _, es) = search(&mut alice, PEOPLE, Scope::OneLevel, "(objectClass=*)", &[]);
     assert_eq!(es.len(), 10);
+    // Counts of children do not reveal hidden ones either.
+    let count = |c: &mut LdapConn| {
+        let (_, _, es) = search(
+            c,
+            PEOPLE,
+            Scope::Base,
+            "(objectClass=*)",
+            &["numSubordinates"],
+        );
+        es[0].attrs["numSubordinates"][0].clone()
+    };
+    assert_eq!(count(&mut erin), "9");
+    assert_eq!(count(&mut alice), "10");
 
     // --- attribute target: mail ---
     let (_, _, es) = search(

@@ -210,7 +210,21 @@ pub(crate) fn encode_entry(
         if sel.wants(schema, k.entry_dn) {
             computed.push((k.entry_dn, e.dn.as_bytes().to_vec()));
         }
-        let kids = v.num_children(e.id);
+        // Children the requester cannot see are not counted: the count must not reveal them.
+        let kids = match access {
+            Some(a)
+                if sel.wants(schema, k.has_subordinates)
+                    || sel.wants(schema, k.num_subordinates) =>
+            {
+                v.children(e.id).map_or(0, |ids| {
+                    ids.iter()
+                        .filter_map(|id| v.get(id))
+                        .filter(|c| a.sees(c))
+                        .count() as u64
+                })
+            }
+            _ => v.num_children(e.id),
+        };
         if sel.wants(schema, k.has_subordinates) {
             computed.push((
                 k.has_subordinates,
