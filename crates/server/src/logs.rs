@@ -303,7 +303,8 @@ mod tests {
         );
         assert_eq!(
             &lines[1..],
-            ["dn: uid=a,dc=example,dc=com", "changetype: delete"]
+            ["dn: uid=a,dc=example,dc=com", "changetype: delete", ""],
+            "a record ends with an empty line"
         );
     }
 }

@@ -18,17 +18,6 @@ fn user(uid: &str) -> String {
     format!("uid={uid},{PEOPLE}")
 }
 
-fn bind(srv: &TestServer, dn: &str, pw: &str) -> LdapConn {
-    let mut c = srv.anon();
-    let r = c.simple_bind(dn, pw).expect("bind");
-    assert_eq!(r.rc, 0, "bind as {dn}: {r:?}");
-    c
-}
-
-fn bind_rc(srv: &TestServer, dn: &str, pw: &str) -> u32 {
-    srv.anon().simple_bind(dn, pw).expect("bind").rc
-}
-
 /// (result code, matchedDN, entries by DN).
 fn search(
     c: &mut LdapConn,
@@ -168,20 +157,20 @@ fn access_matrix() {
     let srv = matrix_server();
     let alice_dn = user("alice"); // engineering
     let erin_dn = user("erin"); // sales
-    let mut alice = bind(&srv, &alice_dn, "password");
-    let mut erin = bind(&srv, &erin_dn, "password");
-    let mut robot = bind(&srv, ROBOT, "robot-pw");
+    let mut alice = srv.bind_as(&alice_dn, "password");
+    let mut erin = srv.bind_as(&erin_dn, "password");
+    let mut robot = srv.bind_as(ROBOT, "robot-pw");
     let mut anon = srv.anon();
     let mut admin = srv.admin();
 
     // --- bind (auth) ---
     assert_eq!(
-        bind_rc(&srv, &user("grace"), "password"),
+        srv.bind_rc(&user("grace"), "password"),
         49,
         "no auth right: like a wrong password"
     );
-    assert_eq!(bind_rc(&srv, &user("grace"), "wrong"), 49);
-    assert_eq!(bind_rc(&srv, &user("frank"), "password"), 0);
+    assert_eq!(srv.bind_rc(&user("grace"), "wrong"), 49);
+    assert_eq!(srv.bind_rc(&user("frank"), "password"), 0);
 
     // --- base target: judy is visible to engineering only ---
     let (rc, _, es) = search(
@@ -456,7 +445,7 @@ fn access_matrix() {
         0,
         "own password"
     );
-    assert_eq!(bind_rc(&srv, &erin_dn, "erin-new"), 0);
+    assert_eq!(srv.bind_rc(&erin_dn, "erin-new"), 0);
     assert_eq!(modify(&mut alice, &erin_dn, "userPassword", "x"), 50);
     assert_eq!(
         modify(
@@ -562,7 +551,7 @@ fn access_matrix() {
     assert_eq!(pm(&mut alice, &user("bob")), 50, "someone else's password");
     assert_eq!(pm(&mut alice, &alice_dn), 0, "own password");
     assert_eq!(pm(&mut erin, &user("judy")), 32, "hidden entry");
-    assert_eq!(bind_rc(&srv, &alice_dn, "pm-new"), 0);
+    assert_eq!(srv.bind_rc(&alice_dn, "pm-new"), 0);
 
     // The administrator is never refused.
     assert_eq!(modify(&mut admin, &user("judy"), "title", "Editor"), 0);
@@ -609,15 +598,11 @@ fn default_policy() {
         &[],
     );
     assert_eq!((rc, es.len()), (32, 0));
-    assert_eq!(
-        bind_rc(&srv, &alice_dn, "password"),
-        0,
-        "anonymous may bind"
-    );
-    assert_eq!(bind_rc(&srv, &alice_dn, "wrong"), 49);
+    assert_eq!(srv.bind_rc(&alice_dn, "password"), 0, "anonymous may bind");
+    assert_eq!(srv.bind_rc(&alice_dn, "wrong"), 49);
 
     // Users read and search everything but userPassword.
-    let mut alice = bind(&srv, &alice_dn, "password");
+    let mut alice = srv.bind_as(&alice_dn, "password");
     let (rc, _, es) = search(
         &mut alice,
         "dc=example,dc=com",
@@ -670,7 +655,7 @@ fn default_policy() {
         .expect("modify")
         .rc;
     assert_eq!(rc, 0, "own password");
-    assert_eq!(bind_rc(&srv, &alice_dn, "new-pw"), 0);
+    assert_eq!(srv.bind_rc(&alice_dn, "new-pw"), 0);
     let rc = alice
         .modify(
             &alice_dn,
@@ -719,7 +704,7 @@ fn size_limits_per_identity() {
         &["1.1"],
     );
     assert_eq!((rc, es.len()), (4, 2), "anonymous limit");
-    let mut alice = bind(&srv, &user("alice"), "password");
+    let mut alice = srv.bind_as(&user("alice"), "password");
     let (rc, _, es) = search(
         &mut alice,
         PEOPLE,

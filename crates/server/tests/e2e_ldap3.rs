@@ -26,17 +26,6 @@ fn attrs(list: &[(&str, &[&str])]) -> Vec<(String, HashSet<String>)> {
     list.iter().map(|(k, v)| (k.to_string(), set(v))).collect()
 }
 
-fn bind_as(srv: &TestServer, dn: &str, pw: &str) -> LdapConn {
-    let mut c = srv.anon();
-    let r = c.simple_bind(dn, pw).expect("bind request");
-    assert_eq!(r.rc, 0, "bind as {dn}: {r:?}");
-    c
-}
-
-fn bind_rc(srv: &TestServer, dn: &str, pw: &str) -> u32 {
-    srv.anon().simple_bind(dn, pw).expect("bind request").rc
-}
-
 /// Entries and result code of a search (any result code).
 fn search(
     c: &mut LdapConn,
@@ -138,45 +127,41 @@ fn person(uid: &str) -> Vec<(String, HashSet<String>)> {
 #[test]
 fn bind_outcomes() {
     let srv = TestServer::start(true);
-    assert_eq!(bind_rc(&srv, ADMIN_DN, ADMIN_PW), 0, "admin");
+    assert_eq!(srv.bind_rc(ADMIN_DN, ADMIN_PW), 0, "admin");
     assert_eq!(
-        bind_rc(&srv, ALICE, "password"),
+        srv.bind_rc(ALICE, "password"),
         0,
         "user with right password"
     );
     assert_eq!(
-        bind_rc(&srv, ALICE, "wrong"),
+        srv.bind_rc(ALICE, "wrong"),
         49,
         "wrong password → invalidCredentials"
     );
+    assert_eq!(srv.bind_rc(ADMIN_DN, "wrong"), 49, "admin, wrong password");
     assert_eq!(
-        bind_rc(&srv, ADMIN_DN, "wrong"),
-        49,
-        "admin, wrong password"
-    );
-    assert_eq!(
-        bind_rc(&srv, "uid=nobody,ou=people,dc=example,dc=com", "password"),
+        srv.bind_rc("uid=nobody,ou=people,dc=example,dc=com", "password"),
         49,
         "unknown DN"
     );
     assert_eq!(
-        bind_rc(&srv, "cn=mail,ou=services,dc=example,dc=com", "x"),
+        srv.bind_rc("cn=mail,ou=services,dc=example,dc=com", "x"),
         49,
         "entry without userPassword"
     );
     assert_eq!(
-        bind_rc(&srv, ALICE, ""),
+        srv.bind_rc(ALICE, ""),
         53,
         "DN with empty password → unwillingToPerform"
     );
-    assert_eq!(bind_rc(&srv, "", ""), 0, "anonymous");
+    assert_eq!(srv.bind_rc("", ""), 0, "anonymous");
     assert_eq!(
-        bind_rc(&srv, "not a dn", "x"),
+        srv.bind_rc("not a dn", "x"),
         34,
         "invalid DN → invalidDNSyntax"
     );
     // DN given in another spelling binds the same entry.
-    let mut c = bind_as(&srv, "UID=alice,OU=People,DC=Example,DC=COM", "password");
+    let mut c = srv.bind_as("UID=alice,OU=People,DC=Example,DC=COM", "password");
     assert_eq!(whoami(&mut c).to_lowercase(), format!("dn:{ALICE}"));
 }
 
@@ -185,12 +170,12 @@ fn whoami_reports_the_bound_identity() {
     let srv = TestServer::start(true);
     assert_eq!(whoami(&mut srv.admin()), format!("dn:{ADMIN_DN}"));
     assert_eq!(
-        whoami(&mut bind_as(&srv, ALICE, "password")),
+        whoami(&mut srv.bind_as(ALICE, "password")),
         format!("dn:{ALICE}")
     );
     assert_eq!(whoami(&mut srv.anon()), "", "anonymous");
     // A failed bind leaves the connection anonymous (RFC 4513 §5.1).
-    let mut c = bind_as(&srv, BOB, "password");
+    let mut c = srv.bind_as(BOB, "password");
     assert_eq!(c.simple_bind(ALICE, "wrong").expect("bind").rc, 49);
     assert_eq!(whoami(&mut c), "");
 }
@@ -557,7 +542,7 @@ fn writes_need_the_right_identity() {
     );
     assert_eq!(anon.delete(ALICE).expect("delete").rc, 8);
 
-    let mut alice = bind_as(&srv, ALICE, "password");
+    let mut alice = srv.bind_as(ALICE, "password");
     assert_eq!(
         alice
             .add("uid=x,ou=people,dc=example,dc=com", person("x"))
@@ -613,8 +598,8 @@ fn writes_need_the_right_identity() {
         )
         .expect("modify");
     assert_eq!(r.rc, 0, "self password modify: {r:?}");
-    assert_eq!(bind_rc(&srv, ALICE, "by-modify"), 0);
-    assert_eq!(bind_rc(&srv, ALICE, "password"), 49);
+    assert_eq!(srv.bind_rc(ALICE, "by-modify"), 0);
+    assert_eq!(srv.bind_rc(ALICE, "password"), 49);
     // stored hashed
     let stored = values(&one(&mut admin, ALICE, &["userPassword"]), "userPassword");
     assert_eq!(stored.len(), 1);
@@ -628,7 +613,7 @@ fn writes_need_the_right_identity() {
         .modify(BOB, vec![Mod::Replace("userPassword", ["hijack"].into())])
         .expect("modify");
     assert_eq!(r.rc, 50);
-    assert_eq!(bind_rc(&srv, BOB, "password"), 0);
+    assert_eq!(srv.bind_rc(BOB, "password"), 0);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -987,8 +972,8 @@ fn user_password_visible_only_to_admin() {
     let srv = TestServer::start(true);
     for (who, mut c) in [
         ("anonymous", srv.anon()),
-        ("alice herself", bind_as(&srv, ALICE, "password")),
-        ("bob", bind_as(&srv, BOB, "password")),
+        ("alice herself", srv.bind_as(ALICE, "password")),
+        ("bob", srv.bind_as(BOB, "password")),
     ] {
         for sel in [&["userPassword"][..], &["*"][..], &[][..]] {
             let e = one(&mut c, ALICE, sel);
@@ -1061,7 +1046,7 @@ fn user_password_visible_only_to_admin() {
 fn password_modify_self_and_by_admin() {
     let srv = TestServer::start(true);
     // self, with the old password
-    let mut alice = bind_as(&srv, ALICE, "password");
+    let mut alice = srv.bind_as(ALICE, "password");
     let r = alice
         .extended(PasswordModify {
             user_id: None,
@@ -1071,12 +1056,12 @@ fn password_modify_self_and_by_admin() {
         .expect("passwd request");
     assert_eq!(r.1.rc, 0, "{:?}", r.1);
     assert_eq!(
-        bind_rc(&srv, ALICE, "n3w-secret"),
+        srv.bind_rc(ALICE, "n3w-secret"),
         0,
         "bind with the new password"
     );
     assert_eq!(
-        bind_rc(&srv, ALICE, "password"),
+        srv.bind_rc(ALICE, "password"),
         49,
         "old password no longer works"
     );
@@ -1089,7 +1074,7 @@ fn password_modify_self_and_by_admin() {
         })
         .expect("passwd request");
     assert_ne!(r.1.rc, 0, "wrong old password accepted");
-    assert_eq!(bind_rc(&srv, ALICE, "n3w-secret"), 0);
+    assert_eq!(srv.bind_rc(ALICE, "n3w-secret"), 0);
     // a user cannot set someone else's
     let r = alice
         .extended(PasswordModify {
@@ -1099,7 +1084,7 @@ fn password_modify_self_and_by_admin() {
         })
         .expect("passwd request");
     assert_eq!(r.1.rc, 50, "user changes another's password");
-    assert_eq!(bind_rc(&srv, BOB, "password"), 0);
+    assert_eq!(srv.bind_rc(BOB, "password"), 0);
     // anonymous cannot either
     let r = srv
         .anon()
@@ -1133,11 +1118,11 @@ fn password_modify_self_and_by_admin() {
         "generated password too short: {generated:?}"
     );
     assert_eq!(
-        bind_rc(&srv, BOB, &generated),
+        srv.bind_rc(BOB, &generated),
         0,
         "bind with the generated password"
     );
-    assert_eq!(bind_rc(&srv, BOB, "password"), 49);
+    assert_eq!(srv.bind_rc(BOB, "password"), 49);
     // admin with an explicit password: no value in the response
     let (exop, _) = admin
         .extended(PasswordModify {
@@ -1152,7 +1137,7 @@ fn password_modify_self_and_by_admin() {
         exop.val.as_deref().unwrap_or_default().is_empty(),
         "no genPasswd when one was given"
     );
-    assert_eq!(bind_rc(&srv, BOB, "chosen"), 0);
+    assert_eq!(srv.bind_rc(BOB, "chosen"), 0);
     // the stored value is hashed
     let v = values(&one(&mut admin, BOB, &["userPassword"]), "userPassword");
     assert!(v.len() == 1 && v[0].starts_with(b"{"), "{v:?}");

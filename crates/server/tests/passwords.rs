@@ -10,10 +10,6 @@ use ldap3::{LdapConn, Mod, Scope, SearchEntry};
 
 const ALICE: &str = "uid=alice,ou=people,dc=example,dc=com";
 
-fn bind_rc(srv: &TestServer, dn: &str, pw: &str) -> u32 {
-    srv.anon().simple_bind(dn, pw).expect("bind").rc
-}
-
 fn stored_password(admin: &mut LdapConn, dn: &str) -> String {
     let ldap3::SearchResult(rs, _) = admin
         .search(dn, Scope::Base, "(objectClass=*)", vec!["userPassword"])
@@ -39,10 +35,10 @@ fn lockout_per_dn_hides_existence_and_expires() {
         };
     });
     for _ in 0..3 {
-        assert_eq!(bind_rc(&srv, ALICE, "wrong"), 49);
+        assert_eq!(srv.bind_rc(ALICE, "wrong"), 49);
     }
     assert_eq!(
-        bind_rc(&srv, ALICE, "password"),
+        srv.bind_rc(ALICE, "password"),
         49,
         "locked: even the right password fails"
     );
@@ -56,19 +52,19 @@ fn lockout_per_dn_hides_existence_and_expires() {
     // A DN that does not exist is counted and answered exactly alike.
     let ghost = "uid=ghost,ou=people,dc=example,dc=com";
     for _ in 0..4 {
-        assert_eq!(bind_rc(&srv, ghost, "wrong"), 49);
+        assert_eq!(srv.bind_rc(ghost, "wrong"), 49);
     }
     // Other DNs are unaffected.
     assert_eq!(
-        bind_rc(&srv, "uid=bob,ou=people,dc=example,dc=com", "password"),
+        srv.bind_rc("uid=bob,ou=people,dc=example,dc=com", "password"),
         0
     );
     std::thread::sleep(Duration::from_millis(1700));
-    assert_eq!(bind_rc(&srv, ALICE, "password"), 0, "the lock expires");
+    assert_eq!(srv.bind_rc(ALICE, "password"), 0, "the lock expires");
     // Success clears the count: two more failures do not lock.
-    assert_eq!(bind_rc(&srv, ALICE, "wrong"), 49);
-    assert_eq!(bind_rc(&srv, ALICE, "wrong"), 49);
-    assert_eq!(bind_rc(&srv, ALICE, "password"), 0);
+    assert_eq!(srv.bind_rc(ALICE, "wrong"), 49);
+    assert_eq!(srv.bind_rc(ALICE, "wrong"), 49);
+    assert_eq!(srv.bind_rc(ALICE, "password"), 0);
 }
 
 #[test]
@@ -83,16 +79,12 @@ fn lockout_per_address() {
     });
     for uid in ["bob", "carol", "dave", "nobody"] {
         assert_eq!(
-            bind_rc(
-                &srv,
-                &format!("uid={uid},ou=people,dc=example,dc=com"),
-                "wrong"
-            ),
+            srv.bind_rc(&format!("uid={uid},ou=people,dc=example,dc=com"), "wrong"),
             49
         );
     }
-    assert_eq!(bind_rc(&srv, ALICE, "password"), 49, "127.0.0.1 is locked");
-    assert_eq!(bind_rc(&srv, common::ADMIN_DN, common::ADMIN_PW), 49);
+    assert_eq!(srv.bind_rc(ALICE, "password"), 49, "127.0.0.1 is locked");
+    assert_eq!(srv.bind_rc(common::ADMIN_DN, common::ADMIN_PW), 49);
 }
 
 #[test]
@@ -120,7 +112,7 @@ fn cleartext_is_hashed_with_the_configured_scheme_and_migrated_hashes_work() {
         .success()
         .expect("modified");
     assert!(stored_password(&mut admin, ALICE).starts_with("{PBKDF2-SHA512}"));
-    assert_eq!(bind_rc(&srv, ALICE, "n3w"), 0);
+    assert_eq!(srv.bind_rc(ALICE, "n3w"), 0);
     // Password Modify: hashed.
     let mut alice = srv.anon();
     alice
@@ -139,7 +131,7 @@ fn cleartext_is_hashed_with_the_configured_scheme_and_migrated_hashes_work() {
         .success()
         .expect("changed");
     assert!(stored_password(&mut admin, ALICE).starts_with("{PBKDF2-SHA512}"));
-    assert_eq!(bind_rc(&srv, ALICE, "n3w2"), 0);
+    assert_eq!(srv.bind_rc(ALICE, "n3w2"), 0);
     // Values hashed elsewhere are stored as given and verify (OpenLDAP slappasswd, glibc crypt,
     // argon2-cffi, passlib: see crates/pwhash/tests/vectors.rs).
     for (uid, hashed) in [
@@ -157,7 +149,7 @@ fn cleartext_is_hashed_with_the_configured_scheme_and_migrated_hashes_work() {
         let (rc, out, err) = common::tool("ldapwhoami", &["-x", "-H", &srv.url, "-D", &dn, "-w", "correct horse"], None);
         assert_eq!(rc, 0, "{uid}: {err}");
         assert_eq!(out.trim(), format!("dn:{dn}"));
-        assert_eq!(bind_rc(&srv, &dn, "correct horse!"), 49);
+        assert_eq!(srv.bind_rc(&dn, "correct horse!"), 49);
     }
 }
 
@@ -168,5 +160,5 @@ fn default_scheme_is_argon2id() {
     assert!(
         stored_password(&mut admin, ALICE).starts_with("{ARGON2}$argon2id$v=19$m=19456,t=2,p=1$")
     );
-    assert_eq!(bind_rc(&srv, ALICE, "password"), 0);
+    assert_eq!(srv.bind_rc(ALICE, "password"), 0);
 }

@@ -115,6 +115,19 @@ impl TestServer {
     pub fn anon(&self) -> ldap3::LdapConn {
         ldap3::LdapConn::new(&self.url).expect("connect")
     }
+
+    /// A new connection bound as `dn`; panics unless the bind succeeds.
+    pub fn bind_as(&self, dn: &str, pw: &str) -> ldap3::LdapConn {
+        let mut c = self.anon();
+        let r = c.simple_bind(dn, pw).expect("bind request");
+        assert_eq!(r.rc, 0, "bind as {dn}: {r:?}");
+        c
+    }
+
+    /// The result code of a simple bind on a new connection.
+    pub fn bind_rc(&self, dn: &str, pw: &str) -> u32 {
+        self.anon().simple_bind(dn, pw).expect("bind request").rc
+    }
 }
 
 impl Drop for TestServer {
