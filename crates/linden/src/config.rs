@@ -568,6 +568,19 @@ mod tests {
         parse_file(Path::new("linden.toml"), text)
     }
 
+    /// The example in docs/configuration.md is a valid file.
+    #[test]
+    fn documented_example_parses() {
+        let doc = include_str!("../../../docs/configuration.md");
+        let start = doc.find("## Example file").expect("example section");
+        let block = &doc[start..];
+        let block = &block[block.find("```toml\n").expect("toml block") + 8..];
+        let block = &block[..block.find("```").expect("end of block")];
+        let s = parse(block).expect("documented example");
+        assert_eq!(s.access.map(|a| a.len()), Some(2));
+        assert_eq!(s.password_hash, Some(pwhash::Scheme::Argon2));
+    }
+
     #[test]
     fn password_and_lockout_keys() {
         let s = parse(
