@@ -92,6 +92,7 @@ impl<R: BufRead> Reader<R> {
     /// Returns `false` at end of input.
     fn read_physical(&mut self) -> Result<bool, LdifError> {
         let mut any = false;
+        let line_start = self.buf.len();
         loop {
             let chunk = match self.inner.fill_buf() {
                 Ok(c) => c,
@@ -130,7 +131,9 @@ impl<R: BufRead> Reader<R> {
         }
         if any {
             self.line_no += 1;
-            if self.buf.last() == Some(&b'\r') {
+            // Only this line's own CR (of a CRLF ending): an empty line must not eat the
+            // last byte of the line before it (found by the ldif_reader fuzz target).
+            if self.buf.len() > line_start && self.buf.last() == Some(&b'\r') {
                 self.buf.pop();
             }
         }
@@ -728,6 +731,21 @@ fn percent_decode(s: &[u8]) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A value ending in CR, folded, then an empty line: the empty line's (absent) CR must not
+    /// be taken from the line before it. Found by the ldif_reader fuzz target (it panicked).
+    #[test]
+    fn empty_line_after_a_value_ending_in_cr() {
+        let input = b"dn: cn=a,dc=x\ncn: a\r\r\n\ndn: cn=b,dc=x\ncn: b\n";
+        let recs: Vec<_> = Reader::new(&input[..]).collect();
+        assert_eq!(recs.len(), 2, "{recs:?}");
+        match &recs[0] {
+            Ok(Record::Content { attrs, .. }) => assert_eq!(attrs[0].1, b"a\r"),
+            other => panic!("{other:?}"),
+        }
+        let fuzz: &[u8] = b"dn: u\ncontrol: 1.2.:05 true\nchangetyqe: delete(\n\ndn: u\r\r\r\n\n";
+        let _ = Reader::new(fuzz).count();
+    }
 
     #[test]
     fn percent_decoding() {
