@@ -355,7 +355,7 @@ impl Acl {
                 rights: Vec::new(),
             };
         }
-        let me = who.ndn.clone();
+        let me = who.ndn.as_ref();
         let rights = self
             .rules
             .iter()
@@ -363,7 +363,7 @@ impl Acl {
                 // The clause that applies when the entry is the requester's own, and otherwise.
                 let pick = |is_self: bool| {
                     r.by.iter()
-                        .find(|(s, _)| self.subject_matches(schema, v, s, me.as_ref(), is_self))
+                        .find(|(s, _)| self.subject_matches(schema, v, s, me, is_self))
                         .map(|(_, r)| *r)
                         .unwrap_or(Rights::NONE)
                 };
@@ -372,7 +372,7 @@ impl Acl {
             .collect();
         View {
             admin: false,
-            me,
+            me: me.map(|n| n.norm.clone()),
             rights,
         }
     }
@@ -413,7 +413,9 @@ impl Acl {
 #[derive(Debug)]
 pub struct View {
     admin: bool,
-    me: Option<NormDn>,
+    /// The requester's normalized DN (only the string: cloning a whole `NormDn` per operation
+    /// would cost more than the rest of the evaluation).
+    me: Option<String>,
     /// Per rule: rights when the entry is the requester's own entry, and otherwise.
     rights: Vec<(Rights, Rights)>,
 }
@@ -450,7 +452,7 @@ impl View {
             view: self,
             acl,
             schema,
-            is_self: self.me.as_ref() == Some(&e.ndn),
+            is_self: self.me.as_deref() == Some(e.ndn.norm.as_str()),
             selected,
         }
     }

@@ -47,6 +47,8 @@ pub(crate) struct Conn {
     pub tls: Option<TlsInfo>,
     /// Connection number, for the access and audit logs.
     pub id: u64,
+    /// ` conn=N` and ` client=ADDR:PORT` for access-log lines, formatted once.
+    log_tag: (String, String),
     /// Response bytes that may still be queued, in KiB (`max_buffered_bytes`): taken by
     /// producers, returned by the write task; closed when the connection is gone.
     pub buffered: Arc<Semaphore>,
@@ -69,7 +71,7 @@ impl Conn {
         if !self.shared.access_log.enabled() {
             return None;
         }
-        let mut line = crate::logs::access_prefix(self.id, op, self.peer, &who.dn);
+        let mut line = crate::logs::access_prefix(&self.log_tag.0, op, &self.log_tag.1, &who.dn);
         what(&mut line);
         Some(AccessLine {
             line,
@@ -104,7 +106,8 @@ impl Conn {
     /// Queues an access-log line for an event without a result (connection, abandon, unbind).
     fn log_event(&self, op: i32, who: &Identity, what: &str) {
         if self.shared.access_log.enabled() {
-            let mut line = crate::logs::access_prefix(self.id, op, self.peer, &who.dn);
+            let mut line =
+                crate::logs::access_prefix(&self.log_tag.0, op, &self.log_tag.1, &who.dn);
             line.push(' ');
             line.push_str(what);
             line.push('\n');
@@ -412,6 +415,7 @@ where
         peer,
         tls,
         id: conn_id,
+        log_tag: crate::logs::conn_tag(conn_id, peer),
         buffered,
     });
     let mut identity = Arc::new(Identity::default());
