@@ -143,18 +143,7 @@ pub fn timestamp(out: &mut String, t: SystemTime) {
     SECOND.with(|c| {
         let mut c = c.borrow_mut();
         if c.0 != secs {
-            let dt = time::OffsetDateTime::from(t);
-            c.1.clear();
-            let _ = write!(
-                c.1,
-                "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}",
-                dt.year(),
-                u8::from(dt.month()),
-                dt.day(),
-                dt.hour(),
-                dt.minute(),
-                dt.second()
-            );
+            c.1 = crate::ops::civil_time(t, "-", "T", ":");
             c.0 = secs;
         }
         out.push_str(&c.1);

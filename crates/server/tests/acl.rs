@@ -6,7 +6,7 @@ mod common;
 
 use std::collections::HashSet;
 
-use common::{TestServer, ADMIN_DN, ADMIN_PW};
+use common::{search, TestServer, ADMIN_DN, ADMIN_PW};
 use ldap3::{LdapConn, Mod, Scope, SearchEntry};
 use server::acl::{ClauseSpec, RuleSpec};
 
@@ -16,24 +16,6 @@ const ROBOT: &str = "cn=robot,ou=services,dc=example,dc=com";
 
 fn user(uid: &str) -> String {
     format!("uid={uid},{PEOPLE}")
-}
-
-/// (result code, matchedDN, entries by DN).
-fn search(
-    c: &mut LdapConn,
-    base: &str,
-    scope: Scope,
-    filter: &str,
-    attrs: &[&str],
-) -> (u32, String, Vec<SearchEntry>) {
-    let ldap3::SearchResult(rs, res) = c
-        .search(base, scope, filter, attrs.to_vec())
-        .expect("search");
-    (
-        res.rc,
-        res.matched,
-        rs.into_iter().map(SearchEntry::construct).collect(),
-    )
 }
 
 fn dns(entries: &[SearchEntry]) -> HashSet<String> {

@@ -34,11 +34,8 @@ fn search(
     filter: &str,
     attrs: &[&str],
 ) -> (Vec<SearchEntry>, u32) {
-    let r = c
-        .search(base, scope, filter, attrs.to_vec())
-        .expect("search request");
-    let entries = r.0.into_iter().map(SearchEntry::construct).collect();
-    (entries, r.1.rc)
+    let (rc, _, entries) = common::search(c, base, scope, filter, attrs);
+    (entries, rc)
 }
 
 /// Entries of a search that must succeed.

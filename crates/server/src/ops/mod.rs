@@ -144,11 +144,12 @@ pub(crate) fn detached(dn: String, ndn: schema::NormDn, attrs: Vec<Attr>) -> sto
     }
 }
 
-/// RFC 4517 GeneralizedTime in UTC, `YYYYMMDDHHMMSSZ`.
-pub(crate) fn generalized_time(t: SystemTime) -> String {
+/// A UTC time to the second as `YYYY{d}MM{d}DD{t}HH{c}MM{c}SS`: GeneralizedTime uses no
+/// separators, the logs ISO 8601's `-`, `T` and `:`.
+pub(crate) fn civil_time(t: SystemTime, d: &str, tsep: &str, c: &str) -> String {
     let dt = time::OffsetDateTime::from(t);
     format!(
-        "{:04}{:02}{:02}{:02}{:02}{:02}Z",
+        "{:04}{d}{:02}{d}{:02}{tsep}{:02}{c}{:02}{c}{:02}",
         dt.year(),
         u8::from(dt.month()),
         dt.day(),
@@ -156,6 +157,11 @@ pub(crate) fn generalized_time(t: SystemTime) -> String {
         dt.minute(),
         dt.second()
     )
+}
+
+/// RFC 4517 GeneralizedTime in UTC, `YYYYMMDDHHMMSSZ`.
+pub(crate) fn generalized_time(t: SystemTime) -> String {
+    civil_time(t, "", "", "") + "Z"
 }
 
 /// Sets (replaces) a single-valued server-kept attribute.

@@ -141,6 +141,24 @@ impl Drop for TestServer {
     }
 }
 
+/// A search with any outcome: (result code, matchedDN, entries).
+pub fn search(
+    c: &mut ldap3::LdapConn,
+    base: &str,
+    scope: ldap3::Scope,
+    filter: &str,
+    attrs: &[&str],
+) -> (u32, String, Vec<ldap3::SearchEntry>) {
+    let ldap3::SearchResult(rs, res) = c
+        .search(base, scope, filter, attrs.to_vec())
+        .expect("search request");
+    (
+        res.rc,
+        res.matched,
+        rs.into_iter().map(ldap3::SearchEntry::construct).collect(),
+    )
+}
+
 /// Runs an OpenLDAP client tool; panics with a pointer to the installer when it is missing.
 pub fn tool(name: &str, args: &[&str], stdin: Option<&str>) -> (i32, String, String) {
     tool_env(name, args, stdin, &[])
