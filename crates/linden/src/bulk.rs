@@ -49,10 +49,10 @@ pub struct BackupArgs {
 
 #[derive(Debug, Args)]
 pub struct SnapshotArgs {
-    /// The running server. [default: ldap://127.0.0.1:3389]
+    /// The running server.
     #[arg(long, value_name = "URL", default_value = "ldap://127.0.0.1:3389")]
     pub url: String,
-    /// The administrator's DN. [default: cn=admin,dc=example,dc=com]
+    /// The administrator's DN.
     #[arg(long, value_name = "DN", default_value = "cn=admin,dc=example,dc=com")]
     pub bind_dn: String,
     /// The administrator's password (or LINDEN_ADMIN_PASSWORD).
