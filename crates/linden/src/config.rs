@@ -71,6 +71,7 @@ pub const KEYS: &[&str] = &[
     "durability",
     "snapshot_interval",
     "snapshot_log_bytes",
+    "snapshot_cpu_share",
     "log_level",
 ];
 
@@ -122,6 +123,7 @@ pub struct Settings {
     pub durability: Option<server::Durability>,
     pub snapshot_interval: Option<u64>,
     pub snapshot_log_bytes: Option<u64>,
+    pub snapshot_cpu_share: Option<u32>,
     pub log_level: String,
 }
 
@@ -203,6 +205,7 @@ pub fn merge(args: &ServeArgs, file: Settings) -> Result<Settings, ConfigError> 
         },
         snapshot_interval: args.snapshot_interval.or(file.snapshot_interval),
         snapshot_log_bytes: args.snapshot_log_bytes.or(file.snapshot_log_bytes),
+        snapshot_cpu_share: file.snapshot_cpu_share,
         log_level,
     };
     if s.max_pdu_size == Some(0) {
@@ -344,6 +347,15 @@ pub fn parse_file(path: &Path, text: &str) -> Result<Settings, ConfigError> {
             }
             "snapshot_interval" => s.snapshot_interval = Some(integer(value, 0).map_err(bad)?),
             "snapshot_log_bytes" => s.snapshot_log_bytes = Some(integer(value, 0).map_err(bad)?),
+            "snapshot_cpu_share" => {
+                let v: u32 = integer(value, 1).map_err(bad)?;
+                if v > 100 {
+                    return Err(bad(format!(
+                        "a percentage of one core: 1 to 100, found {v}"
+                    )));
+                }
+                s.snapshot_cpu_share = Some(v);
+            }
             "log_level" => {
                 let v = string(value).map_err(bad)?;
                 check_log_level(&v).map_err(bad)?;
@@ -593,6 +605,19 @@ mod tests {
         assert_eq!(s.bind_failures_per_dn, Some(3));
         assert_eq!(s.bind_failures_per_ip, Some(0));
         assert_eq!(s.bind_lockout_seconds, Some(30));
+        assert_eq!(
+            parse("snapshot_cpu_share = 40")
+                .expect("valid")
+                .snapshot_cpu_share,
+            Some(40)
+        );
+        let e = parse("snapshot_cpu_share = 150")
+            .expect_err("over 100")
+            .to_string();
+        assert!(
+            e.contains("key 'snapshot_cpu_share': a percentage of one core"),
+            "{e}"
+        );
         let e = parse("password_hash = \"md5\"")
             .expect_err("unknown scheme")
             .to_string();

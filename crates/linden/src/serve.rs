@@ -121,6 +121,9 @@ pub fn server_config(s: Settings, admin_password_hash: Vec<u8>) -> server::Confi
     if let Some(v) = s.snapshot_log_bytes {
         c.snapshot_log_bytes = v;
     }
+    if let Some(v) = s.snapshot_cpu_share {
+        c.snapshot_cpu_share = v;
+    }
     c
 }
 

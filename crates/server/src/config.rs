@@ -97,6 +97,9 @@ pub struct Config {
     /// Log bytes written since the last snapshot that trigger a new one (0 = never by volume).
     /// Default 1 GiB.
     pub snapshot_log_bytes: u64,
+    /// Percent of one core a snapshot written while serving (by time, by log volume, or on
+    /// request) may use; the shutdown snapshot is never paced. Default 25.
+    pub snapshot_cpu_share: u32,
 }
 
 impl Default for Config {
@@ -139,6 +142,7 @@ impl Default for Config {
             durability: Durability::Sync,
             snapshot_interval: 86_400,
             snapshot_log_bytes: 1 << 30,
+            snapshot_cpu_share: 25,
         }
     }
 }

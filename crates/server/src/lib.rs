@@ -172,13 +172,13 @@ impl Server {
         &self.shared.counters
     }
 
-    /// Writes a snapshot of the current version now (clean shutdown, or on demand) and
+    /// Writes a snapshot of the current version now, as fast as it can (clean shutdown) and
     /// removes the log files it covers. `Ok(None)`: one is already being written, or this
     /// version is already on disk.
     pub fn snapshot(&self) -> Result<Option<persistence::SnapshotReport>, String> {
         let sh = &self.shared;
         match &sh.persistence {
-            Some(p) => p.snapshot(&sh.store, &sh.schema),
+            Some(p) => p.snapshot(&sh.store, &sh.schema, 100),
             None => Ok(None),
         }
     }
@@ -208,7 +208,9 @@ impl Server {
                 if sh.persistence.as_ref().is_some_and(|p| p.due(&sh.config)) {
                     let sh2 = sh.clone();
                     let r = tokio::task::spawn_blocking(move || match &sh2.persistence {
-                        Some(p) => p.snapshot(&sh2.store, &sh2.schema),
+                        Some(p) => {
+                            p.snapshot(&sh2.store, &sh2.schema, sh2.config.snapshot_cpu_share)
+                        }
                         None => Ok(None),
                     })
                     .await;

@@ -98,13 +98,58 @@ fn log_bytes(dir: &Path) -> u64 {
         .sum()
 }
 
+/// Entries written between two pacing pauses.
+const PACE_ENTRIES: usize = 4096;
+
+/// An iterator that sleeps between batches so that the loop consuming it (encoding and
+/// writing the snapshot) uses about `share` percent of a core.
+struct Paced<I> {
+    inner: I,
+    share: u32,
+    n: usize,
+    since: Instant,
+}
+
+impl<I> Paced<I> {
+    fn new(inner: I, share: u32) -> Self {
+        Paced {
+            inner,
+            share: share.clamp(1, 100),
+            n: 0,
+            since: Instant::now(),
+        }
+    }
+}
+
+impl<I: Iterator> Iterator for Paced<I> {
+    type Item = I::Item;
+
+    fn next(&mut self) -> Option<I::Item> {
+        self.n += 1;
+        if self.share < 100 && self.n.is_multiple_of(PACE_ENTRIES) {
+            let worked = self.since.elapsed();
+            // work / (work + pause) = share
+            let pause = worked.mul_f64(f64::from(100 - self.share) / f64::from(self.share));
+            std::thread::sleep(pause.min(std::time::Duration::from_secs(1)));
+            self.since = Instant::now();
+        }
+        self.inner.next()
+    }
+}
+
 impl Persistence {
     /// Writes a snapshot of the newest version and removes the files it makes unnecessary.
     /// `Ok(None)` when another snapshot is being written or this version is already on disk.
+    ///
+    /// `cpu_share` (percent, 1–100) paces the writer while the server is serving: after each
+    /// `PACE_ENTRIES` entries it sleeps so that it uses about that share of one core, leaving
+    /// the rest to clients (on a 2-core machine an unpaced snapshot takes a whole core from
+    /// them for its duration). 100 writes as fast as it can (shutdown).
     pub fn snapshot(
         &self,
         store: &Store,
         schema: &Schema,
+        cpu_share: u32,
     ) -> Result<Option<SnapshotReport>, String> {
         let Ok(_guard) = self.busy.try_lock() else {
             return Ok(None);
@@ -120,7 +165,7 @@ impl Persistence {
             &self.dir,
             v.seq,
             v.next_id(),
-            v.iter().map(|e| &**e),
+            Paced::new(v.iter().map(|e| &**e), cpu_share),
             schema,
         )
         .map_err(|e| e.to_string())?;

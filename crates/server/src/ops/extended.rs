@@ -155,7 +155,7 @@ async fn snapshot(shared: &Arc<Shared>, who: &Identity) -> LdapResult<String> {
     }
     let sh = shared.clone();
     let r = tokio::task::spawn_blocking(move || match &sh.persistence {
-        Some(p) => p.snapshot(&sh.store, &sh.schema),
+        Some(p) => p.snapshot(&sh.store, &sh.schema, sh.config.snapshot_cpu_share),
         None => Ok(None),
     })
     .await

@@ -75,6 +75,9 @@ pub fn write_snapshot<'a>(
     )
 }
 
+/// Bytes written to a snapshot between intermediate fsyncs.
+const SYNC_EVERY_BYTES: usize = 8 << 20;
+
 /// `write_snapshot` with `chunk_entries` entries per chunk.
 pub fn write_snapshot_with<'a>(
     io: &dyn Io,
@@ -106,6 +109,7 @@ pub fn write_snapshot_with<'a>(
     let mut total: u64 = 0;
     let mut chunk: Vec<u8> = Vec::new();
     let mut in_chunk: u32 = 0;
+    let mut unsynced: usize = 0;
     let mut flush = |chunk: &mut Vec<u8>, in_chunk: &mut u32| -> Result<(), PersistError> {
         // chunk = [len, crc, count, entries...]; fill in the first three words.
         let len = chunk.len() - 8;
@@ -114,6 +118,14 @@ pub fn write_snapshot_with<'a>(
         chunk[..4].copy_from_slice(&(len as u32).to_le_bytes());
         chunk[4..8].copy_from_slice(&sum.to_le_bytes());
         f.write_all(chunk).map_err(err)?;
+        // Hand the data to the disk as it goes instead of leaving hundreds of megabytes dirty
+        // for the final fsync: a burst that size stalls the transaction log's fsyncs (and so
+        // every write acknowledgement) while it drains.
+        unsynced += chunk.len();
+        if unsynced >= SYNC_EVERY_BYTES {
+            f.sync().map_err(err)?;
+            unsynced = 0;
+        }
         index.push((offset, len as u32, *in_chunk));
         offset += chunk.len() as u64;
         chunk.clear();
