@@ -25,6 +25,13 @@ use clap::Parser;
 use cli::{Cli, Command};
 use config::ConfigError;
 
+/// jemalloc instead of the C library's allocator. The store holds millions of small values
+/// (most under 32 bytes): jemalloc packs them in size classes without a per-allocation header,
+/// and its arenas do not strand freed memory per thread the way glibc's do, which shows in
+/// resident memory per entry, start-up and import time (BENCHMARKS.md has the numbers).
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {

@@ -207,6 +207,33 @@ fn real_tool_values_verify() {
     }
 }
 
+/// Argon2 working memory is pooled and reused (bounded memory); a reused buffer still holds the
+/// previous computation's blocks, of another size, and must not change any result.
+#[test]
+fn argon2_results_do_not_depend_on_reused_memory() {
+    let small = Policy {
+        scheme: Scheme::Argon2,
+        cost: Cost {
+            argon2_memory_kib: 64,
+            argon2_iterations: 1,
+            ..Cost::default()
+        },
+    };
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| {
+                for _ in 0..3 {
+                    let mine = small.hash(b"pw");
+                    assert!(verify(TOOL_VECTORS[1].as_bytes(), b"correct horse"));
+                    assert!(verify(&mine, b"pw"));
+                    assert!(verify(TOOL_VECTORS[0].as_bytes(), b"correct horse"));
+                    assert!(!verify(&mine, b"pW"));
+                }
+            });
+        }
+    });
+}
+
 #[test]
 fn scheme_prefixes_are_case_insensitive_for_new_schemes() {
     let v = TOOL_VECTORS[2].replace("{PBKDF2-SHA512}", "{pbkdf2-sha512}");

@@ -260,7 +260,13 @@ pub struct Schema {
     macros: HashMap<String, String>,
     /// For each attribute: itself and all its descendants.
     subtypes: Vec<Vec<AttrId>>,
+    /// Names this set of definitions for per-thread caches of derived values (see
+    /// `rules::dn_key`): a new number from `GENERATIONS` whenever definitions change.
+    generation: u64,
 }
+
+/// Source of `Schema::generation`.
+static GENERATIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 impl Schema {
     /// An empty schema with only the built-in syntaxes and matching rules.
@@ -278,6 +284,7 @@ impl Schema {
             syntax_index: HashMap::new(),
             macros: HashMap::new(),
             subtypes: Vec::new(),
+            generation: 0,
         };
         for (oid, desc, check) in syntax::SYNTAXES {
             s.add_syntax(oid, desc, *check);
@@ -339,6 +346,7 @@ impl Schema {
 
     /// Recomputes derived tables after definitions were added.
     fn finish(&mut self) {
+        self.generation = GENERATIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let n = self.attrs.len();
         let mut subtypes: Vec<Vec<AttrId>> = (0..n).map(|i| vec![AttrId(i as u32)]).collect();
         for i in 0..n {

@@ -632,6 +632,8 @@ impl Schema {
         let id = AttrId(self.attrs.len() as u32);
         self.attr_index.insert(oid, id);
         for n in &a.names {
+            // Also as spelled, so the usual spelling ("objectClass") is found without folding.
+            self.attr_index.insert(n.to_string(), id);
             self.attr_index.insert(n.to_ascii_lowercase(), id);
         }
         self.attrs.push(a);
@@ -731,6 +733,7 @@ impl Schema {
         let id = ClassId(self.classes.len() as u32);
         self.class_index.insert(oid, id);
         for n in &c.names {
+            self.class_index.insert(n.to_string(), id);
             self.class_index.insert(n.to_ascii_lowercase(), id);
         }
         self.classes.push(c);

@@ -7,6 +7,7 @@
 //! space, and Unicode-lowercase for the caseIgnore rules (no NFKC).
 
 use std::cmp::Ordering;
+use std::collections::HashMap;
 
 use crate::{syntax, AttrId, Dn, RuleId, RuleKind, Schema, ValueError};
 
@@ -266,6 +267,14 @@ fn map_to_nothing(c: char) -> bool {
 /// String preparation for equality: trim, collapse inner white space, optionally case-fold.
 /// A value of only spaces becomes a single space, so it stays distinct from the empty value.
 fn prep(s: &str, fold: bool) -> String {
+    if s.is_ascii() {
+        prep_ascii(s.as_bytes(), fold)
+    } else {
+        prep_chars(s, fold)
+    }
+}
+
+fn prep_chars(s: &str, fold: bool) -> String {
     let mut out = String::with_capacity(s.len());
     let mut pending = false;
     for ch in s.chars() {
@@ -288,6 +297,35 @@ fn prep(s: &str, fold: bool) -> String {
     }
     // A value with no significant character (only spaces or ignorable characters) keeps one
     // space, so its key stays distinct from the empty value and stays a valid value.
+    if out.is_empty() && !s.is_empty() {
+        out.push(' ');
+    }
+    out
+}
+
+/// `prep` for ASCII input, a byte at a time (most directory data; start-up and import
+/// normalize every stored value, so this is on their hot path). Same result as the general
+/// loop: controls other than white space map to nothing, TAB..CR and space are white space.
+fn prep_ascii(s: &[u8], fold: bool) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut pending = false;
+    for &c in s {
+        if c < 0x20 || c == 0x7f {
+            if (0x09..=0x0d).contains(&c) {
+                pending = !out.is_empty();
+            }
+            continue;
+        }
+        if c == b' ' {
+            pending = !out.is_empty();
+            continue;
+        }
+        if pending {
+            out.push(' ');
+            pending = false;
+        }
+        out.push(char::from(if fold { c.to_ascii_lowercase() } else { c }));
+    }
     if out.is_empty() && !s.is_empty() {
         out.push(' ');
     }
@@ -578,9 +616,44 @@ impl Schema {
         Some(t.to_ascii_lowercase())
     }
 
+    /// The equality key of a DN-syntax value. DN values repeat a great deal (creatorsName and
+    /// modifiersName are the same few DNs on every entry; member, manager, seeAlso point at a
+    /// few hundred entries), and start-up and import normalize every stored value, so each
+    /// thread keeps the keys of the DNs it normalized last, for this schema generation.
     fn dn_key(&self, v: &[u8]) -> Option<Vec<u8>> {
+        type Cache = (u64, HashMap<Box<[u8]>, Box<[u8]>>);
+        thread_local! {
+            static CACHE: std::cell::RefCell<Cache> = std::cell::RefCell::new((0, HashMap::new()));
+        }
+        const MAX_ENTRIES: usize = 1024;
+        const MAX_LEN: usize = 512;
+        let cacheable = self.generation != 0 && v.len() <= MAX_LEN;
+        if cacheable {
+            let hit = CACHE.with(|c| {
+                let c = c.borrow();
+                if c.0 == self.generation {
+                    c.1.get(v).map(|k| k.to_vec())
+                } else {
+                    None
+                }
+            });
+            if hit.is_some() {
+                return hit;
+            }
+        }
         let dn = Dn::parse(utf8(v)?).ok()?;
-        Some(dn.normalize(self).ok()?.norm.into_bytes())
+        let key = dn.normalize(self).ok()?.norm.into_bytes();
+        if cacheable {
+            CACHE.with(|c| {
+                let mut c = c.borrow_mut();
+                if c.0 != self.generation || c.1.len() >= MAX_ENTRIES {
+                    c.0 = self.generation;
+                    c.1.clear();
+                }
+                c.1.insert(v.into(), key.as_slice().into());
+            });
+        }
+        Some(key)
     }
 
     pub(crate) fn normalize_family(&self, f: Family, v: &[u8]) -> Option<Vec<u8>> {
@@ -780,6 +853,18 @@ impl Schema {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        /// The ASCII fast path of string preparation gives what the general loop gives.
+        #[test]
+        fn prep_ascii_matches_the_general_loop(
+            v in proptest::collection::vec(0u8..0x80, 0..24),
+            fold in proptest::bool::ANY,
+        ) {
+            let s = std::str::from_utf8(&v).expect("ascii");
+            proptest::prop_assert_eq!(prep_ascii(&v, fold), prep_chars(s, fold));
+        }
+    }
 
     #[test]
     fn integer_canonical_and_order() {

@@ -2,8 +2,9 @@
 //!
 //! Import reads LDIF (RFC 2849, e.g. `slapcat` or `linden gen` output), builds and checks each
 //! entry exactly as an add operation does (schema, syntax, password hashing) on all cores,
-//! places them in a memory-only store in file order (parents before children), and writes one
-//! snapshot straight into an empty data directory: no transaction log is written. Operational
+//! places them in file order (parents before children) with the add operation's placement
+//! checks, and writes one snapshot straight into an empty data directory: no transaction log
+//! is written. Operational
 //! attributes in the input (createTimestamp, entryUUID, …) are kept.
 //!
 //! Export recovers a data directory read-only (snapshot + logs, as a start would) and writes
@@ -11,13 +12,20 @@
 //! same data. It can run against the directory of a running server: it sees the state of the
 //! last batch whose log write had completed.
 
+use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
+use proto::ResultCode;
+use schema::NormDn;
+use store::{Entry, EntryId};
+
+use crate::error::LdapError;
 use crate::ops::add::{self, NewEntry};
+use crate::state::Shared;
 use crate::{Config, Mode, Server};
 
 /// Records built and applied together; also the progress granularity.
@@ -93,11 +101,40 @@ fn has_store_files(dir: &Path) -> bool {
     })
 }
 
+/// The DN table of an import: what `add::place` needs to know of the entries placed so far.
+struct ImportTree {
+    by_dn: HashMap<String, (EntryId, String)>,
+}
+
+impl add::Tree for ImportTree {
+    fn find(&self, ndn: &NormDn) -> Option<(EntryId, &str)> {
+        self.by_dn.get(&ndn.norm).map(|(id, dn)| (*id, dn.as_str()))
+    }
+
+    fn missing_parent(&self, _shared: &Shared, _ndn: &NormDn) -> LdapError {
+        LdapError::new(
+            ResultCode::NoSuchObject,
+            "the parent entry does not exist (in LDIF a parent comes before its children)",
+        )
+    }
+}
+
+/// What the LDIF reading thread hands over: the records of one chunk and the bad ones.
+struct ReadChunk {
+    records: Vec<Pending>,
+    rejected: Vec<Rejected>,
+}
+
 /// Imports LDIF into the empty data directory of `config`. `progress(entries, bytes_read)` is
 /// called after every chunk.
+///
+/// Three stages overlap: one thread parses the LDIF into chunks, the chunks are built and
+/// schema-checked on all cores, and each is placed in file order (existence, parent, stamps)
+/// against a DN table. The store's writer and its indexes are not involved: the snapshot is
+/// written straight from the placed entries, and indexes are built when a server loads it.
 pub fn import(
     config: Config,
-    input: impl Read,
+    input: impl Read + Send,
     opts: &ImportOptions,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<ImportReport, BulkError> {
@@ -121,112 +158,136 @@ pub fn import(
             read: read.clone(),
         },
     );
-    let mut records = ldif::Reader::new(reader);
     let mut rejected: Vec<Rejected> = Vec::new();
-    let mut imported: u64 = 0;
     let threads = opts.threads.max(1);
-    loop {
-        // Read a chunk; reader errors are rejected records of their own.
-        let mut chunk: Vec<Pending> = Vec::with_capacity(CHUNK);
-        for rec in records.by_ref() {
-            match rec {
-                Ok(ldif::Record::Content { dn, attrs, line }) => chunk.push((line, dn, attrs)),
-                Ok(ldif::Record::Change { line, .. }) => rejected.push(Rejected {
-                    line,
-                    message: "change records are not imported (apply them with ldapmodify)".into(),
-                }),
-                Err(e) => rejected.push(Rejected {
-                    line: e.line,
-                    message: e.message.clone(),
-                }),
-            }
-            if (!rejected.is_empty() && !opts.continue_on_error) || chunk.len() >= CHUNK {
-                break;
-            }
-        }
-        if !rejected.is_empty() && !opts.continue_on_error {
-            return Err(BulkError::Record(rejected.swap_remove(0)));
-        }
-        if chunk.is_empty() {
-            break;
-        }
-        // Build on all cores, keeping file order.
-        let per = chunk.len().div_ceil(threads);
-        let built: Vec<(usize, Result<NewEntry, String>)> = std::thread::scope(|s| {
-            let handles: Vec<_> = chunk
-                .chunks(per)
-                .map(|part| {
-                    let sh = &shared;
-                    s.spawn(move || {
-                        part.iter()
-                            .map(|(line, dn, attrs)| {
-                                let input = add::group_values(
-                                    attrs.iter().map(|(n, v)| (n.as_bytes(), v.clone())),
-                                );
-                                let r = add::build(sh, dn.as_bytes(), &input, true)
-                                    .map_err(|e| format!("{dn}: {}", e.message));
-                                (*line, r)
-                            })
-                            .collect::<Vec<_>>()
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .flat_map(|h| h.join().unwrap_or_default())
-                .collect()
-        });
-        // Place them in order, in one writer batch.
-        let sh = shared.clone();
-        let who = admin.clone();
-        let keep_going = opts.continue_on_error;
-        let (done, errs) = shared
-            .store
-            .write_blocking(move |txn| {
-                let mut done = 0u64;
-                let mut errs: Vec<Rejected> = Vec::new();
-                for (line, r) in built {
-                    let r = r.and_then(|e| add::apply(&sh, txn, &who, e).map_err(|e| e.message));
-                    match r {
-                        Ok(()) => done += 1,
-                        Err(message) => {
-                            errs.push(Rejected { line, message });
-                            if !keep_going {
-                                break;
-                            }
+    let keep_going = opts.continue_on_error;
+    let mut tree = ImportTree {
+        by_dn: HashMap::new(),
+    };
+    let mut entries: Vec<Entry> = Vec::new();
+    let mut next_id: EntryId = 1;
+    let (tx, rx) = std::sync::mpsc::sync_channel::<ReadChunk>(2);
+    let outcome = std::thread::scope(|s| -> Result<(), BulkError> {
+        s.spawn(move || {
+            let mut records = ldif::Reader::new(reader);
+            loop {
+                let mut chunk = ReadChunk {
+                    records: Vec::with_capacity(CHUNK),
+                    rejected: Vec::new(),
+                };
+                for rec in records.by_ref() {
+                    match rec {
+                        Ok(ldif::Record::Content { dn, attrs, line }) => {
+                            chunk.records.push((line, dn, attrs))
                         }
+                        Ok(ldif::Record::Change { line, .. }) => chunk.rejected.push(Rejected {
+                            line,
+                            message: "change records are not imported (apply them with ldapmodify)"
+                                .into(),
+                        }),
+                        Err(e) => chunk.rejected.push(Rejected {
+                            line: e.line,
+                            message: e.message.clone(),
+                        }),
+                    }
+                    if (!chunk.rejected.is_empty() && !keep_going) || chunk.records.len() >= CHUNK {
+                        break;
                     }
                 }
-                Ok::<_, ()>((done, errs))
-            })
-            .map_err(|e| BulkError::Storage(e.to_string()))?
-            .map_err(|()| BulkError::Storage("import batch failed".into()))?;
-        imported += done;
-        if let Some(first) = errs.first() {
-            if !opts.continue_on_error {
-                return Err(BulkError::Record(first.clone()));
+                let last = chunk.records.is_empty() && chunk.rejected.is_empty();
+                // The receiver is gone when the import stopped at an error.
+                if last || tx.send(chunk).is_err() {
+                    break;
+                }
             }
+        });
+        for chunk in rx {
+            rejected.extend(chunk.rejected);
+            if !rejected.is_empty() && !keep_going {
+                return Err(BulkError::Record(rejected.swap_remove(0)));
+            }
+            let built = build_all(&shared, &chunk.records, threads);
+            // Place them in file order.
+            let now = SystemTime::now();
+            for (line, r) in built {
+                let r = r.and_then(|e| {
+                    add::place(&shared, &tree, &admin, now, e).map_err(|e| e.message)
+                });
+                match r {
+                    Ok(p) => {
+                        let id = next_id;
+                        next_id += 1;
+                        tree.by_dn.insert(p.ndn.norm.clone(), (id, p.dn.clone()));
+                        entries.push(Entry {
+                            id,
+                            dn: p.dn,
+                            ndn: p.ndn,
+                            parent: p.parent,
+                            attrs: p.attrs,
+                        });
+                    }
+                    Err(message) if keep_going => rejected.push(Rejected { line, message }),
+                    Err(message) => return Err(BulkError::Record(Rejected { line, message })),
+                }
+            }
+            progress(entries.len() as u64, read.load(Ordering::Relaxed));
         }
-        rejected.extend(errs);
-        progress(imported, read.load(Ordering::Relaxed));
-    }
-    let v = shared.store.read();
+        Ok(())
+    });
+    outcome?;
+    drop(tree);
     let info = store::persist::write_snapshot(
         &store::persist::FsIo,
         &dir,
-        v.seq,
-        v.next_id(),
-        v.iter().map(|e| &**e),
+        IMPORT_SEQ,
+        next_id,
+        entries.iter(),
         &shared.schema,
     )
     .map_err(|e| BulkError::Storage(e.to_string()))?;
     rejected.sort_by_key(|r| r.line);
     Ok(ImportReport {
-        entries: imported,
+        entries: entries.len() as u64,
         rejected,
         snapshot: info.name,
         snapshot_bytes: info.bytes,
         seconds: t.elapsed().as_secs_f64(),
+    })
+}
+
+/// The batch number an imported snapshot holds: the import counts as the directory's first
+/// batch, and the transaction log of the first server on it continues from the next.
+const IMPORT_SEQ: u64 = 1;
+
+/// Builds (schema-checks) the records of one chunk on `threads` threads, in file order.
+fn build_all(
+    shared: &Shared,
+    chunk: &[Pending],
+    threads: usize,
+) -> Vec<(usize, Result<NewEntry, String>)> {
+    let per = chunk.len().div_ceil(threads).max(1);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = chunk
+            .chunks(per)
+            .map(|part| {
+                s.spawn(move || {
+                    part.iter()
+                        .map(|(line, dn, attrs)| {
+                            let input = add::group_values(
+                                attrs.iter().map(|(n, v)| (n.as_bytes(), v.clone())),
+                            );
+                            let r = add::build(shared, dn.as_bytes(), &input, true)
+                                .map_err(|e| format!("{dn}: {}", e.message));
+                            (*line, r)
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_default())
+            .collect()
     })
 }
 

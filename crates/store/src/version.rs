@@ -99,6 +99,79 @@ pub struct Version {
     pub(crate) next_id: EntryId,
 }
 
+/// The children, equality and presence maps of `all` (sorted by id), built from sorted runs.
+#[allow(clippy::type_complexity)]
+fn build_indexes(
+    all: &[Arc<Entry>],
+    indexed: &HashSet<AttrId>,
+) -> (
+    OrdMap<EntryId, Arc<RoaringBitmap>>,
+    OrdMap<IndexKey, Posting>,
+    OrdMap<AttrId, Arc<RoaringBitmap>>,
+) {
+    let mut kids: Vec<(EntryId, EntryId)> = all
+        .iter()
+        .filter_map(|e| e.parent.map(|p| (p, e.id)))
+        .collect();
+    kids.sort_unstable();
+    let mut keys: Vec<(IndexKey, EntryId)> = Vec::with_capacity(all.len() * 4);
+    let mut present: Vec<(AttrId, EntryId)> = Vec::new();
+    for e in all {
+        let start = keys.len();
+        let pstart = present.len();
+        for a in &e.attrs {
+            if indexed.contains(&a.ty) {
+                present.push((a.ty, e.id));
+                keys.extend(a.norm.iter().map(|n| ((a.ty, value_hash(n)), e.id)));
+            }
+        }
+        // One key per entry: option variants and equal values share a key.
+        keys[start..].sort_unstable();
+        dedup_tail(&mut keys, start);
+        present[pstart..].sort_unstable();
+        dedup_tail(&mut present, pstart);
+    }
+    keys.sort_unstable();
+    present.sort_unstable();
+    let runs = |pairs: &[(EntryId, EntryId)]| -> OrdMap<EntryId, Arc<RoaringBitmap>> {
+        let mut m = OrdMap::new();
+        for run in pairs.chunk_by(|a, b| a.0 == b.0) {
+            let b = RoaringBitmap::from_sorted_iter(run.iter().map(|p| p.1)).unwrap_or_default();
+            m.insert(run[0].0, Arc::new(b));
+        }
+        m
+    };
+    let children = runs(&kids);
+    let mut pres = OrdMap::new();
+    for run in present.chunk_by(|a, b| a.0 == b.0) {
+        let b = RoaringBitmap::from_sorted_iter(run.iter().map(|p| p.1)).unwrap_or_default();
+        pres.insert(run[0].0, Arc::new(b));
+    }
+    let mut eq = OrdMap::new();
+    for run in keys.chunk_by(|a, b| a.0 == b.0) {
+        let posting = if run.len() == 1 {
+            Posting::One(run[0].1)
+        } else {
+            let b = RoaringBitmap::from_sorted_iter(run.iter().map(|p| p.1)).unwrap_or_default();
+            Posting::Many(Arc::new(b))
+        };
+        eq.insert(run[0].0, posting);
+    }
+    (children, eq, pres)
+}
+
+/// Removes duplicates from the sorted tail `v[start..]`.
+fn dedup_tail<T: PartialEq + Copy>(v: &mut Vec<T>, start: usize) {
+    let mut w = start;
+    for r in start..v.len() {
+        if w == start || v[w - 1] != v[r] {
+            v[w] = v[r];
+            w += 1;
+        }
+    }
+    v.truncate(w);
+}
+
 impl Version {
     pub(crate) fn empty(indexed: HashSet<AttrId>) -> Version {
         Version {
@@ -115,6 +188,12 @@ impl Version {
 
     /// A version holding `entries` (e.g. recovered from disk), as of batch `seq`, allocating
     /// new ids from `next_id`. Each entry's `parent` must be among `entries` (or `None`).
+    ///
+    /// Built in bulk rather than entry by entry (start-up time is this plus reading the files):
+    /// the index keys of all entries are collected and sorted, so every map is filled in key
+    /// order (a B-tree filled in order touches one path, not a random leaf per key) and every
+    /// bitmap is built from a sorted run; the entry/DN maps and the indexes are built on two
+    /// threads.
     pub fn restore(
         indexed: &[AttrId],
         entries: impl IntoIterator<Item = Entry>,
@@ -122,12 +201,57 @@ impl Version {
         seq: u64,
     ) -> Version {
         let mut v = Version::empty(indexed.iter().copied().collect());
-        for e in entries {
-            v.next_id = v.next_id.max(e.id.saturating_add(1));
-            v.put(e);
+        let mut all: Vec<Arc<Entry>> = entries.into_iter().map(Arc::new).collect();
+        all.sort_unstable_by_key(|e| e.id);
+        // A repeated id: the last one wins, as successive puts would have it.
+        let mut keep = vec![true; all.len()];
+        for i in 1..all.len() {
+            if all[i - 1].id == all[i].id {
+                keep[i - 1] = false;
+            }
         }
-        v.next_id = v.next_id.max(next_id);
+        let mut k = keep.iter();
+        all.retain(|_| k.next().copied().unwrap_or(true));
+        let last = all.last().map_or(0, |e| e.id.saturating_add(1));
+        v.next_id = v.next_id.max(last).max(next_id);
         v.seq = seq;
+
+        let Version {
+            entries,
+            by_dn,
+            children,
+            eq,
+            pres,
+            indexed,
+            ..
+        } = &mut v;
+        let indexed: &HashSet<AttrId> = indexed;
+        let all = &all;
+        std::thread::scope(|s| {
+            let maps = s.spawn(move || {
+                let mut ents = OrdMap::new();
+                for e in all {
+                    ents.insert(e.id, e.clone());
+                }
+                let mut dns: Vec<(&str, EntryId)> =
+                    all.iter().map(|e| (e.ndn.norm.as_str(), e.id)).collect();
+                dns.sort_unstable();
+                let mut names = OrdMap::new();
+                for (n, id) in dns {
+                    names.insert(n.to_string(), id);
+                }
+                (ents, names)
+            });
+            let (c, q, p) = build_indexes(all, indexed);
+            *children = c;
+            *eq = q;
+            *pres = p;
+            // The spawned closure cannot panic short of running out of memory; an empty map
+            // would then be the wrong answer, so let that panic surface.
+            let (ents, names) = maps.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
+            *entries = ents;
+            *by_dn = names;
+        });
         v
     }
 

@@ -6,10 +6,11 @@
 
 use std::borrow::Cow;
 use std::sync::Arc;
+use std::time::SystemTime;
 
 use proto::{AddRequest, ResultCode};
 use schema::{Dn, NormDn};
-use store::{Attr, Txn};
+use store::{Attr, EntryId, Txn};
 
 use crate::error::{LdapError, LdapResult};
 use crate::ops::{
@@ -130,20 +131,54 @@ pub(crate) fn build(
     Ok(NewEntry { dn, ndn, attrs })
 }
 
-/// Places a built entry in the tree: under its parent, or as a naming context.
-pub(crate) fn apply(shared: &Shared, txn: &mut Txn, who: &str, mut e: NewEntry) -> LdapResult<()> {
+/// What placing a new entry needs to know of the tree it joins: the running store's version
+/// (`apply`) or the DN table of a bulk import (`crate::bulk`).
+pub(crate) trait Tree {
+    /// The id and stored DN of the entry with this normalized DN.
+    fn find(&self, ndn: &NormDn) -> Option<(EntryId, &str)>;
+    /// The answer when the parent of `ndn` does not exist (noSuchObject, with matchedDN where
+    /// the tree knows it).
+    fn missing_parent(&self, shared: &Shared, ndn: &NormDn) -> LdapError;
+}
+
+impl Tree for store::Version {
+    fn find(&self, ndn: &NormDn) -> Option<(EntryId, &str)> {
+        self.lookup(ndn).map(|e| (e.id, e.dn.as_str()))
+    }
+
+    fn missing_parent(&self, shared: &Shared, ndn: &NormDn) -> LdapError {
+        shared.no_such_object(self, ndn)
+    }
+}
+
+/// A new entry checked against the tree: its DN as stored, its parent (`None` for a naming
+/// context) and its attributes with the server-kept ones stamped.
+pub(crate) struct Placed {
+    pub dn: String,
+    pub ndn: NormDn,
+    pub parent: Option<EntryId>,
+    pub attrs: Vec<Attr>,
+}
+
+/// Checks where a built entry goes (it must not exist; its parent must, unless it is a naming
+/// context) and stamps entryUUID, creators/modifiers name and timestamps unless it has them.
+pub(crate) fn place(
+    shared: &Shared,
+    tree: &impl Tree,
+    who: &str,
+    now: SystemTime,
+    mut e: NewEntry,
+) -> LdapResult<Placed> {
     let schema = &*shared.schema;
     let k = &shared.known;
-    let v = txn.version();
-    if v.lookup(&e.ndn).is_some() {
+    if tree.find(&e.ndn).is_some() {
         return Err(LdapError::new(
             ResultCode::EntryAlreadyExists,
             "entry already exists",
         ));
     }
-    let root = shared.is_suffix(&e.ndn);
-    let dn_string = if root {
-        e.dn.to_string()
+    let (dn, parent) = if shared.is_suffix(&e.ndn) {
+        (e.dn.to_string(), None)
     } else {
         if shared.suffix_of(&e.ndn).is_none() {
             return Err(LdapError::new(
@@ -151,18 +186,17 @@ pub(crate) fn apply(shared: &Shared, txn: &mut Txn, who: &str, mut e: NewEntry) 
                 "no global superior knowledge",
             ));
         }
-        let parent = e.ndn.parent().and_then(|p| v.lookup(&p).cloned());
-        let Some(parent) = parent else {
-            return Err(shared.no_such_object(v, &e.ndn));
+        let Some((pid, pdn)) = e.ndn.parent().and_then(|p| tree.find(&p)) else {
+            return Err(tree.missing_parent(shared, &e.ndn));
         };
         // Store the DN as the client spelled its RDN, under the parent's stored DN, so a subtree
         // rename can swap the suffix of every descendant's DN.
         let rdn = Dn {
             rdns: e.dn.rdns.first().cloned().into_iter().collect(),
         };
-        format!("{},{}", rdn, parent.dn)
+        (format!("{rdn},{pdn}"), Some(pid))
     };
-    let now = generalized_time(txn.now());
+    let now = generalized_time(now);
     let stamp = |attrs: &mut Vec<Attr>, ty, value: &[u8]| {
         if !attrs.iter().any(|a| a.ty == ty) {
             set_operational(schema, attrs, ty, value);
@@ -177,7 +211,18 @@ pub(crate) fn apply(shared: &Shared, txn: &mut Txn, who: &str, mut e: NewEntry) 
     stamp(&mut e.attrs, k.create_timestamp, now.as_bytes());
     stamp(&mut e.attrs, k.modifiers_name, who.as_bytes());
     stamp(&mut e.attrs, k.modify_timestamp, now.as_bytes());
-    txn.add(dn_string, e.ndn, e.attrs, root)?;
+    Ok(Placed {
+        dn,
+        ndn: e.ndn,
+        parent,
+        attrs: e.attrs,
+    })
+}
+
+/// Places a built entry in the tree: under its parent, or as a naming context.
+pub(crate) fn apply(shared: &Shared, txn: &mut Txn, who: &str, e: NewEntry) -> LdapResult<()> {
+    let p = place(shared, txn.version(), who, txn.now(), e)?;
+    txn.add(p.dn, p.ndn, p.attrs, p.parent.is_none())?;
     Ok(())
 }
 

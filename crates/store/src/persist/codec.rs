@@ -70,39 +70,18 @@ impl StoredEntry {
     /// value with the schema in force. Errors are `PersistError::Schema` with an empty file
     /// name and offset 0; the readers fill in where the record was.
     pub fn to_entry(&self, schema: &Schema) -> Result<Entry, PersistError> {
-        let fail = |message: String| PersistError::Schema {
-            file: String::new(),
-            offset: 0,
-            message,
-        };
-        let ndn = Dn::parse(&self.dn)
-            .and_then(|d| d.normalize(schema))
-            .map_err(|e| fail(format!("entry {} '{}': {e}", self.id, self.dn)))?;
-        let mut attrs = Vec::with_capacity(self.attrs.len());
-        for a in &self.attrs {
-            let (base, options) = match a.name.find(';') {
-                Some(i) => a.name.split_at(i),
-                None => (a.name.as_str(), ""),
-            };
-            let ty = schema.attr_by_name(base).ok_or_else(|| {
-                fail(format!(
-                    "entry '{}': attribute type '{base}' is not defined in the schema in force; \
-                     load the schema that defines it",
-                    self.dn
-                ))
-            })?;
-            let values = a.values.iter().map(|v| v.as_slice().into()).collect();
-            let attr = Attr::new(schema, ty, &options.to_ascii_lowercase(), values)
-                .map_err(|e| fail(format!("entry '{}', attribute '{}': {e}", self.dn, a.name)))?;
-            attrs.push(attr);
-        }
-        Ok(Entry {
-            id: self.id,
-            dn: self.dn.clone(),
-            ndn,
-            parent: self.parent,
-            attrs,
-        })
+        build_entry(
+            schema,
+            self.id,
+            self.parent,
+            &self.dn,
+            self.attrs.iter().map(|a| {
+                (
+                    a.name.as_str(),
+                    a.values.iter().map(|v| v.as_slice().into()).collect(),
+                )
+            }),
+        )
     }
 
     pub fn encode(&self, out: &mut Vec<u8>) {
@@ -120,33 +99,102 @@ impl StoredEntry {
     }
 
     pub fn decode(r: &mut Reader<'_>) -> Result<StoredEntry, DecodeError> {
-        let id = r.u32_varint("entry id")?;
-        let parent = match r.varint("parent id")? {
-            0 => None,
-            p => Some(
-                u32::try_from(p - 1)
-                    .map_err(|_| r.error(format!("parent id {} out of range", p - 1)))?,
-            ),
-        };
-        let dn = r.string("DN")?;
-        let n = r.count("attribute count")?;
-        let mut attrs = Vec::with_capacity(n);
-        for _ in 0..n {
-            let name = r.string("attribute name")?;
-            let nv = r.count("value count")?;
-            let mut values = Vec::with_capacity(nv);
-            for _ in 0..nv {
-                values.push(r.bytes("value")?.to_vec());
-            }
-            attrs.push(StoredAttr { name, values });
-        }
+        let (id, parent, dn, attrs) = decode_parts(r, <[u8]>::to_vec)?;
         Ok(StoredEntry {
             id,
             parent,
-            dn,
-            attrs,
+            dn: dn.to_string(),
+            attrs: attrs
+                .into_iter()
+                .map(|(name, values)| StoredAttr {
+                    name: name.to_string(),
+                    values,
+                })
+                .collect(),
         })
     }
+}
+
+/// The in-memory entry of a record's parts: resolves attribute names and normalizes the DN
+/// and every value with the schema in force (errors as `StoredEntry::to_entry`).
+fn build_entry<'a>(
+    schema: &Schema,
+    id: EntryId,
+    parent: Option<EntryId>,
+    dn: &str,
+    attrs: impl Iterator<Item = (&'a str, Vec<Box<[u8]>>)>,
+) -> Result<Entry, PersistError> {
+    let fail = |message: String| PersistError::Schema {
+        file: String::new(),
+        offset: 0,
+        message,
+    };
+    let ndn = Dn::parse(dn)
+        .and_then(|d| d.normalize(schema))
+        .map_err(|e| fail(format!("entry {id} '{dn}': {e}")))?;
+    let mut out = Vec::with_capacity(attrs.size_hint().0);
+    for (name, values) in attrs {
+        let (base, options) = match name.find(';') {
+            Some(i) => name.split_at(i),
+            None => (name, ""),
+        };
+        let ty = schema.attr_by_name(base).ok_or_else(|| {
+            fail(format!(
+                "entry '{dn}': attribute type '{base}' is not defined in the schema in force; \
+                 load the schema that defines it"
+            ))
+        })?;
+        let attr = Attr::new(schema, ty, &options.to_ascii_lowercase(), values)
+            .map_err(|e| fail(format!("entry '{dn}', attribute '{name}': {e}")))?;
+        out.push(attr);
+    }
+    Ok(Entry {
+        id,
+        dn: dn.to_string(),
+        ndn,
+        parent,
+        attrs: out,
+    })
+}
+
+/// Decodes one entry record (as `StoredEntry::decode`) straight into the in-memory entry
+/// (as `to_entry`), copying each value once: snapshot loading's hot loop. The outer error is
+/// a malformed record, the inner one a record the schema in force cannot take.
+pub fn decode_entry(
+    r: &mut Reader<'_>,
+    schema: &Schema,
+) -> Result<Result<Entry, PersistError>, DecodeError> {
+    let (id, parent, dn, attrs) = decode_parts(r, Box::<[u8]>::from)?;
+    Ok(build_entry(schema, id, parent, dn, attrs.into_iter()))
+}
+
+/// An entry record's parts, borrowing the DN and names, with each value made by `value`.
+#[allow(clippy::type_complexity)]
+fn decode_parts<'a, V>(
+    r: &mut Reader<'a>,
+    value: impl Fn(&'a [u8]) -> V,
+) -> Result<(EntryId, Option<EntryId>, &'a str, Vec<(&'a str, Vec<V>)>), DecodeError> {
+    let id = r.u32_varint("entry id")?;
+    let parent = match r.varint("parent id")? {
+        0 => None,
+        p => Some(
+            u32::try_from(p - 1)
+                .map_err(|_| r.error(format!("parent id {} out of range", p - 1)))?,
+        ),
+    };
+    let dn = r.str("DN")?;
+    let n = r.count("attribute count")?;
+    let mut attrs = Vec::with_capacity(n);
+    for _ in 0..n {
+        let name = r.str("attribute name")?;
+        let nv = r.count("value count")?;
+        let mut values = Vec::with_capacity(nv);
+        for _ in 0..nv {
+            values.push(value(r.bytes("value")?));
+        }
+        attrs.push((name, values));
+    }
+    Ok((id, parent, dn, attrs))
 }
 
 fn attr_name(a: &Attr, schema: &Schema) -> String {
@@ -340,9 +388,13 @@ impl<'a> Reader<'a> {
     }
 
     pub fn string(&mut self, what: &str) -> Result<String, DecodeError> {
+        self.str(what).map(str::to_string)
+    }
+
+    pub fn str(&mut self, what: &str) -> Result<&'a str, DecodeError> {
         let start = self.i;
         let b = self.bytes(what)?;
-        String::from_utf8(b.to_vec()).map_err(|_| DecodeError {
+        std::str::from_utf8(b).map_err(|_| DecodeError {
             offset: start,
             reason: format!("{what} is not valid UTF-8"),
         })

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use schema::Schema;
 
-use super::codec::{encode_entry, Reader, StoredEntry};
+use super::codec::{decode_entry, encode_entry, Reader};
 use super::io::Io;
 use super::{crc, parse_seq_name, PersistError};
 use crate::entry::{Entry, EntryId};
@@ -294,11 +294,8 @@ pub fn read_snapshot(name: &str, bytes: &[u8], schema: &Schema) -> Result<Snapsh
             let mut out = Vec::with_capacity((c as usize).min(payload.len()));
             for _ in 0..c {
                 let rec = base + p.pos();
-                let se = StoredEntry::decode(&mut p).map_err(at(base))?;
-                out.push(
-                    se.to_entry(schema)
-                        .map_err(|e| e.located(name, rec as u64))?,
-                );
+                let e = decode_entry(&mut p, schema).map_err(at(base))?;
+                out.push(e.map_err(|e| e.located(name, rec as u64))?);
             }
             if !p.is_empty() {
                 return Err(corrupt(
