@@ -4,8 +4,7 @@
 //! entry exactly as an add operation does (schema, syntax, password hashing) on all cores,
 //! places them in file order (parents before children) with the add operation's placement
 //! checks, and writes one snapshot straight into an empty data directory: no transaction log
-//! is written. Operational
-//! attributes in the input (createTimestamp, entryUUID, …) are kept.
+//! is written. Operational attributes in the input (createTimestamp, entryUUID, …) are kept.
 //!
 //! Export recovers a data directory read-only (snapshot + logs, as a start would) and writes
 //! every entry, operational attributes included, as LDIF: import → export → import gives the
@@ -101,14 +100,37 @@ fn has_store_files(dir: &Path) -> bool {
     })
 }
 
-/// The DN table of an import: what `add::place` needs to know of the entries placed so far.
+/// The entries an import has placed, in file order with ids 1, 2, …, and their positions by
+/// normalized DN: what `add::place` needs to know of the tree so far.
+#[derive(Default)]
 struct ImportTree {
-    by_dn: HashMap<String, (EntryId, String)>,
+    entries: Vec<Entry>,
+    by_dn: HashMap<String, usize>,
+}
+
+impl ImportTree {
+    /// The id the next placed entry gets.
+    fn next_id(&self) -> EntryId {
+        // Ids are 32-bit by design; an LDIF file of four billion entries does not fit in memory.
+        EntryId::try_from(self.entries.len() + 1).unwrap_or(EntryId::MAX)
+    }
+
+    fn push(&mut self, p: add::Placed) {
+        self.by_dn.insert(p.ndn.norm.clone(), self.entries.len());
+        self.entries.push(Entry {
+            id: self.next_id(),
+            dn: p.dn,
+            ndn: p.ndn,
+            parent: p.parent,
+            attrs: p.attrs,
+        });
+    }
 }
 
 impl add::Tree for ImportTree {
     fn find(&self, ndn: &NormDn) -> Option<(EntryId, &str)> {
-        self.by_dn.get(&ndn.norm).map(|(id, dn)| (*id, dn.as_str()))
+        let e = &self.entries[*self.by_dn.get(&ndn.norm)?];
+        Some((e.id, e.dn.as_str()))
     }
 
     fn missing_parent(&self, _shared: &Shared, _ndn: &NormDn) -> LdapError {
@@ -161,11 +183,7 @@ pub fn import(
     let mut rejected: Vec<Rejected> = Vec::new();
     let threads = opts.threads.max(1);
     let keep_going = opts.continue_on_error;
-    let mut tree = ImportTree {
-        by_dn: HashMap::new(),
-    };
-    let mut entries: Vec<Entry> = Vec::new();
-    let mut next_id: EntryId = 1;
+    let mut tree = ImportTree::default();
     let (tx, rx) = std::sync::mpsc::sync_channel::<ReadChunk>(2);
     let outcome = std::thread::scope(|s| -> Result<(), BulkError> {
         s.spawn(move || {
@@ -214,40 +232,28 @@ pub fn import(
                     add::place(&shared, &tree, &admin, now, e).map_err(|e| e.message)
                 });
                 match r {
-                    Ok(p) => {
-                        let id = next_id;
-                        next_id += 1;
-                        tree.by_dn.insert(p.ndn.norm.clone(), (id, p.dn.clone()));
-                        entries.push(Entry {
-                            id,
-                            dn: p.dn,
-                            ndn: p.ndn,
-                            parent: p.parent,
-                            attrs: p.attrs,
-                        });
-                    }
+                    Ok(p) => tree.push(p),
                     Err(message) if keep_going => rejected.push(Rejected { line, message }),
                     Err(message) => return Err(BulkError::Record(Rejected { line, message })),
                 }
             }
-            progress(entries.len() as u64, read.load(Ordering::Relaxed));
+            progress(tree.entries.len() as u64, read.load(Ordering::Relaxed));
         }
         Ok(())
     });
     outcome?;
-    drop(tree);
     let info = store::persist::write_snapshot(
         &store::persist::FsIo,
         &dir,
         IMPORT_SEQ,
-        next_id,
-        entries.iter(),
+        tree.next_id(),
+        tree.entries.iter(),
         &shared.schema,
     )
     .map_err(|e| BulkError::Storage(e.to_string()))?;
     rejected.sort_by_key(|r| r.line);
     Ok(ImportReport {
-        entries: entries.len() as u64,
+        entries: tree.entries.len() as u64,
         rejected,
         snapshot: info.name,
         snapshot_bytes: info.bytes,

@@ -99,7 +99,35 @@ pub struct Version {
     pub(crate) next_id: EntryId,
 }
 
-/// The children, equality and presence maps of `all` (sorted by id), built from sorted runs.
+/// The index keys of an entry: presence per indexed type, equality per indexed value;
+/// sorted and without duplicates (option variants of a type share keys).
+fn index_keys(indexed: &HashSet<AttrId>, e: &Entry) -> (Vec<AttrId>, Vec<IndexKey>) {
+    let mut pres = Vec::new();
+    let mut eq = Vec::new();
+    for a in &e.attrs {
+        if indexed.contains(&a.ty) {
+            pres.push(a.ty);
+            eq.extend(a.norm.iter().map(|n| (a.ty, value_hash(n))));
+        }
+    }
+    pres.sort_unstable();
+    pres.dedup();
+    eq.sort_unstable();
+    eq.dedup();
+    (pres, eq)
+}
+
+/// One bitmap per key of `pairs` (sorted by key, then id).
+fn bitmap_runs<K: Ord + Copy>(pairs: &[(K, EntryId)]) -> OrdMap<K, Arc<RoaringBitmap>> {
+    let mut m = OrdMap::new();
+    for run in pairs.chunk_by(|a, b| a.0 == b.0) {
+        let b = RoaringBitmap::from_sorted_iter(run.iter().map(|p| p.1)).unwrap_or_default();
+        m.insert(run[0].0, Arc::new(b));
+    }
+    m
+}
+
+/// The children, equality and presence maps of `all`, built from sorted runs.
 #[allow(clippy::type_complexity)]
 fn build_indexes(
     all: &[Arc<Entry>],
@@ -117,36 +145,12 @@ fn build_indexes(
     let mut keys: Vec<(IndexKey, EntryId)> = Vec::with_capacity(all.len() * 4);
     let mut present: Vec<(AttrId, EntryId)> = Vec::new();
     for e in all {
-        let start = keys.len();
-        let pstart = present.len();
-        for a in &e.attrs {
-            if indexed.contains(&a.ty) {
-                present.push((a.ty, e.id));
-                keys.extend(a.norm.iter().map(|n| ((a.ty, value_hash(n)), e.id)));
-            }
-        }
-        // One key per entry: option variants and equal values share a key.
-        keys[start..].sort_unstable();
-        dedup_tail(&mut keys, start);
-        present[pstart..].sort_unstable();
-        dedup_tail(&mut present, pstart);
+        let (p, q) = index_keys(indexed, e);
+        present.extend(p.into_iter().map(|t| (t, e.id)));
+        keys.extend(q.into_iter().map(|k| (k, e.id)));
     }
     keys.sort_unstable();
     present.sort_unstable();
-    let runs = |pairs: &[(EntryId, EntryId)]| -> OrdMap<EntryId, Arc<RoaringBitmap>> {
-        let mut m = OrdMap::new();
-        for run in pairs.chunk_by(|a, b| a.0 == b.0) {
-            let b = RoaringBitmap::from_sorted_iter(run.iter().map(|p| p.1)).unwrap_or_default();
-            m.insert(run[0].0, Arc::new(b));
-        }
-        m
-    };
-    let children = runs(&kids);
-    let mut pres = OrdMap::new();
-    for run in present.chunk_by(|a, b| a.0 == b.0) {
-        let b = RoaringBitmap::from_sorted_iter(run.iter().map(|p| p.1)).unwrap_or_default();
-        pres.insert(run[0].0, Arc::new(b));
-    }
     let mut eq = OrdMap::new();
     for run in keys.chunk_by(|a, b| a.0 == b.0) {
         let posting = if run.len() == 1 {
@@ -157,19 +161,7 @@ fn build_indexes(
         };
         eq.insert(run[0].0, posting);
     }
-    (children, eq, pres)
-}
-
-/// Removes duplicates from the sorted tail `v[start..]`.
-fn dedup_tail<T: PartialEq + Copy>(v: &mut Vec<T>, start: usize) {
-    let mut w = start;
-    for r in start..v.len() {
-        if w == start || v[w - 1] != v[r] {
-            v[w] = v[r];
-            w += 1;
-        }
-    }
-    v.truncate(w);
+    (bitmap_runs(&kids), eq, bitmap_runs(&present))
 }
 
 impl Version {
@@ -202,16 +194,11 @@ impl Version {
     ) -> Version {
         let mut v = Version::empty(indexed.iter().copied().collect());
         let mut all: Vec<Arc<Entry>> = entries.into_iter().map(Arc::new).collect();
-        all.sort_unstable_by_key(|e| e.id);
-        // A repeated id: the last one wins, as successive puts would have it.
-        let mut keep = vec![true; all.len()];
-        for i in 1..all.len() {
-            if all[i - 1].id == all[i].id {
-                keep[i - 1] = false;
-            }
-        }
-        let mut k = keep.iter();
-        all.retain(|_| k.next().copied().unwrap_or(true));
+        // A repeated id: the last one wins, as successive puts would have it (the sort is
+        // stable, so after reversing, the first of a run of equal ids is the last given).
+        all.reverse();
+        all.sort_by_key(|e| e.id);
+        all.dedup_by_key(|e| e.id);
         let last = all.last().map_or(0, |e| e.id.saturating_add(1));
         v.next_id = v.next_id.max(last).max(next_id);
         v.seq = seq;
@@ -322,22 +309,8 @@ impl Version {
 
     // ---- mutation, used only by the writer on its private working copy ----
 
-    /// The index keys of an entry: presence per indexed type, equality per indexed value;
-    /// sorted and without duplicates (option variants of a type share keys).
     fn index_keys(&self, e: &Entry) -> (Vec<AttrId>, Vec<IndexKey>) {
-        let mut pres = Vec::new();
-        let mut eq = Vec::new();
-        for a in &e.attrs {
-            if self.indexed.contains(&a.ty) {
-                pres.push(a.ty);
-                eq.extend(a.norm.iter().map(|n| (a.ty, value_hash(n))));
-            }
-        }
-        pres.sort_unstable();
-        pres.dedup();
-        eq.sort_unstable();
-        eq.dedup();
-        (pres, eq)
+        index_keys(&self.indexed, e)
     }
 
     fn index_add(&mut self, id: EntryId, pres: &[AttrId], eq: &[IndexKey]) {
