@@ -390,15 +390,50 @@ impl NormDn {
 
     /// Whether `self` is strictly below `base`.
     pub fn is_descendant_of(&self, base: &NormDn) -> bool {
-        if base.is_root() {
-            return !self.is_root();
-        }
-        if self.norm.len() <= base.norm.len() + 1 || !self.norm.ends_with(&base.norm) {
-            return false;
-        }
-        let cut = self.norm.len() - base.norm.len() - 1;
-        rdn_boundaries(&self.norm).contains(&cut)
+        norm_is_descendant(&self.norm, &base.norm)
     }
+}
+
+/// Whether the normalized DN `dn` is strictly below the normalized DN `base` (as
+/// `NormDn::is_descendant_of`, on the strings alone).
+pub fn norm_is_descendant(dn: &str, base: &str) -> bool {
+    if base.is_empty() {
+        return !dn.is_empty();
+    }
+    if dn.len() <= base.len() + 1 || !dn.ends_with(base) {
+        return false;
+    }
+    let cut = dn.len() - base.len() - 1;
+    dn.as_bytes()[cut] == b',' && !escaped_at(dn, cut)
+}
+
+/// Whether the byte at `at` is escaped by a backslash (scanning from the start, since `\\`
+/// escapes itself).
+fn escaped_at(s: &str, at: usize) -> bool {
+    let mut escaped = false;
+    for &b in &s.as_bytes()[..at] {
+        escaped = !escaped && b == b'\\';
+    }
+    escaped
+}
+
+/// The normalized DN of the superior of the normalized DN `dn` (as `NormDn::parent`, on the
+/// string alone); `None` for the root DN.
+pub fn norm_parent(dn: &str) -> Option<&str> {
+    if dn.is_empty() {
+        return None;
+    }
+    let mut escaped = false;
+    for (i, b) in dn.bytes().enumerate() {
+        if escaped {
+            escaped = false;
+        } else if b == b'\\' {
+            escaped = true;
+        } else if b == b',' {
+            return Some(&dn[i + 1..]);
+        }
+    }
+    Some("")
 }
 
 impl fmt::Display for NormDn {

@@ -51,6 +51,7 @@ use std::collections::HashMap;
 mod builtin;
 mod check;
 mod dn;
+pub use dn::{norm_is_descendant, norm_parent};
 mod parse;
 mod rules;
 mod syntax;
@@ -374,6 +375,11 @@ impl Schema {
 
     pub fn attr(&self, id: AttrId) -> &AttributeType {
         &self.attrs[id.0 as usize]
+    }
+
+    /// The number of attribute types (ids run from 0 to this, exclusive).
+    pub fn attr_count(&self) -> usize {
+        self.attrs.len()
     }
 
     /// All attribute types in definition order.

@@ -155,10 +155,12 @@ impl Rule {
     fn selects(&self, schema: &Schema, e: &Entry) -> bool {
         if let Some((base, scope)) = &self.dn {
             let ok = match scope {
-                DnScope::Base => e.ndn == *base,
-                DnScope::One => e.ndn.parent().as_ref() == Some(base),
-                DnScope::Subtree => e.ndn == *base || e.ndn.is_descendant_of(base),
-                DnScope::Children => e.ndn.is_descendant_of(base),
+                DnScope::Base => e.ndn_str() == base.norm,
+                DnScope::One => schema::norm_parent(e.ndn_str()) == Some(base.norm.as_str()),
+                DnScope::Subtree => {
+                    e.ndn_str() == base.norm || schema::norm_is_descendant(e.ndn_str(), &base.norm)
+                }
+                DnScope::Children => schema::norm_is_descendant(e.ndn_str(), &base.norm),
             };
             if !ok {
                 return false;
@@ -452,7 +454,7 @@ impl View {
             view: self,
             acl,
             schema,
-            is_self: self.me.as_deref() == Some(e.ndn.norm.as_str()),
+            is_self: self.me.as_deref() == Some(e.ndn_str()),
             selected,
         }
     }

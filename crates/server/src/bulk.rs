@@ -117,20 +117,15 @@ impl ImportTree {
 
     fn push(&mut self, p: add::Placed) {
         self.by_dn.insert(p.ndn.norm.clone(), self.entries.len());
-        self.entries.push(Entry {
-            id: self.next_id(),
-            dn: p.dn,
-            ndn: p.ndn,
-            parent: p.parent,
-            attrs: p.attrs,
-        });
+        let e = Entry::new(self.next_id(), p.parent, &p.dn, &p.ndn, &p.attrs);
+        self.entries.push(e);
     }
 }
 
 impl add::Tree for ImportTree {
     fn find(&self, ndn: &NormDn) -> Option<(EntryId, &str)> {
         let e = &self.entries[*self.by_dn.get(&ndn.norm)?];
-        Some((e.id, e.dn.as_str()))
+        Some((e.id, e.dn()))
     }
 
     fn missing_parent(&self, _shared: &Shared, _ndn: &NormDn) -> LdapError {
@@ -308,16 +303,14 @@ pub fn export(dir: &Path, out: impl Write) -> Result<u64, BulkError> {
     w.write_version().map_err(io_err)?;
     for e in &rec.entries {
         let names: Vec<String> = e
-            .attrs
-            .iter()
+            .attrs()
             .map(|a| format!("{}{}", schema.attr(a.ty).name(), a.options))
             .collect();
         let pairs = e
-            .attrs
-            .iter()
+            .attrs()
             .zip(&names)
-            .flat_map(|(a, n)| a.values.iter().map(move |v| (n.as_str(), &**v)));
-        w.write_entry(&e.dn, pairs).map_err(io_err)?;
+            .flat_map(|(a, n)| a.values().map(move |v| (n.as_str(), v)));
+        w.write_entry(e.dn(), pairs).map_err(io_err)?;
     }
     w.flush().map_err(io_err)?;
     Ok(rec.entries.len() as u64)

@@ -295,13 +295,8 @@ fn attr(schema: &Schema, name: &str, values: &[&[u8]]) -> Option<Attr> {
 }
 
 fn virtual_entry(dn: &str, ndn: NormDn, attrs: Vec<Option<Attr>>) -> Entry {
-    Entry {
-        id: 0,
-        dn: dn.to_string(),
-        ndn,
-        parent: None,
-        attrs: attrs.into_iter().flatten().collect(),
-    }
+    let attrs: Vec<Attr> = attrs.into_iter().flatten().collect();
+    Entry::new(0, None, dn, &ndn, &attrs)
 }
 
 fn root_dse(schema: &Schema, config: &Config) -> Entry {

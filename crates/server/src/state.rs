@@ -161,13 +161,16 @@ impl Shared {
             }
             at = e.parent.and_then(|p| v.get(p));
         }
-        let matched = at.map(|e| e.dn.clone()).unwrap_or_default();
+        let matched = at.map(|e| e.dn().to_string()).unwrap_or_default();
         LdapError::new(ResultCode::NoSuchObject, "no such object").with_matched(matched)
     }
 
     /// noSuchObject for `ndn`, with the nearest existing ancestor as matchedDN.
     pub fn no_such_object(&self, v: &store::Version, ndn: &NormDn) -> LdapError {
-        let matched = v.matched(ndn).map(|e| e.dn.clone()).unwrap_or_default();
+        let matched = v
+            .matched(ndn)
+            .map(|e| e.dn().to_string())
+            .unwrap_or_default();
         LdapError::new(ResultCode::NoSuchObject, "no such object").with_matched(matched)
     }
 }

@@ -1,13 +1,34 @@
 //! Entries as kept in memory.
 //!
-//! Each attribute keeps its values as the client sent them (`values`, returned verbatim) and the
-//! equality-normalized form of each (`norm`, used for matching, duplicate detection and index
-//! keys), so matching never re-normalizes stored data.
+//! A stored [`Entry`] is one packed byte buffer (plus its id and parent): the DN as given, the
+//! normalized DN when it differs, the normalized RDN sequence, and every attribute with its
+//! values as the client sent them (returned verbatim) and, only where it differs, each value's
+//! equality-normalized form (used for matching, duplicate detection and index keys), so matching
+//! never re-normalizes stored data. Readers walk the buffer through [`AttrRef`] views.
+//!
+//! Packing is what makes millions of entries fit: the unpacked form (a `Vec` of attributes, each
+//! with two `Vec`s of boxed values and a boxed DN parse) cost about 3.6 KB per reference entry,
+//! nearly all of it allocation headers and pointers; packed it is one allocation of roughly the
+//! size of its text. Writers edit the owned form ([`Attr`], from [`Entry::to_attrs`]) and pack
+//! the result into a new entry.
+//!
+//! Buffer layout (integers are LEB128 varints, written only by [`Entry::new`]):
+//!
+//! ```text
+//! entry := len dn | ndn | len rdns rdns | count attrs | attr*
+//! ndn   := 0 (same bytes as dn) | len+1 bytes
+//! rdns  := count rdn* ; rdn := count (type len value)*
+//! attr  := type | len options | count values | len body | body
+//! body  := (len raw | norm)* ; norm := 0 (same as raw) | len+1 bytes
+//! ```
+
+use std::fmt;
 
 use schema::{AttrId, NormDn, Schema, ValueError};
 
 pub type EntryId = u32;
 
+/// One attribute in owned, editable form.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Attr {
     pub ty: AttrId,
@@ -43,28 +64,253 @@ impl Attr {
     }
 }
 
-#[derive(Debug, Clone)]
+/// A stored entry: immutable, shared between versions behind an `Arc`.
+#[derive(Clone, PartialEq, Eq)]
 pub struct Entry {
     pub id: EntryId,
-    /// The DN in the form the client gave it (RFC 4514 string).
-    pub dn: String,
-    pub ndn: NormDn,
     pub parent: Option<EntryId>,
-    pub attrs: Vec<Attr>,
+    /// The number of RDNs (kept out of the buffer: it fits in the struct's padding, and
+    /// start-up sorts a million entries by it).
+    depth: u32,
+    packed: Box<[u8]>,
+}
+
+fn put_varint(out: &mut Vec<u8>, mut v: usize) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
+    put_varint(out, b.len());
+    out.extend_from_slice(b);
+}
+
+/// A cursor over a buffer this module wrote (so well formed: a malformed one is a bug here).
+struct Cur<'a> {
+    b: &'a [u8],
+    i: usize,
+}
+
+impl<'a> Cur<'a> {
+    #[inline]
+    fn varint(&mut self) -> usize {
+        let mut v = 0usize;
+        let mut shift = 0;
+        loop {
+            let byte = self.b[self.i];
+            self.i += 1;
+            v |= usize::from(byte & 0x7f) << shift;
+            if byte & 0x80 == 0 {
+                return v;
+            }
+            shift += 7;
+        }
+    }
+
+    #[inline]
+    fn take(&mut self, n: usize) -> &'a [u8] {
+        let s = &self.b[self.i..self.i + n];
+        self.i += n;
+        s
+    }
+
+    #[inline]
+    fn bytes(&mut self) -> &'a [u8] {
+        let n = self.varint();
+        self.take(n)
+    }
+
+    fn done(&self) -> bool {
+        self.i >= self.b.len()
+    }
+}
+
+/// The normalized RDN sequence of a DN, as `NormDn::rdns`.
+type Rdns = Vec<Vec<(AttrId, Vec<u8>)>>;
+
+fn str_of(b: &[u8]) -> &str {
+    // Only `Entry::new` writes these bytes, from `&str`s.
+    std::str::from_utf8(b).unwrap_or_default()
 }
 
 impl Entry {
-    /// The attribute of exactly this type and no options.
-    pub fn attr(&self, ty: AttrId) -> Option<&Attr> {
-        self.attrs
-            .iter()
-            .find(|a| a.ty == ty && a.options.is_empty())
+    /// Packs an entry.
+    pub fn new<'a>(
+        id: EntryId,
+        parent: Option<EntryId>,
+        dn: &str,
+        ndn: &NormDn,
+        attrs: impl IntoIterator<Item = &'a Attr>,
+    ) -> Entry {
+        let mut out = Vec::with_capacity(256);
+        put_bytes(&mut out, dn.as_bytes());
+        if ndn.norm == dn {
+            out.push(0);
+        } else {
+            put_varint(&mut out, ndn.norm.len() + 1);
+            out.extend_from_slice(ndn.norm.as_bytes());
+        }
+        let mut rdns = Vec::new();
+        put_varint(&mut rdns, ndn.rdns.len());
+        for rdn in &ndn.rdns {
+            put_varint(&mut rdns, rdn.len());
+            for (ty, v) in rdn {
+                put_varint(&mut rdns, ty.0 as usize);
+                put_bytes(&mut rdns, v);
+            }
+        }
+        put_bytes(&mut out, &rdns);
+        let count_at = out.len();
+        out.push(0);
+        let mut count = 0usize;
+        let mut body = Vec::new();
+        for a in attrs {
+            count += 1;
+            put_varint(&mut out, a.ty.0 as usize);
+            put_bytes(&mut out, a.options.as_bytes());
+            put_varint(&mut out, a.values.len());
+            body.clear();
+            for (i, raw) in a.values.iter().enumerate() {
+                put_bytes(&mut body, raw);
+                match a.norm.get(i) {
+                    Some(n) if **n != **raw => {
+                        put_varint(&mut body, n.len() + 1);
+                        body.extend_from_slice(n);
+                    }
+                    _ => body.push(0),
+                }
+            }
+            put_bytes(&mut out, &body);
+        }
+        if count < 0x80 {
+            out[count_at] = count as u8;
+        } else {
+            let mut c = Vec::new();
+            put_varint(&mut c, count);
+            out.splice(count_at..=count_at, c);
+        }
+        Entry {
+            id,
+            parent,
+            depth: u32::try_from(ndn.rdns.len()).unwrap_or(u32::MAX),
+            packed: out.into_boxed_slice(),
+        }
     }
 
-    pub fn attr_mut(&mut self, ty: AttrId, options: &str) -> Option<&mut Attr> {
-        self.attrs
-            .iter_mut()
-            .find(|a| a.ty == ty && &*a.options == options)
+    /// This entry with other attributes (same id, DN and parent).
+    pub fn with_attrs<'a>(&self, attrs: impl IntoIterator<Item = &'a Attr>) -> Entry {
+        Entry::new(self.id, self.parent, self.dn(), &self.ndn(), attrs)
+    }
+
+    /// This entry under another name and parent, attributes unchanged.
+    pub fn renamed(&self, dn: &str, ndn: &NormDn, parent: Option<EntryId>) -> Entry {
+        Entry::new(self.id, parent, dn, ndn, &self.to_attrs())
+    }
+
+    /// The packed bytes (the snapshot stores them as they are).
+    pub fn packed(&self) -> &[u8] {
+        &self.packed
+    }
+
+    /// An entry from packed bytes read back from disk: checked to be well formed with
+    /// attribute ids below `attr_count`, so that no accessor can fail on it. Whether the ids
+    /// and normalized forms are those of the schema in force is the caller's business (the
+    /// snapshot records a schema fingerprint).
+    pub fn from_packed(
+        id: EntryId,
+        parent: Option<EntryId>,
+        packed: &[u8],
+        attr_count: usize,
+    ) -> Result<Entry, String> {
+        let depth = check_packed(packed, attr_count)?;
+        Ok(Entry {
+            id,
+            parent,
+            depth: u32::try_from(depth).unwrap_or(u32::MAX),
+            packed: packed.into(),
+        })
+    }
+
+    fn cur(&self) -> Cur<'_> {
+        Cur {
+            b: &self.packed,
+            i: 0,
+        }
+    }
+
+    /// The DN in the form the client gave it (RFC 4514 string).
+    pub fn dn(&self) -> &str {
+        str_of(self.cur().bytes())
+    }
+
+    /// The normalized DN string (`NormDn::norm`).
+    pub fn ndn_str(&self) -> &str {
+        let mut c = self.cur();
+        let dn = c.bytes();
+        match c.varint() {
+            0 => str_of(dn),
+            n => str_of(c.take(n - 1)),
+        }
+    }
+
+    fn rdn_block(&self) -> Cur<'_> {
+        let mut c = self.cur();
+        c.bytes();
+        match c.varint() {
+            0 => {}
+            n => {
+                c.take(n - 1);
+            }
+        }
+        Cur { b: c.bytes(), i: 0 }
+    }
+
+    /// The number of RDNs of the DN.
+    pub fn depth(&self) -> usize {
+        self.depth as usize
+    }
+
+    /// The normalized DN with its RDNs (allocates; comparisons should use `ndn_str`).
+    pub fn ndn(&self) -> NormDn {
+        let mut c = self.rdn_block();
+        let n = c.varint();
+        let mut rdns: Rdns = Vec::with_capacity(n);
+        for _ in 0..n {
+            let k = c.varint();
+            let mut rdn = Vec::with_capacity(k);
+            for _ in 0..k {
+                let ty = AttrId(c.varint() as u32);
+                rdn.push((ty, c.bytes().to_vec()));
+            }
+            rdns.push(rdn);
+        }
+        NormDn {
+            norm: self.ndn_str().to_string(),
+            rdns,
+        }
+    }
+
+    /// The attributes, in stored order.
+    pub fn attrs(&self) -> Attrs<'_> {
+        let mut c = self.cur();
+        c.bytes();
+        match c.varint() {
+            0 => {}
+            n => {
+                c.take(n - 1);
+            }
+        }
+        c.bytes();
+        let left = c.varint();
+        Attrs { c, left }
+    }
+
+    /// The attribute of exactly this type and no options.
+    pub fn attr(&self, ty: AttrId) -> Option<AttrRef<'_>> {
+        self.attrs().find(|a| a.ty == ty && a.options.is_empty())
     }
 
     /// All attributes of this type or a subtype, with any options.
@@ -72,16 +318,393 @@ impl Entry {
         &'a self,
         schema: &'a Schema,
         ty: AttrId,
-    ) -> impl Iterator<Item = &'a Attr> + 'a {
-        self.attrs
-            .iter()
-            .filter(move |a| schema.is_subtype(a.ty, ty))
+    ) -> impl Iterator<Item = AttrRef<'a>> + 'a {
+        self.attrs().filter(move |a| schema.is_subtype(a.ty, ty))
     }
 
     /// Whether the entry holds a value (by normalized form) of exactly this type (any options).
     pub fn has_value(&self, ty: AttrId, norm: &[u8]) -> bool {
-        self.attrs
-            .iter()
-            .any(|a| a.ty == ty && a.find(norm).is_some())
+        self.attrs().any(|a| a.ty == ty && a.find(norm).is_some())
+    }
+
+    /// The attributes in owned, editable form.
+    pub fn to_attrs(&self) -> Vec<Attr> {
+        self.attrs().map(|a| a.to_attr()).collect()
+    }
+}
+
+impl fmt::Debug for Entry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Entry")
+            .field("id", &self.id)
+            .field("parent", &self.parent)
+            .field("dn", &self.dn())
+            .field("attrs", &self.to_attrs())
+            .finish()
+    }
+}
+
+/// The attributes of an entry.
+pub struct Attrs<'a> {
+    c: Cur<'a>,
+    left: usize,
+}
+
+impl<'a> Iterator for Attrs<'a> {
+    type Item = AttrRef<'a>;
+
+    #[inline]
+    fn next(&mut self) -> Option<AttrRef<'a>> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        let ty = AttrId(self.c.varint() as u32);
+        let options = str_of(self.c.bytes());
+        let count = self.c.varint();
+        let body = self.c.bytes();
+        Some(AttrRef {
+            ty,
+            options,
+            count,
+            body,
+        })
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
+}
+
+impl ExactSizeIterator for Attrs<'_> {}
+
+/// One attribute of a stored entry.
+#[derive(Clone, Copy)]
+pub struct AttrRef<'a> {
+    pub ty: AttrId,
+    /// As `Attr::options`.
+    pub options: &'a str,
+    count: usize,
+    body: &'a [u8],
+}
+
+impl<'a> AttrRef<'a> {
+    /// The number of values.
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Each value with its normalized form.
+    pub fn pairs(&self) -> Pairs<'a> {
+        Pairs {
+            c: Cur { b: self.body, i: 0 },
+        }
+    }
+
+    /// The values as the client sent them.
+    pub fn values(&self) -> impl Iterator<Item = &'a [u8]> + 'a {
+        self.pairs().map(|p| p.0)
+    }
+
+    /// The equality-normalized form of each value.
+    pub fn norm(&self) -> impl Iterator<Item = &'a [u8]> + 'a {
+        self.pairs().map(|p| p.1)
+    }
+
+    /// The first value.
+    pub fn first(&self) -> Option<&'a [u8]> {
+        self.values().next()
+    }
+
+    /// Position of a value with the same normalized form.
+    pub fn find(&self, norm: &[u8]) -> Option<usize> {
+        self.norm().position(|n| n == norm)
+    }
+
+    /// This attribute in owned, editable form.
+    pub fn to_attr(&self) -> Attr {
+        let (values, norm) = self
+            .pairs()
+            .map(|(v, n)| (Box::from(v), Box::from(n)))
+            .unzip();
+        Attr {
+            ty: self.ty,
+            options: self.options.into(),
+            values,
+            norm,
+        }
+    }
+}
+
+impl fmt::Debug for AttrRef<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.to_attr().fmt(f)
+    }
+}
+
+/// The (raw, normalized) value pairs of an attribute.
+pub struct Pairs<'a> {
+    c: Cur<'a>,
+}
+
+impl<'a> Iterator for Pairs<'a> {
+    type Item = (&'a [u8], &'a [u8]);
+
+    #[inline]
+    fn next(&mut self) -> Option<(&'a [u8], &'a [u8])> {
+        if self.c.done() {
+            return None;
+        }
+        let raw = self.c.bytes();
+        let norm = match self.c.varint() {
+            0 => raw,
+            n => self.c.take(n - 1),
+        };
+        Some((raw, norm))
+    }
+}
+
+/// Checks that `packed` is a well-formed entry buffer whose attribute ids are below
+/// `attr_count` (so that reading it can never fail); returns the number of RDNs.
+fn check_packed(packed: &[u8], attr_count: usize) -> Result<usize, String> {
+    let mut r = Check { b: packed, i: 0 };
+    let dn = r.bytes("DN")?;
+    std::str::from_utf8(dn).map_err(|_| "DN is not UTF-8".to_string())?;
+    match r.varint("normalized DN")? {
+        0 => {}
+        n => {
+            let b = r.take(n - 1, "normalized DN")?;
+            std::str::from_utf8(b).map_err(|_| "normalized DN is not UTF-8".to_string())?;
+        }
+    }
+    let block = r.bytes("RDNs")?;
+    let mut q = Check { b: block, i: 0 };
+    let depth = q.varint("RDN count")?;
+    for _ in 0..depth {
+        for _ in 0..q.varint("AVA count")? {
+            q.attr_type(attr_count)?;
+            q.bytes("RDN value")?;
+        }
+    }
+    if q.i != block.len() {
+        return Err("RDN block has trailing bytes".into());
+    }
+    let n = r.varint("attribute count")?;
+    for _ in 0..n {
+        r.attr_type(attr_count)?;
+        let o = r.bytes("options")?;
+        std::str::from_utf8(o).map_err(|_| "options are not UTF-8".to_string())?;
+        let count = r.varint("value count")?;
+        let body = r.bytes("values")?;
+        let mut v = Check { b: body, i: 0 };
+        let mut seen = 0;
+        while v.i < body.len() {
+            v.bytes("value")?;
+            match v.varint("normalized value")? {
+                0 => {}
+                n => {
+                    v.take(n - 1, "normalized value")?;
+                }
+            }
+            seen += 1;
+        }
+        if seen != count {
+            return Err(format!("attribute holds {seen} values, not {count}"));
+        }
+    }
+    if r.i != packed.len() {
+        return Err("entry has trailing bytes".into());
+    }
+    Ok(depth)
+}
+
+struct Check<'a> {
+    b: &'a [u8],
+    i: usize,
+}
+
+impl<'a> Check<'a> {
+    #[inline]
+    fn varint(&mut self, what: &str) -> Result<usize, String> {
+        // Nearly every length and count fits in one byte.
+        if let Some(&b) = self.b.get(self.i) {
+            if b < 0x80 {
+                self.i += 1;
+                return Ok(usize::from(b));
+            }
+        }
+        let mut v = 0usize;
+        for shift in (0..35).step_by(7) {
+            let byte = *self
+                .b
+                .get(self.i)
+                .ok_or_else(|| format!("{what}: truncated"))?;
+            self.i += 1;
+            v |= usize::from(byte & 0x7f) << shift;
+            if byte & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+        Err(format!("{what}: varint too long"))
+    }
+
+    #[inline]
+    fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8], String> {
+        if n > self.b.len() - self.i {
+            // (`i` never passes the end: every advance is checked here.)
+            return Err(format!("{what}: length {n} runs past the entry"));
+        }
+        let s = &self.b[self.i..self.i + n];
+        self.i += n;
+        Ok(s)
+    }
+
+    #[inline]
+    fn bytes(&mut self, what: &str) -> Result<&'a [u8], String> {
+        let n = self.varint(what)?;
+        self.take(n, what)
+    }
+
+    #[inline]
+    fn attr_type(&mut self, attr_count: usize) -> Result<(), String> {
+        let ty = self.varint("attribute type")?;
+        if ty >= attr_count {
+            return Err(format!("attribute type {ty} is not in the schema"));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn attr(ty: u32, options: &str, values: &[(&[u8], &[u8])]) -> Attr {
+        Attr {
+            ty: AttrId(ty),
+            options: options.into(),
+            values: values.iter().map(|v| Box::from(v.0)).collect(),
+            norm: values.iter().map(|v| Box::from(v.1)).collect(),
+        }
+    }
+
+    fn ndn(norm: &str, rdns: Rdns) -> NormDn {
+        NormDn {
+            norm: norm.into(),
+            rdns,
+        }
+    }
+
+    #[test]
+    fn packs_and_reads_back() {
+        let attrs = vec![
+            attr(3, "", &[(b"Top", b"top"), (b"person", b"person")]),
+            attr(7, ";lang-en", &[(b"A  B", b"a b")]),
+            attr(9, "", &[(&[0, 0xff, 0x80], &[0, 0xff, 0x80])]),
+        ];
+        let n = ndn(
+            "cn=a b,dc=x",
+            vec![
+                vec![(AttrId(7), b"a b".to_vec())],
+                vec![(AttrId(2), b"x".to_vec())],
+            ],
+        );
+        let e = Entry::new(5, Some(1), "CN=A  B,DC=x", &n, &attrs);
+        assert_eq!((e.id, e.parent), (5, Some(1)));
+        assert_eq!(e.dn(), "CN=A  B,DC=x");
+        assert_eq!(e.ndn_str(), "cn=a b,dc=x");
+        assert_eq!(e.ndn().rdns, n.rdns);
+        assert_eq!(e.depth(), 2);
+        assert_eq!(e.to_attrs(), attrs);
+        assert_eq!(e.attrs().len(), 3);
+        let oc = e.attr(AttrId(3)).expect("type 3");
+        assert_eq!(oc.len(), 2);
+        assert_eq!(oc.first(), Some(&b"Top"[..]));
+        assert_eq!(oc.find(b"person"), Some(1));
+        assert!(e.attr(AttrId(7)).is_none(), "only with options");
+        assert!(e.has_value(AttrId(7), b"a b"));
+        assert!(!e.has_value(AttrId(7), b"A  B"));
+        // A DN that is its own normalized form is stored once.
+        let same = Entry::new(6, None, "dc=x", &ndn("dc=x", vec![]), &[]);
+        assert_eq!(same.ndn_str(), "dc=x");
+        assert_eq!(same.attrs().count(), 0);
+        assert!(Entry::from_packed(6, None, same.packed(), 0).is_ok());
+    }
+
+    #[test]
+    fn damaged_packed_entries_are_refused_without_panicking() {
+        let attrs = vec![attr(1, "", &[(b"Ab", b"ab"), (b"c", b"c")])];
+        let e = Entry::new(
+            1,
+            None,
+            "x=Ab",
+            &ndn("x=ab", vec![vec![(AttrId(1), b"ab".to_vec())]]),
+            &attrs,
+        );
+        let p = e.packed();
+        assert!(Entry::from_packed(1, None, p, 2).is_ok());
+        assert!(
+            Entry::from_packed(1, None, p, 1).is_err(),
+            "type id 1 out of range"
+        );
+        for cut in 0..p.len() {
+            assert!(
+                Entry::from_packed(1, None, &p[..cut], 2).is_err(),
+                "cut at {cut}"
+            );
+        }
+        let mut longer = p.to_vec();
+        longer.push(0);
+        assert!(Entry::from_packed(1, None, &longer, 2).is_err());
+    }
+
+    fn any_attr() -> impl Strategy<Value = Attr> {
+        let value = (
+            proptest::collection::vec(any::<u8>(), 0..200),
+            proptest::option::of(proptest::collection::vec(any::<u8>(), 0..20)),
+        );
+        (
+            0u32..300,
+            "(;[a-z]{1,5}){0,2}",
+            proptest::collection::vec(value, 1..4),
+        )
+            .prop_map(|(ty, options, values)| Attr {
+                ty: AttrId(ty),
+                options: options.into(),
+                norm: values
+                    .iter()
+                    .map(|(raw, n)| Box::from(n.as_deref().unwrap_or(raw)))
+                    .collect(),
+                values: values.into_iter().map(|(raw, _)| raw.into()).collect(),
+            })
+    }
+
+    proptest! {
+        #[test]
+        fn any_entry_round_trips(
+            dn in "[ -~]{0,300}",
+            norm in proptest::option::of("[ -~]{0,40}"),
+            attrs in proptest::collection::vec(any_attr(), 0..140),
+        ) {
+            let n = ndn(norm.as_deref().unwrap_or(&dn), vec![vec![(AttrId(299), b"v".to_vec())]]);
+            let e = Entry::new(1, None, &dn, &n, &attrs);
+            prop_assert_eq!(e.dn(), dn.as_str());
+            prop_assert_eq!(e.ndn_str(), n.norm.as_str());
+            prop_assert_eq!(e.to_attrs(), attrs);
+            prop_assert!(Entry::from_packed(1, None, e.packed(), 300).is_ok());
+        }
+
+        #[test]
+        fn checking_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
+            if let Ok(e) = Entry::from_packed(1, None, &bytes, 50) {
+                // Whatever passes the check reads without panicking.
+                let _ = (e.dn(), e.ndn(), e.to_attrs());
+            }
+        }
     }
 }

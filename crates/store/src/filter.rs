@@ -117,7 +117,7 @@ impl Filter {
                 let any: Vec<&[u8]> = any.iter().map(Vec::as_slice).collect();
                 let mut r = Tri::False;
                 for a in e.attrs_of(schema, *attr) {
-                    for v in &a.values {
+                    for v in a.values() {
                         match schema.substrings_match(
                             a.ty,
                             v,
@@ -158,7 +158,7 @@ fn ordering(
 ) -> Tri {
     let mut r = Tri::False;
     for a in e.attrs_of(schema, attr) {
-        for v in &a.values {
+        for v in a.values() {
             match schema.compare_ord(a.ty, v, value) {
                 Some(o) if ok(o) => return Tri::True,
                 Some(_) => {}
@@ -215,7 +215,7 @@ fn extensible(
             }
         }
     };
-    for a in &e.attrs {
+    for a in e.attrs() {
         if let Some(t) = attr {
             if !schema.is_subtype(a.ty, t) {
                 continue;
@@ -223,14 +223,14 @@ fn extensible(
         } else if schema.attr(a.ty).is_operational() {
             continue;
         }
-        for v in &a.values {
+        for v in a.values() {
             if check(a.ty, v) {
                 return Tri::True;
             }
         }
     }
     if dn {
-        for rdn in &e.ndn.rdns {
+        for rdn in &e.ndn().rdns {
             for (ty, v) in rdn {
                 if attr.is_some_and(|t| !schema.is_subtype(*ty, t)) {
                     continue;

@@ -79,7 +79,9 @@ impl Version {
         match scope {
             Scope::Base => e.id == base.id,
             Scope::One => e.parent == Some(base.id),
-            Scope::Subtree => e.id == base.id || e.ndn.is_descendant_of(&base.ndn),
+            Scope::Subtree => {
+                e.id == base.id || schema::norm_is_descendant(e.ndn_str(), base.ndn_str())
+            }
         }
     }
 

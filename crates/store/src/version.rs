@@ -9,7 +9,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use imbl::OrdMap;
+use imbl::{OrdMap, OrdSet};
 use roaring::RoaringBitmap;
 use schema::{AttrId, NormDn};
 
@@ -21,12 +21,12 @@ use crate::entry::{Entry, EntryId};
 /// needs no allocation and compares in one instruction.
 pub type IndexKey = (AttrId, u64);
 
-/// The index hash of a normalized value (SipHash with fixed keys: stable within a process).
+/// The index hash of a normalized value: SipHash with keys drawn at random once per process
+/// (stable within it; never stored), so that no client can choose values that collide.
 pub fn value_hash(norm: &[u8]) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::hash::DefaultHasher::new();
-    norm.hash(&mut h);
-    h.finish()
+    use std::hash::BuildHasher;
+    static KEYS: std::sync::OnceLock<std::hash::RandomState> = std::sync::OnceLock::new();
+    KEYS.get_or_init(std::hash::RandomState::new).hash_one(norm)
 }
 
 /// The entries holding one indexed value. Most values of the reference attributes (uid, mail,
@@ -91,7 +91,10 @@ pub struct Version {
     /// Number of the batch that produced this version.
     pub seq: u64,
     pub(crate) entries: OrdMap<EntryId, Arc<Entry>>,
-    pub(crate) by_dn: OrdMap<String, EntryId>,
+    /// Entries by the hash of their normalized DN (`value_hash`), with the id to tell apart
+    /// the DNs of one hash: a lookup checks the entry's own DN, so a collision costs a
+    /// comparison. A map keyed by the DN strings cost ~90 bytes per entry; this costs ~20.
+    pub(crate) by_dn: OrdSet<(u64, EntryId)>,
     pub(crate) children: OrdMap<EntryId, Arc<RoaringBitmap>>,
     pub(crate) eq: OrdMap<IndexKey, Posting>,
     pub(crate) pres: OrdMap<AttrId, Arc<RoaringBitmap>>,
@@ -104,10 +107,10 @@ pub struct Version {
 fn index_keys(indexed: &HashSet<AttrId>, e: &Entry) -> (Vec<AttrId>, Vec<IndexKey>) {
     let mut pres = Vec::new();
     let mut eq = Vec::new();
-    for a in &e.attrs {
+    for a in e.attrs() {
         if indexed.contains(&a.ty) {
             pres.push(a.ty);
-            eq.extend(a.norm.iter().map(|n| (a.ty, value_hash(n))));
+            eq.extend(a.norm().map(|n| (a.ty, value_hash(n))));
         }
     }
     pres.sort_unstable();
@@ -169,7 +172,7 @@ impl Version {
         Version {
             seq: 0,
             entries: OrdMap::new(),
-            by_dn: OrdMap::new(),
+            by_dn: OrdSet::new(),
             children: OrdMap::new(),
             eq: OrdMap::new(),
             pres: OrdMap::new(),
@@ -220,13 +223,12 @@ impl Version {
                 for e in all {
                     ents.insert(e.id, e.clone());
                 }
-                let mut dns: Vec<(&str, EntryId)> =
-                    all.iter().map(|e| (e.ndn.norm.as_str(), e.id)).collect();
+                let mut dns: Vec<(u64, EntryId)> = all
+                    .iter()
+                    .map(|e| (value_hash(e.ndn_str().as_bytes()), e.id))
+                    .collect();
                 dns.sort_unstable();
-                let mut names = OrdMap::new();
-                for (n, id) in dns {
-                    names.insert(n.to_string(), id);
-                }
+                let names: OrdSet<(u64, EntryId)> = dns.into_iter().collect();
                 (ents, names)
             });
             let (c, q, p) = build_indexes(all, indexed);
@@ -261,13 +263,15 @@ impl Version {
 
     /// The entry with this normalized DN.
     pub fn lookup(&self, ndn: &NormDn) -> Option<&Arc<Entry>> {
-        self.by_dn
-            .get(&ndn.norm)
-            .and_then(|id| self.entries.get(id))
+        self.lookup_norm(&ndn.norm)
     }
 
     pub fn lookup_norm(&self, norm: &str) -> Option<&Arc<Entry>> {
-        self.by_dn.get(norm).and_then(|id| self.entries.get(id))
+        let h = value_hash(norm.as_bytes());
+        self.by_dn
+            .range((h, 0)..=(h, EntryId::MAX))
+            .filter_map(|(_, id)| self.entries.get(id))
+            .find(|e| e.ndn_str() == norm)
     }
 
     /// The nearest existing ancestor of a DN that does not exist (for matchedDN), as stored.
@@ -369,9 +373,9 @@ impl Version {
                     .collect();
                 self.index_remove(id, &pres_gone, &gone(&old_eq, &new_eq));
                 self.index_add(id, &pres_new, &gone(&new_eq, &old_eq));
-                if old.ndn.norm != entry.ndn.norm {
-                    self.by_dn.remove(&old.ndn.norm);
-                    self.by_dn.insert(entry.ndn.norm.clone(), id);
+                if old.ndn_str() != entry.ndn_str() {
+                    self.by_dn.remove(&(value_hash(old.ndn_str().as_bytes()), id));
+                    self.by_dn.insert((value_hash(entry.ndn_str().as_bytes()), id));
                 }
                 if old.parent != entry.parent {
                     if let Some(p) = old.parent {
@@ -384,7 +388,7 @@ impl Version {
             }
             None => {
                 self.index_add(id, &new_pres, &new_eq);
-                self.by_dn.insert(entry.ndn.norm.clone(), id);
+                self.by_dn.insert((value_hash(entry.ndn_str().as_bytes()), id));
                 if let Some(p) = entry.parent {
                     Arc::make_mut(self.children.entry(p).or_default()).insert(id);
                 }
@@ -407,7 +411,7 @@ impl Version {
         let old = self.entries.remove(&id)?;
         let (pres, eq) = self.index_keys(&old);
         self.index_remove(id, &pres, &eq);
-        self.by_dn.remove(&old.ndn.norm);
+        self.by_dn.remove(&(value_hash(old.ndn_str().as_bytes()), id));
         if let Some(p) = old.parent {
             self.unlink_child(p, id);
         }

@@ -270,13 +270,7 @@ impl Txn {
             Some(p.ok_or_else(|| StoreError::NoParent(dn.clone()))?)
         };
         let id = self.work.alloc_id();
-        self.work.put(Entry {
-            id,
-            dn,
-            ndn,
-            parent,
-            attrs,
-        });
+        self.work.put(Entry::new(id, parent, &dn, &ndn, &attrs));
         self.touched.push(id);
         Ok(id)
     }
@@ -284,13 +278,7 @@ impl Txn {
     /// Replaces the attributes of an entry (DN unchanged).
     pub fn replace_attrs(&mut self, id: EntryId, attrs: Vec<Attr>) -> Result<(), StoreError> {
         let old = self.work.get(id).ok_or(StoreError::NoSuchEntry)?;
-        let e = Entry {
-            id,
-            dn: old.dn.clone(),
-            ndn: old.ndn.clone(),
-            parent: old.parent,
-            attrs,
-        };
+        let e = old.with_attrs(&attrs);
         self.work.put(e);
         self.touched.push(id);
         Ok(())
@@ -300,7 +288,7 @@ impl Txn {
     pub fn delete(&mut self, id: EntryId) -> Result<Arc<Entry>, StoreError> {
         let e = self.work.get(id).ok_or(StoreError::NoSuchEntry)?;
         if self.work.num_children(id) > 0 {
-            return Err(StoreError::NotLeaf(e.dn.clone()));
+            return Err(StoreError::NotLeaf(e.dn().to_string()));
         }
         self.touched.push(id);
         self.work.remove(id).ok_or(StoreError::NoSuchEntry)
@@ -330,30 +318,24 @@ impl Txn {
             }
             std::ops::ControlFlow::Continue(())
         });
-        let (old_dn_len, old_norm_len) = (old.dn.len(), old.ndn.norm.len());
-        self.work.put(Entry {
-            id,
-            dn: dn.clone(),
-            ndn: ndn.clone(),
-            parent: new_parent,
-            attrs,
-        });
+        let (old_dn_len, old_norm_len, old_depth) =
+            (old.dn().len(), old.ndn_str().len(), old.depth());
+        self.work.put(Entry::new(id, new_parent, &dn, &ndn, &attrs));
         self.touched.push(id);
         for d in descendants {
             // A descendant's DN ends with the old DN: keep its own leading part, swap the rest.
-            let keep = d.dn.len().saturating_sub(old_dn_len);
-            let keep_norm = d.ndn.norm.len().saturating_sub(old_norm_len);
-            let new_dn = format!("{}{}", d.dn.get(..keep).unwrap_or(""), dn);
-            let depth = d.ndn.rdns.len() - old.ndn.rdns.len();
-            let mut rdns: Vec<_> = d.ndn.rdns[..depth].to_vec();
+            let (d_dn, d_ndn) = (d.dn(), d.ndn());
+            let keep = d_dn.len().saturating_sub(old_dn_len);
+            let keep_norm = d_ndn.norm.len().saturating_sub(old_norm_len);
+            let new_dn = format!("{}{}", d_dn.get(..keep).unwrap_or(""), dn);
+            let depth = d_ndn.rdns.len() - old_depth;
+            let mut rdns: Vec<_> = d_ndn.rdns[..depth].to_vec();
             rdns.extend(ndn.rdns.iter().cloned());
             let new_ndn = NormDn {
-                norm: format!("{}{}", d.ndn.norm.get(..keep_norm).unwrap_or(""), ndn.norm),
+                norm: format!("{}{}", d_ndn.norm.get(..keep_norm).unwrap_or(""), ndn.norm),
                 rdns,
             };
-            let mut e = (*d).clone();
-            e.dn = new_dn;
-            e.ndn = new_ndn;
+            let e = d.renamed(&new_dn, &new_ndn, d.parent);
             self.touched.push(e.id);
             self.work.put(e);
         }

@@ -80,12 +80,9 @@ fn entries_convert_through_the_schema() {
     let schema = Schema::builtin();
     let se = person(7, "Seven");
     let e = se.to_entry(&schema).expect("entry");
-    assert_eq!(e.ndn.norm, entry(&schema, &se).ndn.norm);
+    assert_eq!(e.ndn_str(), entry(&schema, &se).ndn_str());
     let cn = schema.attr_by_name("cn").expect("cn");
-    assert!(e
-        .attrs
-        .iter()
-        .any(|a| a.ty == cn && &*a.options == ";lang-en"));
+    assert!(e.attrs().any(|a| a.ty == cn && a.options == ";lang-en"));
     assert_eq!(StoredEntry::from_entry(&e, &schema), se);
 
     let mut bad = se.clone();

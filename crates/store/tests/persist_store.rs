@@ -72,7 +72,7 @@ fn store_modify_and_delete_recover_after_restart() {
                 let mut p = persist_util::person(4 + round, &format!("round {round}"));
                 p.attrs
                     .push(persist_util::sattr("description", &["changed"]));
-                txn.replace_attrs(4 + round, persist_util::entry(s, &p).attrs)
+                txn.replace_attrs(4 + round, persist_util::entry(s, &p).to_attrs())
             })
             .expect("writer")
             .expect("batch");

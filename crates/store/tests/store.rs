@@ -78,7 +78,7 @@ fn find(schema: &Schema, v: &Version, base: &str, scope: Scope, f: &Filter) -> (
         scope,
         f,
         |e: &Arc<Entry>| {
-            out.push(e.dn.clone());
+            out.push(e.dn().to_string());
             ControlFlow::Continue(())
         },
         || ControlFlow::Continue(()),
@@ -308,7 +308,7 @@ fn rename_moves_subtree() {
                 new.into(),
                 ndn(s, new),
                 Some(staff),
-                people.attrs.clone(),
+                people.to_attrs(),
             )
         })
         .expect("writer")
@@ -323,7 +323,10 @@ fn rename_moves_subtree() {
             "uid=user.1,ou=people,ou=staff,dc=example,dc=com",
         ))
         .expect("moved");
-    assert_eq!(moved.dn, "uid=user.1,ou=people,ou=staff,dc=example,dc=com");
+    assert_eq!(
+        moved.dn(),
+        "uid=user.1,ou=people,ou=staff,dc=example,dc=com"
+    );
     let all = Filter::True;
     assert_eq!(
         find(

@@ -143,7 +143,7 @@ pub(crate) trait Tree {
 
 impl Tree for store::Version {
     fn find(&self, ndn: &NormDn) -> Option<(EntryId, &str)> {
-        self.lookup(ndn).map(|e| (e.id, e.dn.as_str()))
+        self.lookup(ndn).map(|e| (e.id, e.dn()))
     }
 
     fn missing_parent(&self, shared: &Shared, ndn: &NormDn) -> LdapError {

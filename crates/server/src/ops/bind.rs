@@ -122,7 +122,7 @@ pub(crate) async fn check_password(
                     .can(Some(shared.known.user_password), Rights::AUTH)
             })
             .and_then(|e| e.attr(shared.known.user_password))
-            .map(|a| a.values.iter().map(|v| v.to_vec()).collect())
+            .map(|a| a.values().map(<[u8]>::to_vec).collect())
             .unwrap_or_default()
     };
     // A DN without a password costs the same work as one with a wrong password.

@@ -251,7 +251,7 @@ async fn password_modify(
         if let Some(old) = old {
             let ok = e
                 .attr(sh.known.user_password)
-                .is_some_and(|a| a.values.iter().any(|s| pwhash::verify(s, &old)));
+                .is_some_and(|a| a.values().any(|s| pwhash::verify(s, &old)));
             if !ok {
                 return Err(LdapError::new(
                     ResultCode::UnwillingToPerform,
@@ -259,7 +259,7 @@ async fn password_modify(
                 ));
             }
         }
-        let mut attrs = e.attrs.clone();
+        let mut attrs = e.to_attrs();
         set_operational(schema, &mut attrs, sh.known.user_password, &hashed);
         stamp_modified(&sh, &mut attrs, &who_dn, txn.now());
         txn.replace_attrs(id, attrs)?;

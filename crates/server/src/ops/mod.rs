@@ -115,13 +115,11 @@ pub(crate) fn authorize_new(
         return Err(denied(who, true, what));
     }
     let view = shared.acl.view(&shared.schema, v, who);
-    let parent_visible = entry
-        .ndn
-        .parent()
-        .and_then(|p| v.lookup(&p))
+    let parent_visible = schema::norm_parent(entry.ndn_str())
+        .and_then(|p| v.lookup_norm(p))
         .is_some_and(|p| view.entry(&shared.acl, &shared.schema, p).visible());
     if !parent_visible {
-        return Err(shared.no_such_object_for(v, &entry.ndn, &view));
+        return Err(shared.no_such_object_for(v, &entry.ndn(), &view));
     }
     if view
         .entry(&shared.acl, &shared.schema, entry)
@@ -135,13 +133,7 @@ pub(crate) fn authorize_new(
 
 /// An entry not (yet) in the tree, for evaluating access rules against it.
 pub(crate) fn detached(dn: String, ndn: schema::NormDn, attrs: Vec<Attr>) -> store::Entry {
-    store::Entry {
-        id: 0,
-        dn,
-        ndn,
-        parent: None,
-        attrs,
-    }
+    store::Entry::new(0, None, &dn, &ndn, &attrs)
 }
 
 /// A UTC time to the second as `YYYY{d}MM{d}DD{t}HH{c}MM{c}SS`: GeneralizedTime uses no

@@ -97,8 +97,8 @@ pub(crate) fn apply(
     let id = e.id;
     let old_structural = e
         .attr(k.structural_object_class)
-        .and_then(|a| a.values.first().cloned());
-    let mut attrs = e.attrs.clone();
+        .and_then(|a| a.first().map(Box::<[u8]>::from));
+    let mut attrs = e.to_attrs();
     for m in mods {
         let ctx = context(m.op);
         let pos = attrs

@@ -52,7 +52,7 @@ pub(crate) fn apply(shared: &Shared, txn: &mut Txn, who: &str, r: Rename) -> Lda
         .lookup(&r.ndn)
         .ok_or_else(|| shared.no_such_object(v, &r.ndn))?
         .clone();
-    if shared.is_suffix(&e.ndn) {
+    if shared.is_suffix(&e.ndn()) {
         return Err(LdapError::new(
             ResultCode::UnwillingToPerform,
             "cannot rename a naming context",
@@ -61,10 +61,13 @@ pub(crate) fn apply(shared: &Shared, txn: &mut Txn, who: &str, r: Rename) -> Lda
     let parent = match &r.new_superior {
         Some(sup) => {
             let p = v.lookup(sup).ok_or_else(|| {
-                LdapError::new(ResultCode::NoSuchObject, "newSuperior does not exist")
-                    .with_matched(v.matched(sup).map(|m| m.dn.clone()).unwrap_or_default())
+                LdapError::new(ResultCode::NoSuchObject, "newSuperior does not exist").with_matched(
+                    v.matched(sup)
+                        .map(|m| m.dn().to_string())
+                        .unwrap_or_default(),
+                )
             })?;
-            if p.id == e.id || p.ndn.is_descendant_of(&e.ndn) {
+            if p.id == e.id || schema::norm_is_descendant(p.ndn_str(), e.ndn_str()) {
                 return Err(LdapError::new(
                     ResultCode::UnwillingToPerform,
                     "newSuperior is the entry itself or one of its subordinates",
@@ -82,9 +85,10 @@ pub(crate) fn apply(shared: &Shared, txn: &mut Txn, who: &str, r: Rename) -> Lda
         }
     };
     let mut rdns = r.new_rdn_norm.rdns.clone();
-    rdns.extend(parent.ndn.rdns.iter().cloned());
+    let parent_ndn = parent.ndn();
+    rdns.extend(parent_ndn.rdns.iter().cloned());
     let new_ndn = NormDn {
-        norm: format!("{},{}", r.new_rdn_norm.norm, parent.ndn.norm),
+        norm: format!("{},{}", r.new_rdn_norm.norm, parent_ndn.norm),
         rdns,
     };
     if let Some(other) = v.lookup(&new_ndn) {
@@ -95,12 +99,12 @@ pub(crate) fn apply(shared: &Shared, txn: &mut Txn, who: &str, r: Rename) -> Lda
             ));
         }
     }
-    let mut attrs = e.attrs.clone();
+    let mut attrs = e.to_attrs();
     let new_avas = r.new_rdn_norm.rdns.first().cloned().unwrap_or_default();
     let norm_of = |ty, raw: &[u8]| schema.normalize_eq(ty, raw).unwrap_or_default();
     // Old RDN values go first (unless the new RDN keeps them), then new ones join.
     if r.delete_old_rdn {
-        if let Some(old) = e.ndn.rdns.first() {
+        if let Some(old) = e.ndn().rdns.first() {
             for (ty, raw) in old {
                 let n = norm_of(*ty, raw);
                 if new_avas.iter().any(|(t, v)| t == ty && norm_of(*t, v) == n) {
@@ -150,7 +154,7 @@ pub(crate) fn apply(shared: &Shared, txn: &mut Txn, who: &str, r: Rename) -> Lda
     rdn_values_present(shared, &new_ndn, &attrs)?;
     check_entry(shared, &attrs)?;
     stamp_modified(shared, &mut attrs, who, txn.now());
-    let dn = format!("{},{}", r.new_rdn, parent.dn);
+    let dn = format!("{},{}", r.new_rdn, parent.dn());
     txn.rename(e.id, dn, new_ndn, Some(parent.id), attrs)?;
     Ok(())
 }
@@ -178,7 +182,7 @@ fn authorize_rename(shared: &Shared, who: &Identity, r: &Rename) -> LdapResult<(
     } else {
         format!("{},{}", r.new_rdn_norm.norm, parent.norm)
     };
-    let probe = detached(String::new(), NormDn { norm, rdns }, e.attrs.clone());
+    let probe = detached(String::new(), NormDn { norm, rdns }, e.to_attrs());
     authorize_new(shared, &v, who, &probe, "add")
 }
 

@@ -31,7 +31,7 @@ fn identity_of(shared: &Shared, ndn: &NormDn) -> Option<Identity> {
     }
     let v = shared.store.read();
     v.lookup(ndn).map(|e| Identity {
-        dn: e.dn.clone(),
+        dn: e.dn().to_string(),
         ndn: Some(ndn.clone()),
         is_admin: false,
     })
@@ -154,7 +154,7 @@ fn entry_by_uid(shared: &Shared, uid: &str) -> Option<NormDn> {
             for id in ids.iter() {
                 if let Some(e) = v.get(id) {
                     if e.has_value(ty, &norm) {
-                        found.push(e.ndn.clone());
+                        found.push(e.ndn());
                     }
                 }
             }
@@ -162,7 +162,7 @@ fn entry_by_uid(shared: &Shared, uid: &str) -> Option<NormDn> {
         None => {
             for e in v.iter() {
                 if e.has_value(ty, &norm) {
-                    found.push(e.ndn.clone());
+                    found.push(e.ndn());
                 }
             }
         }

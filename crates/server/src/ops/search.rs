@@ -186,8 +186,8 @@ pub(crate) fn encode_entry(
     let schema = &*shared.schema;
     let k = &shared.known;
     let readable = |ty: AttrId| access.is_none_or(|a| a.can(Some(ty), Rights::READ));
-    let mut attrs: Vec<OutAttr<'_>> = Vec::with_capacity(e.attrs.len() + 4);
-    for a in &e.attrs {
+    let mut attrs: Vec<OutAttr<'_>> = Vec::with_capacity(e.attrs().len() + 4);
+    for a in e.attrs() {
         if !sel.wants(schema, a.ty) || !readable(a.ty) {
             continue;
         }
@@ -200,7 +200,7 @@ pub(crate) fn encode_entry(
         let values = if sel.types_only {
             Vec::new()
         } else {
-            a.values.iter().map(|v| &**v).collect()
+            a.values().collect()
         };
         attrs.push((name, values));
     }
@@ -208,7 +208,7 @@ pub(crate) fn encode_entry(
     let mut computed: Vec<(AttrId, Vec<u8>)> = Vec::new();
     if let Some(v) = v {
         if sel.wants(schema, k.entry_dn) {
-            computed.push((k.entry_dn, e.dn.as_bytes().to_vec()));
+            computed.push((k.entry_dn, e.dn().as_bytes().to_vec()));
         }
         // Children the requester cannot see are not counted: the count must not reveal them.
         let kids = match access {
@@ -254,7 +254,7 @@ pub(crate) fn encode_entry(
     proto::encode_search_entry(
         out,
         id,
-        e.dn.as_bytes(),
+        e.dn().as_bytes(),
         attrs.iter().map(|(n, vs)| (&**n, vs.iter().copied())),
     );
 }
@@ -323,7 +323,7 @@ fn prepare(
     let view = shared.acl.view(schema, v, who);
     let mut check = Vec::new();
     // The root DSE and the subschema subentry are outside the rules: anyone may read them.
-    let outside = scope == store::Scope::Base && (root || base == shared.subschema.ndn);
+    let outside = scope == store::Scope::Base && (root || base.norm == shared.subschema.ndn_str());
     let filter = compile(
         schema,
         &mut |ty| match view.searchable(&shared.acl, schema, ty) {
@@ -392,7 +392,7 @@ pub(crate) async fn start(conn: &Arc<Conn>, id: i32, req: &SearchRequest<'_>, wh
     // The server-held entries: root DSE and subschema subentry, base scope only.
     let virtual_entry = if p.root && p.scope == store::Scope::Base {
         Some(&shared.root_dse)
-    } else if p.scope == store::Scope::Base && p.base == shared.subschema.ndn {
+    } else if p.scope == store::Scope::Base && p.base.norm == shared.subschema.ndn_str() {
         Some(&shared.subschema)
     } else {
         None
@@ -467,10 +467,10 @@ fn searchable_here(schema: &Schema, p: &Prepared, a: &acl::EntryAccess<'_>, e: &
         .collect();
     // An extensible match over all attributes looks at the entry without the attributes
     // the requester may not search.
-    let stripped = if p.untyped && e.attrs.iter().any(|x| !a.can(Some(x.ty), Rights::SEARCH)) {
-        let mut copy = e.clone();
-        copy.attrs.retain(|x| a.can(Some(x.ty), Rights::SEARCH));
-        Some(copy)
+    let stripped = if p.untyped && e.attrs().any(|x| !a.can(Some(x.ty), Rights::SEARCH)) {
+        let mut attrs = e.to_attrs();
+        attrs.retain(|x| a.can(Some(x.ty), Rights::SEARCH));
+        Some(e.with_attrs(&attrs))
     } else {
         None
     };

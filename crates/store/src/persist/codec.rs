@@ -14,7 +14,7 @@
 //!         | 0x02 id             (Delete by id)
 //! ```
 
-use schema::{Dn, Schema};
+use schema::{AttrId, Dn, Schema};
 
 use super::PersistError;
 use crate::entry::{Attr, Entry, EntryId};
@@ -54,13 +54,12 @@ impl StoredEntry {
         StoredEntry {
             id: entry.id,
             parent: entry.parent,
-            dn: entry.dn.clone(),
+            dn: entry.dn().to_string(),
             attrs: entry
-                .attrs
-                .iter()
+                .attrs()
                 .map(|a| StoredAttr {
-                    name: attr_name(a, schema),
-                    values: a.values.iter().map(|v| v.to_vec()).collect(),
+                    name: attr_name(a.ty, a.options, schema),
+                    values: a.values().map(<[u8]>::to_vec).collect(),
                 })
                 .collect(),
         }
@@ -117,7 +116,7 @@ impl StoredEntry {
 
 /// The in-memory entry of a record's parts: resolves attribute names and normalizes the DN
 /// and every value with the schema in force (errors as `StoredEntry::to_entry`).
-fn build_entry<'a>(
+pub(crate) fn build_entry<'a>(
     schema: &Schema,
     id: EntryId,
     parent: Option<EntryId>,
@@ -148,13 +147,7 @@ fn build_entry<'a>(
             .map_err(|e| fail(format!("entry '{dn}', attribute '{name}': {e}")))?;
         out.push(attr);
     }
-    Ok(Entry {
-        id,
-        dn: dn.to_string(),
-        ndn,
-        parent,
-        attrs: out,
-    })
+    Ok(Entry::new(id, parent, dn, &ndn, &out))
 }
 
 /// Decodes one entry record (as `StoredEntry::decode`) straight into the in-memory entry
@@ -197,11 +190,11 @@ fn decode_parts<'a, V>(
     Ok((id, parent, dn, attrs))
 }
 
-fn attr_name(a: &Attr, schema: &Schema) -> String {
-    let base = schema.attr(a.ty).name();
-    let mut s = String::with_capacity(base.len() + a.options.len());
+fn attr_name(ty: AttrId, options: &str, schema: &Schema) -> String {
+    let base = schema.attr(ty).name();
+    let mut s = String::with_capacity(base.len() + options.len());
     s.push_str(base);
-    s.push_str(&a.options);
+    s.push_str(options);
     s
 }
 
@@ -210,15 +203,15 @@ fn attr_name(a: &Attr, schema: &Schema) -> String {
 pub fn encode_entry(e: &Entry, schema: &Schema, out: &mut Vec<u8>) {
     put_varint(out, u64::from(e.id));
     put_varint(out, e.parent.map_or(0, |p| u64::from(p) + 1));
-    put_bytes(out, e.dn.as_bytes());
-    put_varint(out, e.attrs.len() as u64);
-    for a in &e.attrs {
+    put_bytes(out, e.dn().as_bytes());
+    put_varint(out, e.attrs().len() as u64);
+    for a in e.attrs() {
         let base = schema.attr(a.ty).name();
         put_varint(out, (base.len() + a.options.len()) as u64);
         out.extend_from_slice(base.as_bytes());
         out.extend_from_slice(a.options.as_bytes());
-        put_varint(out, a.values.len() as u64);
-        for v in &a.values {
+        put_varint(out, a.len() as u64);
+        for v in a.values() {
             put_bytes(out, v);
         }
     }

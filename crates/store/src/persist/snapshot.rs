@@ -9,14 +9,16 @@ use std::path::Path;
 
 use schema::Schema;
 
-use super::codec::{decode_entry, encode_entry, Reader};
+use super::codec::{decode_entry, put_varint, Reader};
 use super::io::Io;
 use super::{crc, parse_seq_name, PersistError};
 use crate::entry::{Entry, EntryId};
 
 pub const SNAP_MAGIC: [u8; 8] = *b"LNDNSNAP";
 pub const SNAP_END_MAGIC: [u8; 8] = *b"LNDNSEND";
-pub const SNAP_VERSION: u32 = 1;
+/// The version written. Version 1 (raw values named by type name, re-normalized on load) is
+/// still read.
+pub const SNAP_VERSION: u32 = 2;
 /// magic, u32 version, u64 seq, u64 next_id.
 pub const SNAP_HEADER_LEN: usize = 28;
 /// u32 crc, u32 footer length, end magic.
@@ -33,6 +35,49 @@ pub fn snapshot_file_name(seq: u64) -> String {
 
 pub fn parse_snapshot_name(name: &str) -> Option<u64> {
     parse_seq_name(name, "snap-", ".lns")
+}
+
+/// Bumped whenever a change to the code makes some value normalize differently, so snapshots
+/// holding the old normalized forms are rebuilt from their raw values instead of trusted.
+const NORMALIZATION_REVISION: u32 = 1;
+
+/// What a version 2 snapshot's packed entries depend on: every attribute type definition in
+/// id order (ids, names, matching rules, syntaxes) and the normalization code's revision.
+pub fn schema_fingerprint(schema: &Schema) -> [u8; 32] {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(NORMALIZATION_REVISION.to_le_bytes());
+    for (_, a) in schema.attrs() {
+        h.update((a.definition.len() as u64).to_le_bytes());
+        h.update(a.definition.as_bytes());
+    }
+    h.finalize().into()
+}
+
+/// The schema section of a version 2 snapshot (after the header, before the chunks): the
+/// fingerprint of the schema the entries were packed with and the canonical name of each
+/// attribute id, so that a snapshot packed under another schema can still be read (by name).
+fn schema_section(schema: &Schema) -> Vec<u8> {
+    let mut payload = Vec::new();
+    payload.extend_from_slice(&schema_fingerprint(schema));
+    put_varint(&mut payload, schema.attr_count() as u64);
+    for (_, a) in schema.attrs() {
+        put_varint(&mut payload, a.name().len() as u64);
+        payload.extend_from_slice(a.name().as_bytes());
+    }
+    let mut out = Vec::with_capacity(payload.len() + 8);
+    out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    out.extend_from_slice(&crc(&payload).to_le_bytes());
+    out.extend_from_slice(&payload);
+    out
+}
+
+/// Encodes one version 2 entry record.
+fn encode_packed(e: &Entry, out: &mut Vec<u8>) {
+    put_varint(out, u64::from(e.id));
+    put_varint(out, e.parent.map_or(0, |p| u64::from(p) + 1));
+    put_varint(out, e.packed().len() as u64);
+    out.extend_from_slice(e.packed());
 }
 
 /// A snapshot read back.
@@ -103,8 +148,10 @@ pub fn write_snapshot_with<'a>(
     head.extend_from_slice(&seq.to_le_bytes());
     head.extend_from_slice(&u64::from(next_id).to_le_bytes());
     f.write_all(&head).map_err(err)?;
+    let section = schema_section(schema);
+    f.write_all(&section).map_err(err)?;
 
-    let mut offset = SNAP_HEADER_LEN as u64;
+    let mut offset = (SNAP_HEADER_LEN + section.len()) as u64;
     let mut index: Vec<(u64, u32, u32)> = Vec::new();
     let mut total: u64 = 0;
     let mut chunk: Vec<u8> = Vec::new();
@@ -136,7 +183,7 @@ pub fn write_snapshot_with<'a>(
         if in_chunk == 0 {
             chunk.extend_from_slice(&[0; 12]);
         }
-        encode_entry(e, schema, &mut chunk);
+        encode_packed(e, &mut chunk);
         in_chunk += 1;
         total += 1;
         if in_chunk as usize >= chunk_entries || chunk.len() >= MAX_CHUNK_BYTES {
@@ -197,10 +244,10 @@ pub fn read_snapshot(name: &str, bytes: &[u8], schema: &Schema) -> Result<Snapsh
     let version = r.u32_le("version").map_err(at(8))?;
     let seq = r.u64_le("seq").map_err(at(8))?;
     let next_id = r.u64_le("next id").map_err(at(8))?;
-    if version != SNAP_VERSION {
+    if version != 1 && version != 2 {
         return Err(corrupt(
             8,
-            format!("snapshot format version {version}; this Linden reads version {SNAP_VERSION}"),
+            format!("snapshot format version {version}; this Linden reads versions 1 and 2"),
         ));
     }
     let next_id = EntryId::try_from(next_id)
@@ -242,8 +289,15 @@ pub fn read_snapshot(name: &str, bytes: &[u8], schema: &Schema) -> Result<Snapsh
             format!("chunk count {n} exceeds the footer"),
         ));
     }
+    let (packing, chunks_start) = if version == 2 {
+        let (p, end) =
+            read_schema_section(bytes, foot_start, schema).map_err(|(o, r)| corrupt(o, r))?;
+        (Some(p), end)
+    } else {
+        (None, SNAP_HEADER_LEN)
+    };
     let mut chunks = Vec::with_capacity(n);
-    let mut expect = SNAP_HEADER_LEN as u64;
+    let mut expect = chunks_start as u64;
     let mut total_in_index: u64 = 0;
     for i in 0..n {
         let off = f.u64_le("chunk offset").map_err(at(foot_start))?;
@@ -294,7 +348,10 @@ pub fn read_snapshot(name: &str, bytes: &[u8], schema: &Schema) -> Result<Snapsh
             let mut out = Vec::with_capacity((c as usize).min(payload.len()));
             for _ in 0..c {
                 let rec = base + p.pos();
-                let e = decode_entry(&mut p, schema).map_err(at(base))?;
+                let e = match &packing {
+                    None => decode_entry(&mut p, schema).map_err(at(base))?,
+                    Some(packing) => decode_packed(&mut p, packing, schema).map_err(at(base))?,
+                };
                 out.push(e.map_err(|e| e.located(name, rec as u64))?);
             }
             if !p.is_empty() {
@@ -340,6 +397,96 @@ pub fn read_snapshot(name: &str, bytes: &[u8], schema: &Schema) -> Result<Snapsh
         entries,
         chunks: chunks.len(),
     })
+}
+
+/// How a version 2 snapshot's entries were packed.
+struct Packing {
+    /// Packed with the schema in force: entries are taken as they are.
+    same_schema: bool,
+    /// The canonical attribute type name of each id they use.
+    names: Vec<String>,
+}
+
+/// Reads and checks the schema section that starts at byte 28; returns it and where the
+/// chunks start. Errors are (offset, reason).
+fn read_schema_section(
+    bytes: &[u8],
+    limit: usize,
+    schema: &Schema,
+) -> Result<(Packing, usize), (usize, String)> {
+    let start = SNAP_HEADER_LEN;
+    let fail = |o: usize| move |e: super::codec::DecodeError| (o + e.offset, e.reason);
+    let mut h = Reader::new(&bytes[start..limit]);
+    let len = h.u32_le("schema section length").map_err(fail(start))? as usize;
+    let sum = h.u32_le("schema section crc").map_err(fail(start))?;
+    if len > h.remaining() {
+        return Err((
+            start,
+            format!("schema section length {len} runs past the chunks"),
+        ));
+    }
+    let payload = &bytes[start + 8..start + 8 + len];
+    if crc(payload) != sum {
+        return Err((start, "schema section fails its checksum".into()));
+    }
+    let base = start + 8;
+    let mut p = Reader::new(payload);
+    let fp = p.take(32, "schema fingerprint").map_err(fail(base))?;
+    let n = p.count("attribute type count").map_err(fail(base))?;
+    let mut names = Vec::with_capacity(n);
+    for _ in 0..n {
+        names.push(p.string("attribute type name").map_err(fail(base))?);
+    }
+    if !p.is_empty() {
+        return Err((
+            base + p.pos(),
+            "bytes after the schema section's names".into(),
+        ));
+    }
+    let same_schema = fp == schema_fingerprint(schema);
+    Ok((Packing { same_schema, names }, base + len))
+}
+
+/// Decodes one version 2 entry record. Packed with the schema in force, the entry is checked
+/// and taken as it is; otherwise it is rebuilt from its raw values by attribute name, as a
+/// version 1 record would be. Errors as `decode_entry`.
+fn decode_packed(
+    r: &mut Reader<'_>,
+    packing: &Packing,
+    schema: &Schema,
+) -> Result<Result<Entry, PersistError>, super::codec::DecodeError> {
+    let id = r.u32_varint("entry id")?;
+    let parent = match r.varint("parent id")? {
+        0 => None,
+        p => Some(
+            u32::try_from(p - 1)
+                .map_err(|_| r.error(format!("parent id {} out of range", p - 1)))?,
+        ),
+    };
+    let at = r.pos();
+    let packed = r.bytes("packed entry")?;
+    let e = Entry::from_packed(id, parent, packed, packing.names.len()).map_err(|reason| {
+        super::codec::DecodeError {
+            offset: at,
+            reason: format!("entry {id}: {reason}"),
+        }
+    })?;
+    if packing.same_schema {
+        return Ok(Ok(e));
+    }
+    let names: Vec<String> = e
+        .attrs()
+        .map(|a| format!("{}{}", packing.names[a.ty.0 as usize], a.options))
+        .collect();
+    Ok(super::codec::build_entry(
+        schema,
+        id,
+        parent,
+        e.dn(),
+        e.attrs()
+            .zip(&names)
+            .map(|(a, n)| (n.as_str(), a.values().map(Box::from).collect())),
+    ))
 }
 
 fn decode_group<F>(group: &[(usize, usize, u32)], f: &F) -> Result<Vec<Entry>, PersistError>
