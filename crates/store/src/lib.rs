@@ -1,6 +1,8 @@
 //! The in-memory, versioned (MVCC) directory store.
 //!
 //! - `entry`: entries and attributes as kept in memory (raw values plus equality-normalized keys).
+//! - `hashtrie`: the persistent hash-keyed map behind the equality index and the DN map.
+//! - `idmap`: the persistent radix array of entries by id.
 //! - `version`: one immutable, consistent version of the whole directory, with its DN map,
 //!   children map and indexes; readers hold an `Arc<Version>` and never block.
 //! - `filter`: the schema-resolved search filter and its three-valued evaluation (RFC 4511 §4.5.1.7).
@@ -13,6 +15,8 @@
 
 pub mod entry;
 pub mod filter;
+pub mod hashtrie;
+pub mod idmap;
 pub mod persist;
 pub mod plan;
 pub mod version;

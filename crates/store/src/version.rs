@@ -9,24 +9,37 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use imbl::{OrdMap, OrdSet};
+use imbl::OrdMap;
 use roaring::RoaringBitmap;
 use schema::{AttrId, NormDn};
 
 use crate::entry::{Entry, EntryId};
+use crate::hashtrie::HashTrie;
+use crate::idmap::IdMap;
 
-/// Equality index key: attribute type and a 64-bit hash of the equality-normalized value.
-/// Index lookups only propose candidates, and every candidate is checked against the full
-/// filter, so a hash collision costs one extra check and never a wrong answer; in exchange a key
-/// needs no allocation and compares in one instruction.
-pub type IndexKey = (AttrId, u64);
+/// Equality index key: a 64-bit hash of the attribute type and the equality-normalized value
+/// (`index_key`). Index lookups only propose candidates, and every candidate is checked against
+/// the full filter, so a hash collision costs one extra check and never a wrong answer; in
+/// exchange a key needs no allocation and compares in one instruction.
+pub type IndexKey = u64;
 
-/// The index hash of a normalized value: SipHash with keys drawn at random once per process
-/// (stable within it; never stored), so that no client can choose values that collide.
+/// SipHash with keys drawn at random once per process (stable within it; never stored), so
+/// that no client can choose values that collide.
+fn hasher() -> &'static std::hash::RandomState {
+    static KEYS: std::sync::OnceLock<std::hash::RandomState> = std::sync::OnceLock::new();
+    KEYS.get_or_init(std::hash::RandomState::new)
+}
+
+/// The hash of a normalized DN, for the DN map.
 pub fn value_hash(norm: &[u8]) -> u64 {
     use std::hash::BuildHasher;
-    static KEYS: std::sync::OnceLock<std::hash::RandomState> = std::sync::OnceLock::new();
-    KEYS.get_or_init(std::hash::RandomState::new).hash_one(norm)
+    hasher().hash_one(norm)
+}
+
+/// The equality index key of a normalized value of type `ty`.
+pub fn index_key(ty: AttrId, norm: &[u8]) -> IndexKey {
+    use std::hash::BuildHasher;
+    hasher().hash_one((ty.0, norm))
 }
 
 /// The entries holding one indexed value. Most values of the reference attributes (uid, mail,
@@ -90,13 +103,13 @@ impl Posting {
 pub struct Version {
     /// Number of the batch that produced this version.
     pub seq: u64,
-    pub(crate) entries: OrdMap<EntryId, Arc<Entry>>,
+    pub(crate) entries: IdMap<Arc<Entry>>,
     /// Entries by the hash of their normalized DN (`value_hash`), with the id to tell apart
     /// the DNs of one hash: a lookup checks the entry's own DN, so a collision costs a
     /// comparison. A map keyed by the DN strings cost ~90 bytes per entry; this costs ~20.
-    pub(crate) by_dn: OrdSet<(u64, EntryId)>,
+    pub(crate) by_dn: HashTrie<EntryId>,
     pub(crate) children: OrdMap<EntryId, Arc<RoaringBitmap>>,
-    pub(crate) eq: OrdMap<IndexKey, Posting>,
+    pub(crate) eq: HashTrie<Posting>,
     pub(crate) pres: OrdMap<AttrId, Arc<RoaringBitmap>>,
     pub(crate) indexed: Arc<HashSet<AttrId>>,
     pub(crate) next_id: EntryId,
@@ -110,7 +123,7 @@ fn index_keys(indexed: &HashSet<AttrId>, e: &Entry) -> (Vec<AttrId>, Vec<IndexKe
     for a in e.attrs() {
         if indexed.contains(&a.ty) {
             pres.push(a.ty);
-            eq.extend(a.norm().map(|n| (a.ty, value_hash(n))));
+            eq.extend(a.norm().map(|n| index_key(a.ty, n)));
         }
     }
     pres.sort_unstable();
@@ -137,7 +150,7 @@ fn build_indexes(
     indexed: &HashSet<AttrId>,
 ) -> (
     OrdMap<EntryId, Arc<RoaringBitmap>>,
-    OrdMap<IndexKey, Posting>,
+    HashTrie<Posting>,
     OrdMap<AttrId, Arc<RoaringBitmap>>,
 ) {
     let mut kids: Vec<(EntryId, EntryId)> = all
@@ -154,16 +167,21 @@ fn build_indexes(
     }
     keys.sort_unstable();
     present.sort_unstable();
-    let mut eq = OrdMap::new();
-    for run in keys.chunk_by(|a, b| a.0 == b.0) {
-        let posting = if run.len() == 1 {
-            Posting::One(run[0].1)
-        } else {
-            let b = RoaringBitmap::from_sorted_iter(run.iter().map(|p| p.1)).unwrap_or_default();
-            Posting::Many(Arc::new(b))
-        };
-        eq.insert(run[0].0, posting);
-    }
+    let postings: Vec<(IndexKey, Posting)> = keys
+        .chunk_by(|a, b| a.0 == b.0)
+        .map(|run| {
+            let posting = if run.len() == 1 {
+                Posting::One(run[0].1)
+            } else {
+                let b =
+                    RoaringBitmap::from_sorted_iter(run.iter().map(|p| p.1)).unwrap_or_default();
+                Posting::Many(Arc::new(b))
+            };
+            (run[0].0, posting)
+        })
+        .collect();
+    drop(keys);
+    let eq = HashTrie::from_sorted(postings);
     (bitmap_runs(&kids), eq, bitmap_runs(&present))
 }
 
@@ -171,10 +189,10 @@ impl Version {
     pub(crate) fn empty(indexed: HashSet<AttrId>) -> Version {
         Version {
             seq: 0,
-            entries: OrdMap::new(),
-            by_dn: OrdSet::new(),
+            entries: IdMap::new(),
+            by_dn: HashTrie::new(),
             children: OrdMap::new(),
-            eq: OrdMap::new(),
+            eq: HashTrie::new(),
             pres: OrdMap::new(),
             indexed: Arc::new(indexed),
             next_id: 1,
@@ -219,7 +237,7 @@ impl Version {
         let all = &all;
         std::thread::scope(|s| {
             let maps = s.spawn(move || {
-                let mut ents = OrdMap::new();
+                let mut ents = IdMap::new();
                 for e in all {
                     ents.insert(e.id, e.clone());
                 }
@@ -228,7 +246,7 @@ impl Version {
                     .map(|e| (value_hash(e.ndn_str().as_bytes()), e.id))
                     .collect();
                 dns.sort_unstable();
-                let names: OrdSet<(u64, EntryId)> = dns.into_iter().collect();
+                let names = HashTrie::from_sorted(dns);
                 (ents, names)
             });
             let (c, q, p) = build_indexes(all, indexed);
@@ -258,7 +276,7 @@ impl Version {
     }
 
     pub fn get(&self, id: EntryId) -> Option<&Arc<Entry>> {
-        self.entries.get(&id)
+        self.entries.get(id)
     }
 
     /// The entry with this normalized DN.
@@ -267,10 +285,9 @@ impl Version {
     }
 
     pub fn lookup_norm(&self, norm: &str) -> Option<&Arc<Entry>> {
-        let h = value_hash(norm.as_bytes());
         self.by_dn
-            .range((h, 0)..=(h, EntryId::MAX))
-            .filter_map(|(_, id)| self.entries.get(id))
+            .get(value_hash(norm.as_bytes()))
+            .filter_map(|id| self.entries.get(*id))
             .find(|e| e.ndn_str() == norm)
     }
 
@@ -299,7 +316,7 @@ impl Version {
     }
 
     pub(crate) fn eq_postings(&self, ty: AttrId, norm: &[u8]) -> Option<&Posting> {
-        self.eq.get(&(ty, value_hash(norm)))
+        self.eq.get(index_key(ty, norm)).next()
     }
 
     pub(crate) fn pres_postings(&self, ty: AttrId) -> Option<&RoaringBitmap> {
@@ -322,11 +339,9 @@ impl Version {
             Arc::make_mut(self.pres.entry(*ty).or_default()).insert(id);
         }
         for key in eq {
-            match self.eq.get_mut(key) {
+            match self.eq.get_mut(*key, |_| true) {
                 Some(p) => p.insert(id),
-                None => {
-                    self.eq.insert(*key, Posting::One(id));
-                }
+                None => self.eq.insert(*key, Posting::One(id)),
             }
         }
     }
@@ -338,9 +353,9 @@ impl Version {
             }
         }
         for key in eq {
-            if let Some(p) = self.eq.get_mut(key) {
+            if let Some(p) = self.eq.get_mut(*key, |_| true) {
                 if p.remove(id) {
-                    self.eq.remove(key);
+                    self.eq.remove(*key, |_| true);
                 }
             }
         }
@@ -352,7 +367,7 @@ impl Version {
     pub(crate) fn put(&mut self, entry: Entry) {
         let id = entry.id;
         let (new_pres, new_eq) = self.index_keys(&entry);
-        match self.entries.get(&id).cloned() {
+        match self.entries.get(id).cloned() {
             Some(old) => {
                 let (old_pres, old_eq) = self.index_keys(&old);
                 let gone = |old: &[IndexKey], new: &[IndexKey]| -> Vec<IndexKey> {
@@ -374,8 +389,10 @@ impl Version {
                 self.index_remove(id, &pres_gone, &gone(&old_eq, &new_eq));
                 self.index_add(id, &pres_new, &gone(&new_eq, &old_eq));
                 if old.ndn_str() != entry.ndn_str() {
-                    self.by_dn.remove(&(value_hash(old.ndn_str().as_bytes()), id));
-                    self.by_dn.insert((value_hash(entry.ndn_str().as_bytes()), id));
+                    self.by_dn
+                        .remove(value_hash(old.ndn_str().as_bytes()), |x| *x == id);
+                    self.by_dn
+                        .insert(value_hash(entry.ndn_str().as_bytes()), id);
                 }
                 if old.parent != entry.parent {
                     if let Some(p) = old.parent {
@@ -388,7 +405,8 @@ impl Version {
             }
             None => {
                 self.index_add(id, &new_pres, &new_eq);
-                self.by_dn.insert((value_hash(entry.ndn_str().as_bytes()), id));
+                self.by_dn
+                    .insert(value_hash(entry.ndn_str().as_bytes()), id);
                 if let Some(p) = entry.parent {
                     Arc::make_mut(self.children.entry(p).or_default()).insert(id);
                 }
@@ -408,10 +426,11 @@ impl Version {
     }
 
     pub(crate) fn remove(&mut self, id: EntryId) -> Option<Arc<Entry>> {
-        let old = self.entries.remove(&id)?;
+        let old = self.entries.remove(id)?;
         let (pres, eq) = self.index_keys(&old);
         self.index_remove(id, &pres, &eq);
-        self.by_dn.remove(&(value_hash(old.ndn_str().as_bytes()), id));
+        self.by_dn
+            .remove(value_hash(old.ndn_str().as_bytes()), |x| *x == id);
         if let Some(p) = old.parent {
             self.unlink_child(p, id);
         }
