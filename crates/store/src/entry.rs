@@ -19,12 +19,18 @@
 //! ndn   := 0 (same bytes as dn) | len+1 bytes
 //! rdns  := count rdn* ; rdn := count (type len value)*
 //! attr  := type | len options | count values | len body | body
-//! body  := (len raw | norm)* ; norm := 0 (same as raw) | len+1 bytes
+//! body  := value* ; value := 2*len raw norm | 2*id+1 (interned pair `id`, see `intern`)
+//! norm  := 0 (same as raw) | len+1 bytes
 //! ```
 
 use std::fmt;
 
 use schema::{AttrId, NormDn, Schema, ValueError};
+
+use crate::intern;
+
+/// A (raw, normalized) value pair.
+pub type Pair<'a> = (&'a [u8], &'a [u8]);
 
 pub type EntryId = u32;
 
@@ -173,14 +179,20 @@ impl Entry {
             put_bytes(&mut out, a.options.as_bytes());
             put_varint(&mut out, a.values.len());
             body.clear();
+            let interned = intern::is_interned_type(a.ty);
             for (i, raw) in a.values.iter().enumerate() {
-                put_bytes(&mut body, raw);
-                match a.norm.get(i) {
-                    Some(n) if **n != **raw => {
-                        put_varint(&mut body, n.len() + 1);
-                        body.extend_from_slice(n);
-                    }
-                    _ => body.push(0),
+                let norm = a.norm.get(i).map_or(&**raw, |n| &**n);
+                if let Some(id) = interned.then(|| intern::intern(raw, norm)).flatten() {
+                    put_varint(&mut body, 2 * id as usize + 1);
+                    continue;
+                }
+                put_varint(&mut body, 2 * raw.len());
+                body.extend_from_slice(raw);
+                if norm != &**raw {
+                    put_varint(&mut body, norm.len() + 1);
+                    body.extend_from_slice(norm);
+                } else {
+                    body.push(0);
                 }
             }
             put_bytes(&mut out, &body);
@@ -215,23 +227,33 @@ impl Entry {
         &self.packed
     }
 
-    /// An entry from packed bytes read back from disk: checked to be well formed with
-    /// attribute ids below `attr_count`, so that no accessor can fail on it. Whether the ids
-    /// and normalized forms are those of the schema in force is the caller's business (the
-    /// snapshot records a schema fingerprint).
+    /// An entry from packed bytes read back from disk, checked to be well formed with
+    /// attribute ids below `attr_count` and interned ids below `interned.len()`, so that no
+    /// accessor can fail on it. Interned ids are those of `interned` (the file's table): when
+    /// `same_ids`, they are this process's ids too and the bytes are taken as they are;
+    /// otherwise the entry is packed afresh. Whether the attribute ids and normalized forms
+    /// are those of the schema in force is the caller's business (the snapshot records a
+    /// schema fingerprint; see also `attrs_in`).
     pub fn from_packed(
         id: EntryId,
         parent: Option<EntryId>,
         packed: &[u8],
         attr_count: usize,
+        interned: &[Pair<'_>],
+        same_ids: bool,
     ) -> Result<Entry, String> {
-        let depth = check_packed(packed, attr_count)?;
-        Ok(Entry {
+        let depth = check_packed(packed, attr_count, interned.len())?;
+        let e = Entry {
             id,
             parent,
             depth: u32::try_from(depth).unwrap_or(u32::MAX),
             packed: packed.into(),
-        })
+        };
+        if same_ids {
+            return Ok(e);
+        }
+        let attrs: Vec<Attr> = e.attrs_in(Some(interned)).map(|a| a.to_attr()).collect();
+        Ok(Entry::new(id, parent, e.dn(), &e.ndn(), &attrs))
     }
 
     fn cur(&self) -> Cur<'_> {
@@ -295,6 +317,11 @@ impl Entry {
 
     /// The attributes, in stored order.
     pub fn attrs(&self) -> Attrs<'_> {
+        self.attrs_in(None)
+    }
+
+    /// The attributes, with interned values looked up in `table` (`None`: this process's).
+    pub fn attrs_in<'a>(&'a self, table: Option<&'a [Pair<'a>]>) -> Attrs<'a> {
         let mut c = self.cur();
         c.bytes();
         match c.varint() {
@@ -305,7 +332,7 @@ impl Entry {
         }
         c.bytes();
         let left = c.varint();
-        Attrs { c, left }
+        Attrs { c, left, table }
     }
 
     /// The attribute of exactly this type and no options.
@@ -348,6 +375,7 @@ impl fmt::Debug for Entry {
 pub struct Attrs<'a> {
     c: Cur<'a>,
     left: usize,
+    table: Option<&'a [Pair<'a>]>,
 }
 
 impl<'a> Iterator for Attrs<'a> {
@@ -368,6 +396,7 @@ impl<'a> Iterator for Attrs<'a> {
             options,
             count,
             body,
+            table: self.table,
         })
     }
 
@@ -386,6 +415,7 @@ pub struct AttrRef<'a> {
     pub options: &'a str,
     count: usize,
     body: &'a [u8],
+    table: Option<&'a [Pair<'a>]>,
 }
 
 impl<'a> AttrRef<'a> {
@@ -402,6 +432,7 @@ impl<'a> AttrRef<'a> {
     pub fn pairs(&self) -> Pairs<'a> {
         Pairs {
             c: Cur { b: self.body, i: 0 },
+            table: self.table,
         }
     }
 
@@ -449,6 +480,7 @@ impl fmt::Debug for AttrRef<'_> {
 /// The (raw, normalized) value pairs of an attribute.
 pub struct Pairs<'a> {
     c: Cur<'a>,
+    table: Option<&'a [Pair<'a>]>,
 }
 
 impl<'a> Iterator for Pairs<'a> {
@@ -459,7 +491,17 @@ impl<'a> Iterator for Pairs<'a> {
         if self.c.done() {
             return None;
         }
-        let raw = self.c.bytes();
+        let x = self.c.varint();
+        if x & 1 == 1 {
+            let id = x >> 1;
+            // Checked when the entry was made or read, so the fallback is never taken.
+            let pair = match self.table {
+                None => u32::try_from(id).ok().and_then(intern::get),
+                Some(t) => t.get(id).copied(),
+            };
+            return Some(pair.unwrap_or((&[], &[])));
+        }
+        let raw = self.c.take(x >> 1);
         let norm = match self.c.varint() {
             0 => raw,
             n => self.c.take(n - 1),
@@ -469,8 +511,9 @@ impl<'a> Iterator for Pairs<'a> {
 }
 
 /// Checks that `packed` is a well-formed entry buffer whose attribute ids are below
-/// `attr_count` (so that reading it can never fail); returns the number of RDNs.
-fn check_packed(packed: &[u8], attr_count: usize) -> Result<usize, String> {
+/// `attr_count` and interned ids below `interned` (so that reading it can never fail);
+/// returns the number of RDNs.
+fn check_packed(packed: &[u8], attr_count: usize, interned: usize) -> Result<usize, String> {
     let mut r = Check { b: packed, i: 0 };
     let dn = r.bytes("DN")?;
     std::str::from_utf8(dn).map_err(|_| "DN is not UTF-8".to_string())?;
@@ -503,14 +546,21 @@ fn check_packed(packed: &[u8], attr_count: usize) -> Result<usize, String> {
         let mut v = Check { b: body, i: 0 };
         let mut seen = 0;
         while v.i < body.len() {
-            v.bytes("value")?;
+            let x = v.varint("value")?;
+            seen += 1;
+            if x & 1 == 1 {
+                if x >> 1 >= interned {
+                    return Err(format!("interned value {} is not in the table", x >> 1));
+                }
+                continue;
+            }
+            v.take(x >> 1, "value")?;
             match v.varint("normalized value")? {
                 0 => {}
                 n => {
                     v.take(n - 1, "normalized value")?;
                 }
             }
-            seen += 1;
         }
         if seen != count {
             return Err(format!("attribute holds {seen} values, not {count}"));
@@ -593,6 +643,49 @@ mod tests {
         }
     }
 
+    /// Reads packed bytes of this process (no interned values of another table).
+    fn unpack(packed: &[u8], attr_count: usize) -> Result<Entry, String> {
+        let table: Vec<Pair<'static>> = (0..intern::len()).filter_map(intern::get).collect();
+        Entry::from_packed(1, None, packed, attr_count, &table, true)
+    }
+
+    #[test]
+    fn interned_values_read_the_same_and_renumber() {
+        // A type id no other test uses, so that interning it changes nothing elsewhere.
+        let ty = 4000;
+        intern::set_types([AttrId(ty)]);
+        let attrs = vec![attr(
+            ty,
+            "",
+            &[
+                (b"Interned-X", b"interned-x"),
+                (b"Interned-Y", b"Interned-Y"),
+            ],
+        )];
+        let e = Entry::new(9, None, "x=y", &ndn("x=y", vec![]), &attrs);
+        assert!(
+            e.packed().len() < 20,
+            "values stored by number: {:?}",
+            e.packed()
+        );
+        assert_eq!(e.to_attrs(), attrs);
+        assert!(e.has_value(AttrId(ty), b"interned-x"));
+        assert!(unpack(e.packed(), 4001).is_ok());
+        // Read with a file table that numbers the pairs differently: packed afresh.
+        let x = intern::intern(b"Interned-X", b"interned-x").expect("interned");
+        let y = intern::intern(b"Interned-Y", b"Interned-Y").expect("interned");
+        let mut file: Vec<Pair<'static>> = vec![(b"", b""); x.max(y) as usize + 1];
+        file[x as usize] = (b"Interned-Y", b"Interned-Y");
+        file[y as usize] = (b"Interned-X", b"interned-x");
+        let swapped = Entry::from_packed(9, None, e.packed(), 4001, &file, false).expect("ok");
+        assert_eq!(
+            swapped.to_attrs()[0].values,
+            [Box::from(&b"Interned-Y"[..]), Box::from(&b"Interned-X"[..])]
+        );
+        // A number outside the file's table is refused.
+        assert!(Entry::from_packed(9, None, e.packed(), 4001, &[], false).is_err());
+    }
+
     fn ndn(norm: &str, rdns: Rdns) -> NormDn {
         NormDn {
             norm: norm.into(),
@@ -633,7 +726,7 @@ mod tests {
         let same = Entry::new(6, None, "dc=x", &ndn("dc=x", vec![]), &[]);
         assert_eq!(same.ndn_str(), "dc=x");
         assert_eq!(same.attrs().count(), 0);
-        assert!(Entry::from_packed(6, None, same.packed(), 0).is_ok());
+        assert!(unpack(same.packed(), 0).is_ok());
     }
 
     #[test]
@@ -647,20 +740,14 @@ mod tests {
             &attrs,
         );
         let p = e.packed();
-        assert!(Entry::from_packed(1, None, p, 2).is_ok());
-        assert!(
-            Entry::from_packed(1, None, p, 1).is_err(),
-            "type id 1 out of range"
-        );
+        assert!(unpack(p, 2).is_ok());
+        assert!(unpack(p, 1).is_err(), "type id 1 out of range");
         for cut in 0..p.len() {
-            assert!(
-                Entry::from_packed(1, None, &p[..cut], 2).is_err(),
-                "cut at {cut}"
-            );
+            assert!(unpack(&p[..cut], 2).is_err(), "cut at {cut}");
         }
         let mut longer = p.to_vec();
         longer.push(0);
-        assert!(Entry::from_packed(1, None, &longer, 2).is_err());
+        assert!(unpack(&longer, 2).is_err());
     }
 
     fn any_attr() -> impl Strategy<Value = Attr> {
@@ -696,12 +783,12 @@ mod tests {
             prop_assert_eq!(e.dn(), dn.as_str());
             prop_assert_eq!(e.ndn_str(), n.norm.as_str());
             prop_assert_eq!(e.to_attrs(), attrs);
-            prop_assert!(Entry::from_packed(1, None, e.packed(), 300).is_ok());
+            prop_assert!(unpack(e.packed(), 300).is_ok());
         }
 
         #[test]
         fn checking_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
-            if let Ok(e) = Entry::from_packed(1, None, &bytes, 50) {
+            if let Ok(e) = unpack(&bytes, 50) {
                 // Whatever passes the check reads without panicking.
                 let _ = (e.dn(), e.ndn(), e.to_attrs());
             }

@@ -17,6 +17,7 @@ pub mod entry;
 pub mod filter;
 pub mod hashtrie;
 pub mod idmap;
+pub mod intern;
 pub mod persist;
 pub mod plan;
 pub mod version;

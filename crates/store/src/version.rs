@@ -1,10 +1,11 @@
 //! One consistent version of the directory.
 //!
-//! Every map is a persistent (structurally shared) B-tree map from `imbl` (its dense nodes cost
-//! far less memory per key than its HAMT `HashMap`), so cloning a version is O(1)
-//! and a writer batch copies only the paths it touches. Posting lists are `Arc<RoaringBitmap>` (or one inline id):
-//! a batch copies a list the first time it changes it (`Arc::make_mut`) and edits it in place after
-//! that, so the copy cost is paid once per list per batch, not per operation.
+//! Every map is persistent (structurally shared), so cloning a version is O(1) and a writer
+//! batch copies only the paths it touches: the entries are a radix array by id (`IdMap`), the
+//! equality index and the DN map are hash tries (`HashTrie`), and the small maps (children,
+//! presence) are `imbl` B-tree maps. Posting lists are `Arc<RoaringBitmap>` (or one inline
+//! id): a batch copies a list the first time it changes it (`Arc::make_mut`) and edits it in
+//! place after that, so the copy cost is paid once per list per batch, not per operation.
 
 use std::collections::HashSet;
 use std::sync::Arc;

@@ -101,6 +101,7 @@ impl Store {
     }
 
     fn open(schema: Arc<Schema>, initial: Version, journal: Option<Box<dyn Journal>>) -> Store {
+        crate::intern::set_schema_types(&schema);
         let current = Arc::new(ArcSwap::from_pointee(initial));
         let (tx, rx) = mpsc::channel::<Job>();
         let cur = current.clone();

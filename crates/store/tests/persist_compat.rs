@@ -44,6 +44,8 @@ fn v2_entries() -> Vec<StoredEntry> {
 #[ignore = "writes the committed v2 fixtures; run by hand only for a new format version"]
 fn write_v2_fixtures() {
     let schema = Schema::builtin();
+    // As a server does: objectClass values are stored as interned numbers.
+    store::intern::set_schema_types(&schema);
     let dir = v2_dir();
     let io = FsIo;
     io.create_dir_all(&dir).expect("dir");

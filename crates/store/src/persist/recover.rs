@@ -77,6 +77,7 @@ fn read(io: &dyn Io, dir: &Path, name: &str) -> Result<Vec<u8>, PersistError> {
 
 /// Recovers the state stored in `dir` (an absent or empty directory is an empty store).
 pub fn recover(io: &dyn Io, dir: &Path, schema: &Schema) -> Result<Recovered, PersistError> {
+    crate::intern::set_schema_types(schema);
     let files = list_files(io, dir)?;
     let mut map: HashMap<EntryId, Entry> = HashMap::new();
     let mut next_id: EntryId = 1;

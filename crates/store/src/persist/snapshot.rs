@@ -12,7 +12,7 @@ use schema::Schema;
 use super::codec::{decode_entry, put_varint, Reader};
 use super::io::Io;
 use super::{crc, parse_seq_name, PersistError};
-use crate::entry::{Entry, EntryId};
+use crate::entry::{Entry, EntryId, Pair};
 
 pub const SNAP_MAGIC: [u8; 8] = *b"LNDNSNAP";
 pub const SNAP_END_MAGIC: [u8; 8] = *b"LNDNSEND";
@@ -56,7 +56,8 @@ pub fn schema_fingerprint(schema: &Schema) -> [u8; 32] {
 
 /// The schema section of a version 2 snapshot (after the header, before the chunks): the
 /// fingerprint of the schema the entries were packed with and the canonical name of each
-/// attribute id, so that a snapshot packed under another schema can still be read (by name).
+/// attribute id, so that a snapshot packed under another schema can still be read (by name),
+/// and the interned value pairs its entries refer to by number (`crate::intern`).
 fn schema_section(schema: &Schema) -> Vec<u8> {
     let mut payload = Vec::new();
     payload.extend_from_slice(&schema_fingerprint(schema));
@@ -64,6 +65,17 @@ fn schema_section(schema: &Schema) -> Vec<u8> {
     for (_, a) in schema.attrs() {
         put_varint(&mut payload, a.name().len() as u64);
         payload.extend_from_slice(a.name().as_bytes());
+    }
+    // Every entry being written was made before this call, so it refers only to ids below
+    // the table's length now.
+    let n = crate::intern::len();
+    put_varint(&mut payload, u64::from(n));
+    for id in 0..n {
+        let (raw, norm) = crate::intern::get(id).unwrap_or((&[], &[]));
+        put_varint(&mut payload, raw.len() as u64);
+        payload.extend_from_slice(raw);
+        put_varint(&mut payload, norm.len() as u64);
+        payload.extend_from_slice(norm);
     }
     let mut out = Vec::with_capacity(payload.len() + 8);
     out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
@@ -400,20 +412,25 @@ pub fn read_snapshot(name: &str, bytes: &[u8], schema: &Schema) -> Result<Snapsh
 }
 
 /// How a version 2 snapshot's entries were packed.
-struct Packing {
+struct Packing<'b> {
     /// Packed with the schema in force: entries are taken as they are.
     same_schema: bool,
     /// The canonical attribute type name of each id they use.
     names: Vec<String>,
+    /// The interned pairs they refer to, by the file's numbers.
+    interned: Vec<Pair<'b>>,
+    /// The file's numbers are this process's (the usual case at start-up, the table being
+    /// filled from the file in its order), so packed entries need no renumbering.
+    same_ids: bool,
 }
 
 /// Reads and checks the schema section that starts at byte 28; returns it and where the
 /// chunks start. Errors are (offset, reason).
-fn read_schema_section(
-    bytes: &[u8],
+fn read_schema_section<'b>(
+    bytes: &'b [u8],
     limit: usize,
     schema: &Schema,
-) -> Result<(Packing, usize), (usize, String)> {
+) -> Result<(Packing<'b>, usize), (usize, String)> {
     let start = SNAP_HEADER_LEN;
     let fail = |o: usize| move |e: super::codec::DecodeError| (o + e.offset, e.reason);
     let mut h = Reader::new(&bytes[start..limit]);
@@ -437,14 +454,31 @@ fn read_schema_section(
     for _ in 0..n {
         names.push(p.string("attribute type name").map_err(fail(base))?);
     }
+    let k = p.count("interned value count").map_err(fail(base))?;
+    let mut interned = Vec::with_capacity(k);
+    let mut same_ids = true;
+    for i in 0..k {
+        let raw = p.bytes("interned value").map_err(fail(base))?;
+        let norm = p.bytes("interned value").map_err(fail(base))?;
+        same_ids &= crate::intern::intern(raw, norm) == u32::try_from(i).ok();
+        interned.push((raw, norm));
+    }
     if !p.is_empty() {
         return Err((
             base + p.pos(),
-            "bytes after the schema section's names".into(),
+            "bytes after the schema section's values".into(),
         ));
     }
     let same_schema = fp == schema_fingerprint(schema);
-    Ok((Packing { same_schema, names }, base + len))
+    Ok((
+        Packing {
+            same_schema,
+            names,
+            interned,
+            same_ids,
+        },
+        base + len,
+    ))
 }
 
 /// Decodes one version 2 entry record. Packed with the schema in force, the entry is checked
@@ -452,7 +486,7 @@ fn read_schema_section(
 /// version 1 record would be. Errors as `decode_entry`.
 fn decode_packed(
     r: &mut Reader<'_>,
-    packing: &Packing,
+    packing: &Packing<'_>,
     schema: &Schema,
 ) -> Result<Result<Entry, PersistError>, super::codec::DecodeError> {
     let id = r.u32_varint("entry id")?;
@@ -465,11 +499,17 @@ fn decode_packed(
     };
     let at = r.pos();
     let packed = r.bytes("packed entry")?;
-    let e = Entry::from_packed(id, parent, packed, packing.names.len()).map_err(|reason| {
-        super::codec::DecodeError {
-            offset: at,
-            reason: format!("entry {id}: {reason}"),
-        }
+    let e = Entry::from_packed(
+        id,
+        parent,
+        packed,
+        packing.names.len(),
+        &packing.interned,
+        packing.same_ids,
+    )
+    .map_err(|reason| super::codec::DecodeError {
+        offset: at,
+        reason: format!("entry {id}: {reason}"),
     })?;
     if packing.same_schema {
         return Ok(Ok(e));
