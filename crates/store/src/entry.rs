@@ -134,6 +134,54 @@ impl<'a> Cur<'a> {
     }
 }
 
+thread_local! {
+    /// Buffers `Entry::new` packs into before making the entry's one allocation.
+    static SCRATCH: std::cell::RefCell<(Vec<u8>, Vec<u8>)> =
+        const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
+}
+
+/// Appends the attribute count and the attributes to `out` (`body`: scratch).
+fn pack_attrs<'a>(
+    out: &mut Vec<u8>,
+    body: &mut Vec<u8>,
+    attrs: impl IntoIterator<Item = &'a Attr>,
+) {
+    let count_at = out.len();
+    out.push(0);
+    let mut count = 0usize;
+    for a in attrs {
+        count += 1;
+        put_varint(out, a.ty.0 as usize);
+        put_bytes(out, a.options.as_bytes());
+        put_varint(out, a.values.len());
+        body.clear();
+        let interned = intern::is_interned_type(a.ty);
+        for (i, raw) in a.values.iter().enumerate() {
+            let norm = a.norm.get(i).map_or(&**raw, |n| &**n);
+            if let Some(id) = interned.then(|| intern::intern(raw, norm)).flatten() {
+                put_varint(body, 2 * id as usize + 1);
+                continue;
+            }
+            put_varint(body, 2 * raw.len());
+            body.extend_from_slice(raw);
+            if norm != &**raw {
+                put_varint(body, norm.len() + 1);
+                body.extend_from_slice(norm);
+            } else {
+                body.push(0);
+            }
+        }
+        put_bytes(out, body);
+    }
+    if count >= 0x80 {
+        let mut c = Vec::new();
+        put_varint(&mut c, count);
+        out.splice(count_at..=count_at, c);
+    } else {
+        out[count_at] = count as u8;
+    }
+}
+
 /// The normalized RDN sequence of a DN, as `NormDn::rdns`.
 type Rdns = Vec<Vec<(AttrId, Vec<u8>)>>;
 
@@ -151,70 +199,60 @@ impl Entry {
         ndn: &NormDn,
         attrs: impl IntoIterator<Item = &'a Attr>,
     ) -> Entry {
-        let mut out = Vec::with_capacity(256);
-        put_bytes(&mut out, dn.as_bytes());
-        if ndn.norm == dn {
-            out.push(0);
-        } else {
-            put_varint(&mut out, ndn.norm.len() + 1);
-            out.extend_from_slice(ndn.norm.as_bytes());
-        }
-        let mut rdns = Vec::new();
-        put_varint(&mut rdns, ndn.rdns.len());
-        for rdn in &ndn.rdns {
-            put_varint(&mut rdns, rdn.len());
-            for (ty, v) in rdn {
-                put_varint(&mut rdns, ty.0 as usize);
-                put_bytes(&mut rdns, v);
+        SCRATCH.with_borrow_mut(|(out, part)| {
+            out.clear();
+            put_bytes(out, dn.as_bytes());
+            if ndn.norm == dn {
+                out.push(0);
+            } else {
+                put_varint(out, ndn.norm.len() + 1);
+                out.extend_from_slice(ndn.norm.as_bytes());
             }
-        }
-        put_bytes(&mut out, &rdns);
-        let count_at = out.len();
-        out.push(0);
-        let mut count = 0usize;
-        let mut body = Vec::new();
-        for a in attrs {
-            count += 1;
-            put_varint(&mut out, a.ty.0 as usize);
-            put_bytes(&mut out, a.options.as_bytes());
-            put_varint(&mut out, a.values.len());
-            body.clear();
-            let interned = intern::is_interned_type(a.ty);
-            for (i, raw) in a.values.iter().enumerate() {
-                let norm = a.norm.get(i).map_or(&**raw, |n| &**n);
-                if let Some(id) = interned.then(|| intern::intern(raw, norm)).flatten() {
-                    put_varint(&mut body, 2 * id as usize + 1);
-                    continue;
-                }
-                put_varint(&mut body, 2 * raw.len());
-                body.extend_from_slice(raw);
-                if norm != &**raw {
-                    put_varint(&mut body, norm.len() + 1);
-                    body.extend_from_slice(norm);
-                } else {
-                    body.push(0);
+            part.clear();
+            put_varint(part, ndn.rdns.len());
+            for rdn in &ndn.rdns {
+                put_varint(part, rdn.len());
+                for (ty, v) in rdn {
+                    put_varint(part, ty.0 as usize);
+                    put_bytes(part, v);
                 }
             }
-            put_bytes(&mut out, &body);
-        }
-        if count < 0x80 {
-            out[count_at] = count as u8;
-        } else {
-            let mut c = Vec::new();
-            put_varint(&mut c, count);
-            out.splice(count_at..=count_at, c);
-        }
-        Entry {
-            id,
-            parent,
-            depth: u32::try_from(ndn.rdns.len()).unwrap_or(u32::MAX),
-            packed: out.into_boxed_slice(),
-        }
+            put_bytes(out, part);
+            pack_attrs(out, part, attrs);
+            Entry {
+                id,
+                parent,
+                depth: u32::try_from(ndn.rdns.len()).unwrap_or(u32::MAX),
+                // One allocation of exactly the right size (the scratch buffers are reused).
+                packed: Box::from(&out[..]),
+            }
+        })
     }
 
     /// This entry with other attributes (same id, DN and parent).
     pub fn with_attrs<'a>(&self, attrs: impl IntoIterator<Item = &'a Attr>) -> Entry {
-        Entry::new(self.id, self.parent, self.dn(), &self.ndn(), attrs)
+        // The name part (DN, normalized DN, RDNs) is copied as it is.
+        let mut c = self.cur();
+        c.bytes();
+        match c.varint() {
+            0 => {}
+            n => {
+                c.take(n - 1);
+            }
+        }
+        c.bytes();
+        let name = &self.packed[..c.i];
+        SCRATCH.with_borrow_mut(|(out, part)| {
+            out.clear();
+            out.extend_from_slice(name);
+            pack_attrs(out, part, attrs);
+            Entry {
+                id: self.id,
+                parent: self.parent,
+                depth: self.depth,
+                packed: Box::from(&out[..]),
+            }
+        })
     }
 
     /// This entry under another name and parent, attributes unchanged.
@@ -715,6 +753,11 @@ mod tests {
         assert_eq!(e.depth(), 2);
         assert_eq!(e.to_attrs(), attrs);
         assert_eq!(e.attrs().len(), 3);
+        let fewer = e.with_attrs(&attrs[1..]);
+        assert_eq!((fewer.id, fewer.parent, fewer.depth()), (5, Some(1), 2));
+        assert_eq!((fewer.dn(), fewer.ndn_str()), (e.dn(), e.ndn_str()));
+        assert_eq!(fewer.ndn().rdns, n.rdns);
+        assert_eq!(fewer.to_attrs(), &attrs[1..]);
         let oc = e.attr(AttrId(3)).expect("type 3");
         assert_eq!(oc.len(), 2);
         assert_eq!(oc.first(), Some(&b"Top"[..]));

@@ -1,4 +1,5 @@
-//! Change records and their compact binary encoding.
+//! Change records and their compact binary encoding: the transaction log's records, and the
+//! entries of version 1 snapshots (version 2 stores packed entries, see `snapshot.rs`).
 //!
 //! Records name attributes by their canonical type name plus options (`cn;lang-en`) and keep
 //! only the raw values: normalized forms, attribute ids and the normalized DN are recomputed
