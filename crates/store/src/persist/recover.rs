@@ -7,7 +7,6 @@
 //! batch — stops recovery with the file and byte offset. Recovery only reads: it never deletes,
 //! truncates or rewrites a file.
 
-use std::collections::HashMap;
 use std::io::ErrorKind;
 use std::path::Path;
 
@@ -79,7 +78,9 @@ fn read(io: &dyn Io, dir: &Path, name: &str) -> Result<Vec<u8>, PersistError> {
 pub fn recover(io: &dyn Io, dir: &Path, schema: &Schema) -> Result<Recovered, PersistError> {
     crate::intern::set_schema_types(schema);
     let files = list_files(io, dir)?;
-    let mut map: HashMap<EntryId, Entry> = HashMap::new();
+    // Entries by id, sorted: a snapshot holds them in id order, and log replay adds new ids
+    // (always above every older one) at the end. `None`: deleted by the log.
+    let mut map: Vec<(EntryId, Option<Entry>)> = Vec::new();
     let mut next_id: EntryId = 1;
     let mut last: u64 = 0;
     let mut snapshot = None;
@@ -93,16 +94,16 @@ pub fn recover(io: &dyn Io, dir: &Path, schema: &Schema) -> Result<Recovered, Pe
                 reason: format!("holds batch {} but is named for batch {seq}", snap.seq),
             });
         }
-        map.reserve(snap.entries.len());
-        for e in snap.entries {
-            let id = e.id;
-            if map.insert(id, e).is_some() {
-                return Err(PersistError::Corrupt {
-                    file: name.clone(),
-                    offset: 0,
-                    reason: format!("entry id {id} appears twice"),
-                });
-            }
+        map = snap.entries.into_iter().map(|e| (e.id, Some(e))).collect();
+        if !map.is_sorted_by_key(|s| s.0) {
+            map.sort_by_key(|s| s.0);
+        }
+        if let Some(w) = map.windows(2).find(|w| w[0].0 == w[1].0) {
+            return Err(PersistError::Corrupt {
+                file: name.clone(),
+                offset: 0,
+                reason: format!("entry id {} appears twice", w[0].0),
+            });
         }
         next_id = snap.next_id;
         last = snap.seq;
@@ -171,10 +172,15 @@ pub fn recover(io: &dyn Io, dir: &Path, schema: &Schema) -> Result<Recovered, Pe
                     Change::Put(se) => {
                         let e = se.to_entry(schema).map_err(|e| e.located(name, b.offset))?;
                         next_id = next_id.max(e.id.saturating_add(1));
-                        map.insert(e.id, e);
+                        match map.binary_search_by_key(&e.id, |s| s.0) {
+                            Ok(i) => map[i].1 = Some(e),
+                            Err(i) => map.insert(i, (e.id, Some(e))),
+                        }
                     }
                     Change::Delete { id } => {
-                        map.remove(&id);
+                        if let Ok(i) = map.binary_search_by_key(&id, |s| s.0) {
+                            map[i].1 = None;
+                        }
                     }
                 }
             }
@@ -187,10 +193,13 @@ pub fn recover(io: &dyn Io, dir: &Path, schema: &Schema) -> Result<Recovered, Pe
         }
     }
 
-    for e in map.values() {
+    let mut entries: Vec<Entry> = map.into_iter().filter_map(|s| s.1).collect();
+    let mut parents_first = true;
+    for e in &entries {
         next_id = next_id.max(e.id.saturating_add(1));
         if let Some(p) = e.parent {
-            if !map.contains_key(&p) {
+            parents_first &= p < e.id;
+            if entries.binary_search_by_key(&p, |e| e.id).is_err() {
                 return Err(PersistError::Corrupt {
                     file: dir.display().to_string(),
                     offset: 0,
@@ -202,9 +211,10 @@ pub fn recover(io: &dyn Io, dir: &Path, schema: &Schema) -> Result<Recovered, Pe
             }
         }
     }
-    let mut entries: Vec<Entry> = map.into_values().collect();
-    // (Cached: the depth is read from the packed entry, and a sort asks for it ~20 times each.)
-    entries.sort_by_cached_key(|e| (e.depth(), e.id));
+    // In id order, parents come first unless an entry was moved under a newer one.
+    if !parents_first {
+        entries.sort_by_key(|e| (e.depth(), e.id));
+    }
     Ok(Recovered {
         entries,
         next_id,

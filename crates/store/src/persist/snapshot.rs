@@ -132,7 +132,8 @@ pub fn write_snapshot<'a>(
     )
 }
 
-/// Bytes written to a snapshot between intermediate fsyncs.
+/// Bytes written to a snapshot between intermediate fsyncs. Checked after each chunk is
+/// written, so with the default chunk size (~26 MB of reference entries) every chunk is synced.
 const SYNC_EVERY_BYTES: usize = 8 << 20;
 
 /// `write_snapshot` with `chunk_entries` entries per chunk.
