@@ -107,6 +107,37 @@ fn import_export_import_gives_identical_data() {
     assert_eq!(exported, std::fs::read_to_string(&e3).expect("read"));
 }
 
+/// An entry is stored with its RDN as written under its parent's DN as stored, whatever
+/// spelling of the parent the LDIF uses (as an add over LDAP does).
+#[test]
+fn import_stores_the_parents_spelling() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let src = tmp.path().join("in.ldif");
+    let ldif = LDIF.replace(
+        "ou=people,dc=example,dc=com\nobjectClass: org",
+        "ou=People,dc=example,dc=com\nobjectClass: org",
+    ) + "\ndn: UID=x , OU=PEOPLE,DC=Example,dc=com\nobjectClass: account\nuid: x\n";
+    std::fs::write(&src, ldif).expect("write");
+    let d = tmp.path().join("d");
+    let (rc, out, err) = linden(&[
+        "import",
+        "--data",
+        d.to_str().expect("p"),
+        src.to_str().expect("p"),
+    ]);
+    assert_eq!(rc, 0, "{out}{err}");
+    let (rc, out, err) = linden(&["export", "--data", d.to_str().expect("p")]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(
+        out.contains("dn: uid=ann,ou=People,dc=example,dc=com\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("dn: UID=x,ou=People,dc=example,dc=com\n"),
+        "{out}"
+    );
+}
+
 #[test]
 fn bad_record_names_its_line() {
     let tmp = tempfile::tempdir().expect("tmp");

@@ -23,7 +23,8 @@ use schema::NormDn;
 use store::{Entry, EntryId};
 
 use crate::error::LdapError;
-use crate::ops::add::{self, NewEntry};
+use crate::error::LdapResult;
+use crate::ops::add;
 use crate::state::Shared;
 use crate::{Config, Mode, Server};
 
@@ -115,16 +116,32 @@ impl ImportTree {
         EntryId::try_from(self.entries.len() + 1).unwrap_or(EntryId::MAX)
     }
 
-    fn push(&mut self, p: add::Placed) {
-        self.by_dn.insert(p.ndn.norm.clone(), self.entries.len());
-        let e = Entry::new(self.next_id(), p.parent, &p.dn, &p.ndn, &p.attrs);
+    /// Places a built entry (`add::locate`, then its id, parent and stored DN).
+    fn place(&mut self, shared: &Shared, b: Prepared) -> LdapResult<()> {
+        let mut e = b.entry;
+        match add::locate(shared, self, &b.ndn)? {
+            add::Site::Root => {}
+            add::Site::Under(pid, pdn) => {
+                e.parent = Some(pid);
+                let dn = e.dn();
+                // Built with the DN as parsed; the parent's stored spelling may differ.
+                let (rdn, rest) = dn.split_at(b.rdn_len.min(dn.len()));
+                if rest.strip_prefix(',') != Some(pdn) {
+                    let dn = add::stored_dn(rdn, pdn);
+                    e = e.renamed(&dn, &b.ndn, Some(pid));
+                }
+            }
+        }
+        e.id = self.next_id();
+        self.by_dn.insert(b.ndn.norm, self.entries.len());
         self.entries.push(e);
+        Ok(())
     }
 }
 
 impl add::Tree for ImportTree {
-    fn find(&self, ndn: &NormDn) -> Option<(EntryId, &str)> {
-        let e = &self.entries[*self.by_dn.get(&ndn.norm)?];
+    fn find(&self, ndn: &str) -> Option<(EntryId, &str)> {
+        let e = &self.entries[*self.by_dn.get(ndn)?];
         Some((e.id, e.dn()))
     }
 
@@ -179,7 +196,11 @@ pub fn import(
     let threads = opts.threads.max(1);
     let keep_going = opts.continue_on_error;
     let mut tree = ImportTree::default();
+    // One time for the whole import (it is one batch), stamped while entries are built.
+    let now = SystemTime::now();
+    let stamp_time = crate::ops::generalized_time(now);
     let (tx, rx) = std::sync::mpsc::sync_channel::<ReadChunk>(2);
+    let (btx, brx) = std::sync::mpsc::sync_channel::<(Vec<Built>, Vec<Rejected>)>(1);
     let outcome = std::thread::scope(|s| -> Result<(), BulkError> {
         s.spawn(move || {
             let mut records = ldif::Reader::new(reader);
@@ -214,20 +235,27 @@ pub fn import(
                 }
             }
         });
-        for chunk in rx {
-            rejected.extend(chunk.rejected);
+        // Chunks are built (on all cores) while the previous one is placed.
+        let (sh, who, at) = (&shared, &admin, &stamp_time);
+        s.spawn(move || {
+            for chunk in rx {
+                let built = build_all(sh, &chunk.records, threads, who, at);
+                // The receiver is gone when the import stopped at an error.
+                if btx.send((built, chunk.rejected)).is_err() {
+                    break;
+                }
+            }
+        });
+        for (built, chunk_rejected) in brx {
+            rejected.extend(chunk_rejected);
             if !rejected.is_empty() && !keep_going {
                 return Err(BulkError::Record(rejected.swap_remove(0)));
             }
-            let built = build_all(&shared, &chunk.records, threads);
             // Place them in file order.
-            let now = SystemTime::now();
             for (line, r) in built {
-                let r = r.and_then(|e| {
-                    add::place(&shared, &tree, &admin, now, e).map_err(|e| e.message)
-                });
+                let r = r.and_then(|b| tree.place(&shared, b).map_err(|e| e.message));
                 match r {
-                    Ok(p) => tree.push(p),
+                    Ok(()) => {}
                     Err(message) if keep_going => rejected.push(Rejected { line, message }),
                     Err(message) => return Err(BulkError::Record(Rejected { line, message })),
                 }
@@ -261,11 +289,26 @@ pub fn import(
 const IMPORT_SEQ: u64 = 1;
 
 /// Builds (schema-checks) the records of one chunk on `threads` threads, in file order.
+/// An LDIF record built into an entry (or why not), with its line number.
+type Built = (usize, Result<Prepared, String>);
+
+/// An entry built and packed, waiting to be placed: id 0, no parent, stored under its DN as
+/// parsed (`Dn`'s RFC 4514 form), whose first `rdn_len` bytes are its RDN.
+struct Prepared {
+    entry: Entry,
+    ndn: NormDn,
+    rdn_len: usize,
+}
+
+/// Builds and schema-checks the records of a chunk on `threads` threads, and stamps the
+/// server-kept attributes (`add::stamp_new`) so that placing them in order has less to do.
 fn build_all(
     shared: &Shared,
     chunk: &[Pending],
     threads: usize,
-) -> Vec<(usize, Result<NewEntry, String>)> {
+    who: &str,
+    now: &str,
+) -> Vec<Built> {
     let per = chunk.len().div_ceil(threads).max(1);
     std::thread::scope(|s| {
         let handles: Vec<_> = chunk
@@ -278,6 +321,18 @@ fn build_all(
                                 attrs.iter().map(|(n, v)| (n.as_bytes(), v.clone())),
                             );
                             let r = add::build(shared, dn.as_bytes(), &input, true)
+                                .map(|mut e| {
+                                    add::stamp_new(shared, &mut e.attrs, who, now);
+                                    let rdn = schema::Dn {
+                                        rdns: e.dn.rdns.first().cloned().into_iter().collect(),
+                                    };
+                                    let full = e.dn.to_string();
+                                    Prepared {
+                                        entry: Entry::new(0, None, &full, &e.ndn, &e.attrs),
+                                        ndn: e.ndn,
+                                        rdn_len: rdn.to_string().len(),
+                                    }
+                                })
                                 .map_err(|e| format!("{dn}: {}", e.message));
                             (*line, r)
                         })

@@ -134,16 +134,16 @@ pub(crate) fn build(
 /// What placing a new entry needs to know of the tree it joins: the running store's version
 /// (`apply`) or the DN table of a bulk import (`crate::bulk`).
 pub(crate) trait Tree {
-    /// The id and stored DN of the entry with this normalized DN.
-    fn find(&self, ndn: &NormDn) -> Option<(EntryId, &str)>;
+    /// The id and stored DN of the entry with this normalized DN (`NormDn::norm`).
+    fn find(&self, ndn: &str) -> Option<(EntryId, &str)>;
     /// The answer when the parent of `ndn` does not exist (noSuchObject, with matchedDN where
     /// the tree knows it).
     fn missing_parent(&self, shared: &Shared, ndn: &NormDn) -> LdapError;
 }
 
 impl Tree for store::Version {
-    fn find(&self, ndn: &NormDn) -> Option<(EntryId, &str)> {
-        self.lookup(ndn).map(|e| (e.id, e.dn()))
+    fn find(&self, ndn: &str) -> Option<(EntryId, &str)> {
+        self.lookup_norm(ndn).map(|e| (e.id, e.dn()))
     }
 
     fn missing_parent(&self, shared: &Shared, ndn: &NormDn) -> LdapError {
@@ -160,8 +160,50 @@ pub(crate) struct Placed {
     pub attrs: Vec<Attr>,
 }
 
-/// Checks where a built entry goes (it must not exist; its parent must, unless it is a naming
-/// context) and stamps entryUUID, creators/modifiers name and timestamps unless it has them.
+/// Where a new entry goes in the tree.
+pub(crate) enum Site<'t> {
+    /// It is a naming context.
+    Root,
+    /// Under this parent, whose stored DN is given.
+    Under(EntryId, &'t str),
+}
+
+/// Checks where a new entry goes: it must not exist, and its parent must, unless it is a
+/// naming context.
+pub(crate) fn locate<'t>(
+    shared: &Shared,
+    tree: &'t impl Tree,
+    ndn: &NormDn,
+) -> LdapResult<Site<'t>> {
+    if tree.find(&ndn.norm).is_some() {
+        return Err(LdapError::new(
+            ResultCode::EntryAlreadyExists,
+            "entry already exists",
+        ));
+    }
+    if shared.is_suffix(ndn) {
+        return Ok(Site::Root);
+    }
+    if shared.suffix_of(ndn).is_none() {
+        return Err(LdapError::new(
+            ResultCode::UnwillingToPerform,
+            "no global superior knowledge",
+        ));
+    }
+    match schema::norm_parent(&ndn.norm).and_then(|p| tree.find(p)) {
+        Some((pid, pdn)) => Ok(Site::Under(pid, pdn)),
+        None => Err(tree.missing_parent(shared, ndn)),
+    }
+}
+
+/// The DN an entry is stored under: as the client spelled its RDN (`rdn`), under the parent's
+/// stored DN, so a subtree rename can swap the suffix of every descendant's DN.
+pub(crate) fn stored_dn(rdn: &str, pdn: &str) -> String {
+    format!("{rdn},{pdn}")
+}
+
+/// Checks where a built entry goes (`locate`) and stamps entryUUID, creators/modifiers name
+/// and timestamps unless it has them.
 pub(crate) fn place(
     shared: &Shared,
     tree: &impl Tree,
@@ -169,54 +211,45 @@ pub(crate) fn place(
     now: SystemTime,
     mut e: NewEntry,
 ) -> LdapResult<Placed> {
-    let schema = &*shared.schema;
-    let k = &shared.known;
-    if tree.find(&e.ndn).is_some() {
-        return Err(LdapError::new(
-            ResultCode::EntryAlreadyExists,
-            "entry already exists",
-        ));
-    }
-    let (dn, parent) = if shared.is_suffix(&e.ndn) {
-        (e.dn.to_string(), None)
-    } else {
-        if shared.suffix_of(&e.ndn).is_none() {
-            return Err(LdapError::new(
-                ResultCode::UnwillingToPerform,
-                "no global superior knowledge",
-            ));
-        }
-        let Some((pid, pdn)) = e.ndn.parent().and_then(|p| tree.find(&p)) else {
-            return Err(tree.missing_parent(shared, &e.ndn));
-        };
-        // Store the DN as the client spelled its RDN, under the parent's stored DN, so a subtree
-        // rename can swap the suffix of every descendant's DN.
-        let rdn = Dn {
-            rdns: e.dn.rdns.first().cloned().into_iter().collect(),
-        };
-        (format!("{rdn},{pdn}"), Some(pid))
-    };
-    let now = generalized_time(now);
-    let stamp = |attrs: &mut Vec<Attr>, ty, value: &[u8]| {
-        if !attrs.iter().any(|a| a.ty == ty) {
-            set_operational(schema, attrs, ty, value);
+    let (dn, parent) = match locate(shared, tree, &e.ndn)? {
+        Site::Root => (e.dn.to_string(), None),
+        Site::Under(pid, pdn) => {
+            let rdn = Dn {
+                rdns: e.dn.rdns.first().cloned().into_iter().collect(),
+            };
+            (stored_dn(&rdn.to_string(), pdn), Some(pid))
         }
     };
-    stamp(
-        &mut e.attrs,
-        k.entry_uuid,
-        uuid::Uuid::new_v4().to_string().as_bytes(),
-    );
-    stamp(&mut e.attrs, k.creators_name, who.as_bytes());
-    stamp(&mut e.attrs, k.create_timestamp, now.as_bytes());
-    stamp(&mut e.attrs, k.modifiers_name, who.as_bytes());
-    stamp(&mut e.attrs, k.modify_timestamp, now.as_bytes());
+    stamp_new(shared, &mut e.attrs, who, &generalized_time(now));
     Ok(Placed {
         dn,
         ndn: e.ndn,
         parent,
         attrs: e.attrs,
     })
+}
+
+/// Gives a new entry the server-kept attributes it does not have yet: entryUUID, creatorsName,
+/// createTimestamp, modifiersName, modifyTimestamp (`now` as GeneralizedTime). `place` does
+/// this after its checks; an import does it beforehand on its building threads (`place` then
+/// finds them there).
+pub(crate) fn stamp_new(shared: &Shared, attrs: &mut Vec<Attr>, who: &str, now: &str) {
+    let schema = &*shared.schema;
+    let k = &shared.known;
+    let stamp = |attrs: &mut Vec<Attr>, ty, value: &[u8]| {
+        if !attrs.iter().any(|a| a.ty == ty) {
+            set_operational(schema, attrs, ty, value);
+        }
+    };
+    stamp(
+        attrs,
+        k.entry_uuid,
+        uuid::Uuid::new_v4().to_string().as_bytes(),
+    );
+    stamp(attrs, k.creators_name, who.as_bytes());
+    stamp(attrs, k.create_timestamp, now.as_bytes());
+    stamp(attrs, k.modifiers_name, who.as_bytes());
+    stamp(attrs, k.modify_timestamp, now.as_bytes());
 }
 
 /// Places a built entry in the tree: under its parent, or as a naming context.
