@@ -345,19 +345,18 @@ impl fmt::Display for Dn {
 }
 
 /// Byte offsets of the commas that separate RDNs in a normalized string (escapes skipped).
-fn rdn_boundaries(norm: &str) -> Vec<usize> {
-    let mut out = Vec::new();
+fn rdn_commas(norm: &str) -> impl Iterator<Item = usize> + '_ {
     let mut escaped = false;
-    for (i, b) in norm.bytes().enumerate() {
+    norm.bytes().enumerate().filter_map(move |(i, b)| {
         if escaped {
             escaped = false;
         } else if b == b'\\' {
             escaped = true;
         } else if b == b',' {
-            out.push(i);
+            return Some(i);
         }
-    }
-    out
+        None
+    })
 }
 
 impl NormDn {
@@ -378,10 +377,7 @@ impl NormDn {
         if self.is_root() {
             return None;
         }
-        let norm = match rdn_boundaries(&self.norm).first() {
-            Some(&p) => self.norm[p + 1..].to_string(),
-            None => String::new(),
-        };
+        let norm = norm_parent(&self.norm).unwrap_or_default().to_string();
         Some(NormDn {
             norm,
             rdns: self.rdns.get(1..).unwrap_or(&[]).to_vec(),
@@ -404,17 +400,7 @@ pub fn norm_is_descendant(dn: &str, base: &str) -> bool {
         return false;
     }
     let cut = dn.len() - base.len() - 1;
-    dn.as_bytes()[cut] == b',' && !escaped_at(dn, cut)
-}
-
-/// Whether the byte at `at` is escaped by a backslash (scanning from the start, since `\\`
-/// escapes itself).
-fn escaped_at(s: &str, at: usize) -> bool {
-    let mut escaped = false;
-    for &b in &s.as_bytes()[..at] {
-        escaped = !escaped && b == b'\\';
-    }
-    escaped
+    dn.as_bytes()[cut] == b',' && rdn_commas(dn).take_while(|&i| i <= cut).any(|i| i == cut)
 }
 
 /// The normalized DN of the superior of the normalized DN `dn` (as `NormDn::parent`, on the
@@ -423,17 +409,7 @@ pub fn norm_parent(dn: &str) -> Option<&str> {
     if dn.is_empty() {
         return None;
     }
-    let mut escaped = false;
-    for (i, b) in dn.bytes().enumerate() {
-        if escaped {
-            escaped = false;
-        } else if b == b'\\' {
-            escaped = true;
-        } else if b == b',' {
-            return Some(&dn[i + 1..]);
-        }
-    }
-    Some("")
+    Some(rdn_commas(dn).next().map_or("", |i| &dn[i + 1..]))
 }
 
 impl fmt::Display for NormDn {
@@ -538,6 +514,23 @@ mod tests {
             Some("ou=p,dc=x")
         );
         assert_eq!(Dn::default().parent(), None);
+    }
+
+    #[test]
+    fn normalized_strings_split_at_unescaped_commas() {
+        assert_eq!(norm_parent("uid=a,ou=p,dc=x"), Some("ou=p,dc=x"));
+        assert_eq!(norm_parent("cn=a\\,b,dc=x"), Some("dc=x"));
+        assert_eq!(norm_parent("cn=a\\\\,dc=x"), Some("dc=x"));
+        assert_eq!(norm_parent("dc=x"), Some(""));
+        assert_eq!(norm_parent(""), None);
+        assert!(norm_is_descendant("uid=a,ou=p,dc=x", "dc=x"));
+        assert!(norm_is_descendant("uid=a,ou=p,dc=x", "ou=p,dc=x"));
+        assert!(!norm_is_descendant("ou=p,dc=x", "ou=p,dc=x"));
+        assert!(!norm_is_descendant("cn=a\\,ou=p,dc=x", "ou=p,dc=x"), "escaped comma");
+        assert!(norm_is_descendant("cn=a\\\\,ou=p,dc=x", "ou=p,dc=x"), "escaped backslash");
+        assert!(!norm_is_descendant("uid=a,xou=p,dc=x", "ou=p,dc=x"));
+        assert!(norm_is_descendant("dc=x", ""));
+        assert!(!norm_is_descendant("", ""));
     }
 
     fn arb_dn() -> impl Strategy<Value = Dn> {

@@ -232,14 +232,7 @@ impl Entry {
     /// This entry with other attributes (same id, DN and parent).
     pub fn with_attrs<'a>(&self, attrs: impl IntoIterator<Item = &'a Attr>) -> Entry {
         // The name part (DN, normalized DN, RDNs) is copied as it is.
-        let mut c = self.cur();
-        c.bytes();
-        match c.varint() {
-            0 => {}
-            n => {
-                c.take(n - 1);
-            }
-        }
+        let mut c = self.after_dns();
         c.bytes();
         let name = &self.packed[..c.i];
         SCRATCH.with_borrow_mut(|(out, part)| {
@@ -316,7 +309,8 @@ impl Entry {
         }
     }
 
-    fn rdn_block(&self) -> Cur<'_> {
+    /// A cursor past the DN and the normalized DN (at the RDN block).
+    fn after_dns(&self) -> Cur<'_> {
         let mut c = self.cur();
         c.bytes();
         match c.varint() {
@@ -325,6 +319,11 @@ impl Entry {
                 c.take(n - 1);
             }
         }
+        c
+    }
+
+    fn rdn_block(&self) -> Cur<'_> {
+        let mut c = self.after_dns();
         Cur { b: c.bytes(), i: 0 }
     }
 
@@ -360,14 +359,7 @@ impl Entry {
 
     /// The attributes, with interned values looked up in `table` (`None`: this process's).
     pub fn attrs_in<'a>(&'a self, table: Option<&'a [Pair<'a>]>) -> Attrs<'a> {
-        let mut c = self.cur();
-        c.bytes();
-        match c.varint() {
-            0 => {}
-            n => {
-                c.take(n - 1);
-            }
-        }
+        let mut c = self.after_dns();
         c.bytes();
         let left = c.varint();
         Attrs { c, left, table }

@@ -162,12 +162,8 @@ pub fn decode_entry(
     Ok(build_entry(schema, id, parent, dn, attrs.into_iter()))
 }
 
-/// An entry record's parts, borrowing the DN and names, with each value made by `value`.
-#[allow(clippy::type_complexity)]
-fn decode_parts<'a, V>(
-    r: &mut Reader<'a>,
-    value: impl Fn(&'a [u8]) -> V,
-) -> Result<(EntryId, Option<EntryId>, &'a str, Vec<(&'a str, Vec<V>)>), DecodeError> {
+/// An entry record's id and parent (stored as parent id + 1, 0 for none).
+pub(crate) fn decode_ids(r: &mut Reader<'_>) -> Result<(EntryId, Option<EntryId>), DecodeError> {
     let id = r.u32_varint("entry id")?;
     let parent = match r.varint("parent id")? {
         0 => None,
@@ -176,6 +172,16 @@ fn decode_parts<'a, V>(
                 .map_err(|_| r.error(format!("parent id {} out of range", p - 1)))?,
         ),
     };
+    Ok((id, parent))
+}
+
+/// An entry record's parts, borrowing the DN and names, with each value made by `value`.
+#[allow(clippy::type_complexity)]
+fn decode_parts<'a, V>(
+    r: &mut Reader<'a>,
+    value: impl Fn(&'a [u8]) -> V,
+) -> Result<(EntryId, Option<EntryId>, &'a str, Vec<(&'a str, Vec<V>)>), DecodeError> {
+    let (id, parent) = decode_ids(r)?;
     let dn = r.str("DN")?;
     let n = r.count("attribute count")?;
     let mut attrs = Vec::with_capacity(n);

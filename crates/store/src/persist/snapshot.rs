@@ -490,14 +490,7 @@ fn decode_packed(
     packing: &Packing<'_>,
     schema: &Schema,
 ) -> Result<Result<Entry, PersistError>, super::codec::DecodeError> {
-    let id = r.u32_varint("entry id")?;
-    let parent = match r.varint("parent id")? {
-        0 => None,
-        p => Some(
-            u32::try_from(p - 1)
-                .map_err(|_| r.error(format!("parent id {} out of range", p - 1)))?,
-        ),
-    };
+    let (id, parent) = super::codec::decode_ids(r)?;
     let at = r.pos();
     let packed = r.bytes("packed entry")?;
     let e = Entry::from_packed(
