@@ -526,8 +526,14 @@ mod tests {
         assert!(norm_is_descendant("uid=a,ou=p,dc=x", "dc=x"));
         assert!(norm_is_descendant("uid=a,ou=p,dc=x", "ou=p,dc=x"));
         assert!(!norm_is_descendant("ou=p,dc=x", "ou=p,dc=x"));
-        assert!(!norm_is_descendant("cn=a\\,ou=p,dc=x", "ou=p,dc=x"), "escaped comma");
-        assert!(norm_is_descendant("cn=a\\\\,ou=p,dc=x", "ou=p,dc=x"), "escaped backslash");
+        assert!(
+            !norm_is_descendant("cn=a\\,ou=p,dc=x", "ou=p,dc=x"),
+            "escaped comma"
+        );
+        assert!(
+            norm_is_descendant("cn=a\\\\,ou=p,dc=x", "ou=p,dc=x"),
+            "escaped backslash"
+        );
         assert!(!norm_is_descendant("uid=a,xou=p,dc=x", "ou=p,dc=x"));
         assert!(norm_is_descendant("dc=x", ""));
         assert!(!norm_is_descendant("", ""));

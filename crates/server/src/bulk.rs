@@ -197,8 +197,7 @@ pub fn import(
     let keep_going = opts.continue_on_error;
     let mut tree = ImportTree::default();
     // One time for the whole import (it is one batch), stamped while entries are built.
-    let now = SystemTime::now();
-    let stamp_time = crate::ops::generalized_time(now);
+    let stamp_time = crate::ops::generalized_time(SystemTime::now());
     let (tx, rx) = std::sync::mpsc::sync_channel::<ReadChunk>(2);
     let (btx, brx) = std::sync::mpsc::sync_channel::<(Vec<Built>, Vec<Rejected>)>(1);
     let outcome = std::thread::scope(|s| -> Result<(), BulkError> {
@@ -236,10 +235,10 @@ pub fn import(
             }
         });
         // Chunks are built (on all cores) while the previous one is placed.
-        let (sh, who, at) = (&shared, &admin, &stamp_time);
+        let (sh, stamps) = (&shared, add::Stamps::new(&shared, &admin, &stamp_time));
         s.spawn(move || {
             for chunk in rx {
-                let built = build_all(sh, &chunk.records, threads, who, at);
+                let built = build_all(sh, &chunk.records, threads, &stamps);
                 // The receiver is gone when the import stopped at an error.
                 if btx.send((built, chunk.rejected)).is_err() {
                     break;
@@ -306,8 +305,7 @@ fn build_all(
     shared: &Shared,
     chunk: &[Pending],
     threads: usize,
-    who: &str,
-    now: &str,
+    stamps: &add::Stamps,
 ) -> Vec<Built> {
     let per = chunk.len().div_ceil(threads).max(1);
     std::thread::scope(|s| {
@@ -322,7 +320,7 @@ fn build_all(
                             );
                             let r = add::build(shared, dn.as_bytes(), &input, true)
                                 .map(|mut e| {
-                                    add::stamp_new(shared, &mut e.attrs, who, now);
+                                    add::stamp_new(shared, &mut e.attrs, stamps);
                                     let rdn = schema::Dn {
                                         rdns: e.dn.rdns.first().cloned().into_iter().collect(),
                                     };

@@ -70,8 +70,9 @@ impl Attr {
     }
 }
 
-/// A stored entry: immutable, shared between versions behind an `Arc`.
-#[derive(Clone, PartialEq, Eq)]
+/// A stored entry: immutable, shared between versions behind an `Arc`. (Not `PartialEq`: two
+/// packings of the same content may differ, one holding a value the other interned.)
+#[derive(Clone)]
 pub struct Entry {
     pub id: EntryId,
     pub parent: Option<EntryId>,

@@ -220,7 +220,8 @@ pub(crate) fn place(
             (stored_dn(&rdn.to_string(), pdn), Some(pid))
         }
     };
-    stamp_new(shared, &mut e.attrs, who, &generalized_time(now));
+    let stamps = Stamps::new(shared, who, &generalized_time(now));
+    stamp_new(shared, &mut e.attrs, &stamps);
     Ok(Placed {
         dn,
         ndn: e.ndn,
@@ -230,26 +231,41 @@ pub(crate) fn place(
 }
 
 /// Gives a new entry the server-kept attributes it does not have yet: entryUUID, creatorsName,
-/// createTimestamp, modifiersName, modifyTimestamp (`now` as GeneralizedTime). `place` does
+/// createTimestamp, modifiersName, modifyTimestamp (the last four from `stamps`). `place` does
 /// this after its checks; an import does it beforehand on its building threads (`place` then
 /// finds them there).
-pub(crate) fn stamp_new(shared: &Shared, attrs: &mut Vec<Attr>, who: &str, now: &str) {
-    let schema = &*shared.schema;
+pub(crate) fn stamp_new(shared: &Shared, attrs: &mut Vec<Attr>, stamps: &Stamps) {
     let k = &shared.known;
-    let stamp = |attrs: &mut Vec<Attr>, ty, value: &[u8]| {
-        if !attrs.iter().any(|a| a.ty == ty) {
-            set_operational(schema, attrs, ty, value);
+    if !attrs.iter().any(|a| a.ty == k.entry_uuid) {
+        let uuid = uuid::Uuid::new_v4().to_string();
+        set_operational(&shared.schema, attrs, k.entry_uuid, uuid.as_bytes());
+    }
+    for a in &stamps.0 {
+        if !attrs.iter().any(|b| b.ty == a.ty) {
+            attrs.push(a.clone());
         }
-    };
-    stamp(
-        attrs,
-        k.entry_uuid,
-        uuid::Uuid::new_v4().to_string().as_bytes(),
-    );
-    stamp(attrs, k.creators_name, who.as_bytes());
-    stamp(attrs, k.create_timestamp, now.as_bytes());
-    stamp(attrs, k.modifiers_name, who.as_bytes());
-    stamp(attrs, k.modify_timestamp, now.as_bytes());
+    }
+}
+
+/// The server-kept attributes every entry added by `who` at one time gets (creatorsName,
+/// createTimestamp, modifiersName, modifyTimestamp), normalized once: an import stamps a
+/// million entries with the same four.
+pub(crate) struct Stamps(Vec<Attr>);
+
+impl Stamps {
+    pub(crate) fn new(shared: &Shared, who: &str, now: &str) -> Stamps {
+        let k = &shared.known;
+        let mut attrs = Vec::with_capacity(4);
+        for (ty, value) in [
+            (k.creators_name, who),
+            (k.create_timestamp, now),
+            (k.modifiers_name, who),
+            (k.modify_timestamp, now),
+        ] {
+            set_operational(&shared.schema, &mut attrs, ty, value.as_bytes());
+        }
+        Stamps(attrs)
+    }
 }
 
 /// Places a built entry in the tree: under its parent, or as a naming context.
