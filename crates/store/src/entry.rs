@@ -77,7 +77,7 @@ pub struct Entry {
     pub id: EntryId,
     pub parent: Option<EntryId>,
     /// The number of RDNs (kept out of the buffer: it fits in the struct's padding, and
-    /// start-up sorts a million entries by it).
+    /// recovery may sort all entries by it).
     depth: u32,
     packed: Box<[u8]>,
 }

@@ -25,7 +25,7 @@ pub const SNAP_HEADER_LEN: usize = 28;
 const TRAILER_LEN: usize = 16;
 /// u64 offset, u32 length, u32 entry count.
 const INDEX_ENTRY_LEN: usize = 16;
-pub const DEFAULT_CHUNK_ENTRIES: usize = 65_536;
+pub const DEFAULT_CHUNK_ENTRIES: usize = 8_192;
 /// A chunk is closed early at this size, whatever its entry count.
 const MAX_CHUNK_BYTES: usize = 64 << 20;
 
@@ -132,9 +132,12 @@ pub fn write_snapshot<'a>(
     )
 }
 
-/// Bytes written to a snapshot between intermediate fsyncs. Checked after each chunk is
-/// written, so with the default chunk size (~26 MB of reference entries) every chunk is synced.
-const SYNC_EVERY_BYTES: usize = 8 << 20;
+/// Bytes written to a snapshot between intermediate fsyncs, checked after each chunk: with the
+/// default chunk size (~3.3 MB of reference entries) every chunk is synced. Small chunks and
+/// frequent syncs spread the snapshot's disk writes over its (paced) duration instead of
+/// sending ~26 MB at a time in front of the transaction log's fsyncs (measured: modifies
+/// during a 1M snapshot −9 % median over four runs, against −11 % with 65,536-entry chunks).
+const SYNC_EVERY_BYTES: usize = 2 << 20;
 
 /// `write_snapshot` with `chunk_entries` entries per chunk.
 pub fn write_snapshot_with<'a>(
