@@ -14,8 +14,8 @@ use store::{Attr, EntryId, Txn};
 
 use crate::error::{LdapError, LdapResult};
 use crate::ops::{
-    authorize_new, check_entry, check_user_modifiable, checked_values, detached, generalized_time,
-    hash_passwords, ready, set_operational, submit_write, Pending,
+    authorize_new, check_entry, check_user_modifiable, checked_values_norm, detached,
+    generalized_time, hash_passwords, ready, set_operational, submit_write, Pending,
 };
 use crate::state::{resolve_attr, Identity, Shared};
 
@@ -84,12 +84,20 @@ pub(crate) fn build(
             all.extend(prev.values.iter().map(|v| Cow::Owned(v.to_vec())));
         }
         all.extend(values.iter().cloned());
-        let mut vals = checked_values(shared, ty, &name, &all, "")?;
-        if ty == shared.known.user_password {
+        let (mut vals, norm) = checked_values_norm(shared, ty, &name, &all, "")?;
+        let a = if ty == shared.known.user_password {
+            // Hashing changes the values: normalize what is stored.
             hash_passwords(&shared.config.password_hash, &mut vals);
-        }
-        let a = Attr::new(schema, ty, &options, vals)
-            .map_err(|e| LdapError::new(ResultCode::InvalidAttributeSyntax, e.to_string()))?;
+            Attr::new(schema, ty, &options, vals)
+                .map_err(|e| LdapError::new(ResultCode::InvalidAttributeSyntax, e.to_string()))?
+        } else {
+            Attr {
+                ty,
+                options: options.as_str().into(),
+                values: vals,
+                norm,
+            }
+        };
         attrs.push(a);
     }
     // RFC 4511 §4.7: RDN values the client left out join the entry.

@@ -195,9 +195,22 @@ pub(crate) fn checked_values(
     raw: &[std::borrow::Cow<'_, [u8]>],
     context: &str,
 ) -> LdapResult<Vec<Box<[u8]>>> {
+    checked_values_norm(shared, ty, name, raw, context).map(|(values, _)| values)
+}
+
+/// `checked_values`, with the equality-normalized form of each value (computed anyway to find
+/// repeated values), so that building the attribute need not normalize again.
+#[allow(clippy::type_complexity)]
+pub(crate) fn checked_values_norm(
+    shared: &Shared,
+    ty: AttrId,
+    name: &str,
+    raw: &[std::borrow::Cow<'_, [u8]>],
+    context: &str,
+) -> LdapResult<(Vec<Box<[u8]>>, Vec<Box<[u8]>>)> {
     let schema = &*shared.schema;
     let mut out: Vec<Box<[u8]>> = Vec::with_capacity(raw.len());
-    let mut norms: Vec<Vec<u8>> = Vec::with_capacity(raw.len());
+    let mut norms: Vec<Box<[u8]>> = Vec::with_capacity(raw.len());
     for (i, v) in raw.iter().enumerate() {
         let invalid = || {
             LdapError::new(
@@ -215,7 +228,10 @@ pub(crate) fn checked_values(
         {
             return Err(invalid());
         }
-        let n = schema.normalize_eq(ty, v).map_err(|_| invalid())?;
+        let n = schema
+            .normalize_eq(ty, v)
+            .map_err(|_| invalid())?
+            .into_boxed_slice();
         if norms.contains(&n) {
             return Err(LdapError::new(
                 ResultCode::AttributeOrValueExists,
@@ -225,7 +241,7 @@ pub(crate) fn checked_values(
         norms.push(n);
         out.push(v.as_ref().into());
     }
-    Ok(out)
+    Ok((out, norms))
 }
 
 /// Refuses changes to attributes the server keeps itself.
