@@ -22,8 +22,7 @@ use proto::ResultCode;
 use schema::NormDn;
 use store::{Entry, EntryId};
 
-use crate::error::LdapError;
-use crate::error::LdapResult;
+use crate::error::{LdapError, LdapResult};
 use crate::ops::add;
 use crate::state::Shared;
 use crate::{Config, Mode, Server};
@@ -102,7 +101,7 @@ fn has_store_files(dir: &Path) -> bool {
 }
 
 /// The entries an import has placed, in file order with ids 1, 2, …, and their positions by
-/// normalized DN: what `add::place` needs to know of the tree so far.
+/// normalized DN: what `add::locate` needs to know of the tree so far.
 #[derive(Default)]
 struct ImportTree {
     entries: Vec<Entry>,
@@ -163,8 +162,8 @@ struct ReadChunk {
 /// called after every chunk.
 ///
 /// Three stages overlap: one thread parses the LDIF into chunks, the chunks are built and
-/// schema-checked on all cores, and each is placed in file order (existence, parent, stamps)
-/// against a DN table. The store's writer and its indexes are not involved: the snapshot is
+/// schema-checked, stamped and packed on all cores, and each is placed in file order
+/// (existence, parent, stored DN) against a DN table. The store's writer and its indexes are not involved: the snapshot is
 /// written straight from the placed entries, and indexes are built when a server loads it.
 pub fn import(
     config: Config,
@@ -321,14 +320,11 @@ fn build_all(
                             let r = add::build(shared, dn.as_bytes(), &input, true)
                                 .map(|mut e| {
                                     add::stamp_new(shared, &mut e.attrs, stamps);
-                                    let rdn = schema::Dn {
-                                        rdns: e.dn.rdns.first().cloned().into_iter().collect(),
-                                    };
                                     let full = e.dn.to_string();
                                     Prepared {
                                         entry: Entry::new(0, None, &full, &e.ndn, &e.attrs),
                                         ndn: e.ndn,
-                                        rdn_len: rdn.to_string().len(),
+                                        rdn_len: add::rdn_string(&e.dn).len(),
                                     }
                                 })
                                 .map_err(|e| format!("{dn}: {}", e.message));

@@ -141,6 +141,32 @@ thread_local! {
         const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
 }
 
+/// Appends the name part to `out`: the DN, the normalized DN where it differs, the normalized
+/// RDNs (`part`: scratch).
+fn pack_name(out: &mut Vec<u8>, part: &mut Vec<u8>, dn: &str, ndn: &NormDn) {
+    put_bytes(out, dn.as_bytes());
+    if ndn.norm == dn {
+        out.push(0);
+    } else {
+        put_varint(out, ndn.norm.len() + 1);
+        out.extend_from_slice(ndn.norm.as_bytes());
+    }
+    part.clear();
+    put_varint(part, ndn.rdns.len());
+    for rdn in &ndn.rdns {
+        put_varint(part, rdn.len());
+        for (ty, v) in rdn {
+            put_varint(part, ty.0 as usize);
+            put_bytes(part, v);
+        }
+    }
+    put_bytes(out, part);
+}
+
+fn depth_of(ndn: &NormDn) -> u32 {
+    u32::try_from(ndn.rdns.len()).unwrap_or(u32::MAX)
+}
+
 /// Appends the attribute count and the attributes to `out` (`body`: scratch).
 fn pack_attrs<'a>(
     out: &mut Vec<u8>,
@@ -202,28 +228,12 @@ impl Entry {
     ) -> Entry {
         SCRATCH.with_borrow_mut(|(out, part)| {
             out.clear();
-            put_bytes(out, dn.as_bytes());
-            if ndn.norm == dn {
-                out.push(0);
-            } else {
-                put_varint(out, ndn.norm.len() + 1);
-                out.extend_from_slice(ndn.norm.as_bytes());
-            }
-            part.clear();
-            put_varint(part, ndn.rdns.len());
-            for rdn in &ndn.rdns {
-                put_varint(part, rdn.len());
-                for (ty, v) in rdn {
-                    put_varint(part, ty.0 as usize);
-                    put_bytes(part, v);
-                }
-            }
-            put_bytes(out, part);
+            pack_name(out, part, dn, ndn);
             pack_attrs(out, part, attrs);
             Entry {
                 id,
                 parent,
-                depth: u32::try_from(ndn.rdns.len()).unwrap_or(u32::MAX),
+                depth: depth_of(ndn),
                 // One allocation of exactly the right size (the scratch buffers are reused).
                 packed: Box::from(&out[..]),
             }
@@ -233,9 +243,7 @@ impl Entry {
     /// This entry with other attributes (same id, DN and parent).
     pub fn with_attrs<'a>(&self, attrs: impl IntoIterator<Item = &'a Attr>) -> Entry {
         // The name part (DN, normalized DN, RDNs) is copied as it is.
-        let mut c = self.after_dns();
-        c.bytes();
-        let name = &self.packed[..c.i];
+        let name = &self.packed[..self.name_end()];
         SCRATCH.with_borrow_mut(|(out, part)| {
             out.clear();
             out.extend_from_slice(name);
@@ -249,9 +257,20 @@ impl Entry {
         })
     }
 
-    /// This entry under another name and parent, attributes unchanged.
+    /// This entry under another name and parent, attributes unchanged (copied as they are).
     pub fn renamed(&self, dn: &str, ndn: &NormDn, parent: Option<EntryId>) -> Entry {
-        Entry::new(self.id, parent, dn, ndn, &self.to_attrs())
+        let attrs = &self.packed[self.name_end()..];
+        SCRATCH.with_borrow_mut(|(out, part)| {
+            out.clear();
+            pack_name(out, part, dn, ndn);
+            out.extend_from_slice(attrs);
+            Entry {
+                id: self.id,
+                parent,
+                depth: depth_of(ndn),
+                packed: Box::from(&out[..]),
+            }
+        })
     }
 
     /// The packed bytes (the snapshot stores them as they are).
@@ -285,7 +304,7 @@ impl Entry {
             return Ok(e);
         }
         let attrs: Vec<Attr> = e.attrs_in(Some(interned)).map(|a| a.to_attr()).collect();
-        Ok(Entry::new(id, parent, e.dn(), &e.ndn(), &attrs))
+        Ok(e.with_attrs(&attrs))
     }
 
     fn cur(&self) -> Cur<'_> {
@@ -328,6 +347,13 @@ impl Entry {
         Cur { b: c.bytes(), i: 0 }
     }
 
+    /// Where the name part (DN, normalized DN, RDNs) ends and the attributes begin.
+    fn name_end(&self) -> usize {
+        let mut c = self.after_dns();
+        c.bytes();
+        c.i
+    }
+
     /// The number of RDNs of the DN.
     pub fn depth(&self) -> usize {
         self.depth as usize
@@ -360,8 +386,10 @@ impl Entry {
 
     /// The attributes, with interned values looked up in `table` (`None`: this process's).
     pub fn attrs_in<'a>(&'a self, table: Option<&'a [Pair<'a>]>) -> Attrs<'a> {
-        let mut c = self.after_dns();
-        c.bytes();
+        let mut c = Cur {
+            b: &self.packed,
+            i: self.name_end(),
+        };
         let left = c.varint();
         Attrs { c, left, table }
     }
@@ -751,6 +779,21 @@ mod tests {
         assert_eq!((fewer.dn(), fewer.ndn_str()), (e.dn(), e.ndn_str()));
         assert_eq!(fewer.ndn().rdns, n.rdns);
         assert_eq!(fewer.to_attrs(), &attrs[1..]);
+        let m = ndn(
+            "cn=a b,ou=y",
+            vec![
+                vec![(AttrId(7), b"a b".to_vec())],
+                vec![(AttrId(4), b"y".to_vec())],
+            ],
+        );
+        let moved = e.renamed("CN=A  B,OU=Y", &m, Some(8));
+        assert_eq!((moved.id, moved.parent, moved.depth()), (5, Some(8), 2));
+        assert_eq!(
+            (moved.dn(), moved.ndn_str()),
+            ("CN=A  B,OU=Y", "cn=a b,ou=y")
+        );
+        assert_eq!(moved.ndn().rdns, m.rdns);
+        assert_eq!(moved.to_attrs(), attrs);
         let oc = e.attr(AttrId(3)).expect("type 3");
         assert_eq!(oc.len(), 2);
         assert_eq!(oc.first(), Some(&b"Top"[..]));

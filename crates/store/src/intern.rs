@@ -5,10 +5,11 @@
 //! structuralObjectClass and the same creatorsName and modifiersName: about 150 of the ~560
 //! bytes of a packed entry. Values are interned only for the attribute types `set_types` names
 //! (`set_schema_types`, called wherever a store or a load starts, names those four: types
-//! whose values repeat by nature, drawn from the schema or from the few identities that write), at most `MAX_LEN` bytes long, and at most `CAPACITY`
-//! of them: the table only grows (a value interned stays until the process ends; a restart
-//! keeps only the values the data still uses), so those limits bound what it can hold. Beyond
-//! them values are simply stored in the entry. Interning never changes what an entry holds:
+//! whose values repeat by nature, drawn from the schema or from the few identities that
+//! write), at most `MAX_LEN` bytes long, and at most `CAPACITY` of them. The table only grows
+//! (a value interned stays until the process ends; a restart keeps only the values the data
+//! still uses), so those limits bound what it can hold. Beyond them values are simply stored
+//! in the entry. Interning never changes what an entry holds:
 //! readers see the same bytes either way.
 
 use std::collections::HashMap;
@@ -24,7 +25,7 @@ pub const MAX_LEN: usize = 128;
 
 const PAGE: usize = 1024;
 
-type Pair = (&'static [u8], &'static [u8]);
+type Pair = crate::entry::Pair<'static>;
 
 struct Table {
     /// Slots in pages of `PAGE`, each written once.

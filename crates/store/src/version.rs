@@ -31,10 +31,10 @@ fn hasher() -> &'static std::hash::RandomState {
     KEYS.get_or_init(std::hash::RandomState::new)
 }
 
-/// The hash of a normalized DN, for the DN map.
-pub fn value_hash(norm: &[u8]) -> u64 {
+/// The DN map's key of a normalized DN.
+fn dn_key(norm: &str) -> u64 {
     use std::hash::BuildHasher;
-    hasher().hash_one(norm)
+    hasher().hash_one(norm.as_bytes())
 }
 
 /// The equality index key of a normalized value of type `ty`.
@@ -105,7 +105,7 @@ pub struct Version {
     /// Number of the batch that produced this version.
     pub seq: u64,
     pub(crate) entries: IdMap<Arc<Entry>>,
-    /// Entries by the hash of their normalized DN (`value_hash`), with the id to tell apart
+    /// Entries by the hash of their normalized DN (`dn_key`), with the id to tell apart
     /// the DNs of one hash: a lookup checks the entry's own DN, so a collision costs a
     /// comparison. A map keyed by the DN strings cost ~90 bytes per entry; this costs ~20.
     pub(crate) by_dn: HashTrie<EntryId>,
@@ -134,12 +134,16 @@ fn index_keys(indexed: &HashSet<AttrId>, e: &Entry) -> (Vec<AttrId>, Vec<IndexKe
     (pres, eq)
 }
 
+/// The ids of a run of (key, id) pairs sorted by id.
+fn run_bitmap<K>(run: &[(K, EntryId)]) -> RoaringBitmap {
+    RoaringBitmap::from_sorted_iter(run.iter().map(|p| p.1)).unwrap_or_default()
+}
+
 /// One bitmap per key of `pairs` (sorted by key, then id).
 fn bitmap_runs<K: Ord + Copy>(pairs: &[(K, EntryId)]) -> OrdMap<K, Arc<RoaringBitmap>> {
     let mut m = OrdMap::new();
     for run in pairs.chunk_by(|a, b| a.0 == b.0) {
-        let b = RoaringBitmap::from_sorted_iter(run.iter().map(|p| p.1)).unwrap_or_default();
-        m.insert(run[0].0, Arc::new(b));
+        m.insert(run[0].0, Arc::new(run_bitmap(run)));
     }
     m
 }
@@ -174,9 +178,7 @@ fn build_indexes(
             let posting = if run.len() == 1 {
                 Posting::One(run[0].1)
             } else {
-                let b =
-                    RoaringBitmap::from_sorted_iter(run.iter().map(|p| p.1)).unwrap_or_default();
-                Posting::Many(Arc::new(b))
+                Posting::Many(Arc::new(run_bitmap(run)))
             };
             (run[0].0, posting)
         })
@@ -204,10 +206,9 @@ impl Version {
     /// new ids from `next_id`. Each entry's `parent` must be among `entries` (or `None`).
     ///
     /// Built in bulk rather than entry by entry (start-up time is this plus reading the files):
-    /// the index keys of all entries are collected and sorted, so every map is filled in key
-    /// order (a B-tree filled in order touches one path, not a random leaf per key) and every
-    /// bitmap is built from a sorted run; the entry/DN maps and the indexes are built on two
-    /// threads.
+    /// the index keys of all entries are collected and sorted, so the hash tries are built from
+    /// sorted runs in one pass (`HashTrie::from_sorted`) and every bitmap from a sorted run; the
+    /// entry/DN maps and the indexes are built on two threads.
     pub fn restore(
         indexed: &[AttrId],
         entries: impl IntoIterator<Item = Entry>,
@@ -242,10 +243,8 @@ impl Version {
                 for e in all {
                     ents.insert(e.id, e.clone());
                 }
-                let mut dns: Vec<(u64, EntryId)> = all
-                    .iter()
-                    .map(|e| (value_hash(e.ndn_str().as_bytes()), e.id))
-                    .collect();
+                let mut dns: Vec<(u64, EntryId)> =
+                    all.iter().map(|e| (dn_key(e.ndn_str()), e.id)).collect();
                 dns.sort_unstable();
                 let names = HashTrie::from_sorted(dns);
                 (ents, names)
@@ -287,7 +286,7 @@ impl Version {
 
     pub fn lookup_norm(&self, norm: &str) -> Option<&Arc<Entry>> {
         self.by_dn
-            .get(value_hash(norm.as_bytes()))
+            .get(dn_key(norm))
             .filter_map(|id| self.entries.get(*id))
             .find(|e| e.ndn_str() == norm)
     }
@@ -390,10 +389,8 @@ impl Version {
                 self.index_remove(id, &pres_gone, &gone(&old_eq, &new_eq));
                 self.index_add(id, &pres_new, &gone(&new_eq, &old_eq));
                 if old.ndn_str() != entry.ndn_str() {
-                    self.by_dn
-                        .remove(value_hash(old.ndn_str().as_bytes()), |x| *x == id);
-                    self.by_dn
-                        .insert(value_hash(entry.ndn_str().as_bytes()), id);
+                    self.by_dn.remove(dn_key(old.ndn_str()), |x| *x == id);
+                    self.by_dn.insert(dn_key(entry.ndn_str()), id);
                 }
                 if old.parent != entry.parent {
                     if let Some(p) = old.parent {
@@ -406,8 +403,7 @@ impl Version {
             }
             None => {
                 self.index_add(id, &new_pres, &new_eq);
-                self.by_dn
-                    .insert(value_hash(entry.ndn_str().as_bytes()), id);
+                self.by_dn.insert(dn_key(entry.ndn_str()), id);
                 if let Some(p) = entry.parent {
                     Arc::make_mut(self.children.entry(p).or_default()).insert(id);
                 }
@@ -430,8 +426,7 @@ impl Version {
         let old = self.entries.remove(id)?;
         let (pres, eq) = self.index_keys(&old);
         self.index_remove(id, &pres, &eq);
-        self.by_dn
-            .remove(value_hash(old.ndn_str().as_bytes()), |x| *x == id);
+        self.by_dn.remove(dn_key(old.ndn_str()), |x| *x == id);
         if let Some(p) = old.parent {
             self.unlink_child(p, id);
         }

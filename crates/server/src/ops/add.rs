@@ -6,7 +6,6 @@
 
 use std::borrow::Cow;
 use std::sync::Arc;
-use std::time::SystemTime;
 
 use proto::{AddRequest, ResultCode};
 use schema::{Dn, NormDn};
@@ -14,8 +13,8 @@ use store::{Attr, EntryId, Txn};
 
 use crate::error::{LdapError, LdapResult};
 use crate::ops::{
-    authorize_new, check_entry, check_user_modifiable, checked_values_norm, detached,
-    generalized_time, hash_passwords, ready, set_operational, submit_write, Pending,
+    authorize_new, check_entry, check_user_modifiable, checked_values, detached, generalized_time,
+    hash_passwords, ready, set_operational, submit_write, Pending,
 };
 use crate::state::{resolve_attr, Identity, Shared};
 
@@ -84,7 +83,7 @@ pub(crate) fn build(
             all.extend(prev.values.iter().map(|v| Cow::Owned(v.to_vec())));
         }
         all.extend(values.iter().cloned());
-        let (mut vals, norm) = checked_values_norm(shared, ty, &name, &all, "")?;
+        let (mut vals, norm) = checked_values(shared, ty, &name, &all, "")?;
         let a = if ty == shared.known.user_password {
             // Hashing changes the values: normalize what is stored.
             hash_passwords(&shared.config.password_hash, &mut vals);
@@ -159,15 +158,6 @@ impl Tree for store::Version {
     }
 }
 
-/// A new entry checked against the tree: its DN as stored, its parent (`None` for a naming
-/// context) and its attributes with the server-kept ones stamped.
-pub(crate) struct Placed {
-    pub dn: String,
-    pub ndn: NormDn,
-    pub parent: Option<EntryId>,
-    pub attrs: Vec<Attr>,
-}
-
 /// Where a new entry goes in the tree.
 pub(crate) enum Site<'t> {
     /// It is a naming context.
@@ -210,38 +200,17 @@ pub(crate) fn stored_dn(rdn: &str, pdn: &str) -> String {
     format!("{rdn},{pdn}")
 }
 
-/// Checks where a built entry goes (`locate`) and stamps entryUUID, creators/modifiers name
-/// and timestamps unless it has them.
-pub(crate) fn place(
-    shared: &Shared,
-    tree: &impl Tree,
-    who: &str,
-    now: SystemTime,
-    mut e: NewEntry,
-) -> LdapResult<Placed> {
-    let (dn, parent) = match locate(shared, tree, &e.ndn)? {
-        Site::Root => (e.dn.to_string(), None),
-        Site::Under(pid, pdn) => {
-            let rdn = Dn {
-                rdns: e.dn.rdns.first().cloned().into_iter().collect(),
-            };
-            (stored_dn(&rdn.to_string(), pdn), Some(pid))
-        }
-    };
-    let stamps = Stamps::new(shared, who, &generalized_time(now));
-    stamp_new(shared, &mut e.attrs, &stamps);
-    Ok(Placed {
-        dn,
-        ndn: e.ndn,
-        parent,
-        attrs: e.attrs,
-    })
+/// The first RDN of `dn` as the client spelled it (RFC 4514 form), for `stored_dn`.
+pub(crate) fn rdn_string(dn: &Dn) -> String {
+    Dn {
+        rdns: dn.rdns.first().cloned().into_iter().collect(),
+    }
+    .to_string()
 }
 
 /// Gives a new entry the server-kept attributes it does not have yet: entryUUID, creatorsName,
-/// createTimestamp, modifiersName, modifyTimestamp (the last four from `stamps`). `place` does
-/// this after its checks; an import does it beforehand on its building threads (`place` then
-/// finds them there).
+/// createTimestamp, modifiersName, modifyTimestamp (the last four from `stamps`). `apply`
+/// does this after `locate`; an import does it on its building threads.
 pub(crate) fn stamp_new(shared: &Shared, attrs: &mut Vec<Attr>, stamps: &Stamps) {
     let k = &shared.known;
     if !attrs.iter().any(|a| a.ty == k.entry_uuid) {
@@ -277,9 +246,14 @@ impl Stamps {
 }
 
 /// Places a built entry in the tree: under its parent, or as a naming context.
-pub(crate) fn apply(shared: &Shared, txn: &mut Txn, who: &str, e: NewEntry) -> LdapResult<()> {
-    let p = place(shared, txn.version(), who, txn.now(), e)?;
-    txn.add(p.dn, p.ndn, p.attrs, p.parent.is_none())?;
+pub(crate) fn apply(shared: &Shared, txn: &mut Txn, who: &str, mut e: NewEntry) -> LdapResult<()> {
+    let (dn, root) = match locate(shared, txn.version(), &e.ndn)? {
+        Site::Root => (e.dn.to_string(), true),
+        Site::Under(_, pdn) => (stored_dn(&rdn_string(&e.dn), pdn), false),
+    };
+    let stamps = Stamps::new(shared, who, &generalized_time(txn.now()));
+    stamp_new(shared, &mut e.attrs, &stamps);
+    txn.add(dn, e.ndn, e.attrs, root)?;
     Ok(())
 }
 

@@ -186,22 +186,12 @@ pub(crate) fn hash_passwords(policy: &pwhash::Policy, values: &mut [Box<[u8]>]) 
     }
 }
 
-/// Builds the values of one attribute from a request: syntax-checked, no duplicates.
-/// `context` prefixes messages as slapd does (e.g. "modify/add").
-pub(crate) fn checked_values(
-    shared: &Shared,
-    ty: AttrId,
-    name: &str,
-    raw: &[std::borrow::Cow<'_, [u8]>],
-    context: &str,
-) -> LdapResult<Vec<Box<[u8]>>> {
-    checked_values_norm(shared, ty, name, raw, context).map(|(values, _)| values)
-}
-
-/// `checked_values`, with the equality-normalized form of each value (computed anyway to find
-/// repeated values), so that building the attribute need not normalize again.
+/// Builds the values of one attribute from a request: syntax-checked, no duplicates, each with
+/// its equality-normalized form (computed to find repeats, and kept so that building the
+/// attribute need not normalize again). `context` prefixes messages as slapd does (e.g.
+/// "modify/add").
 #[allow(clippy::type_complexity)]
-pub(crate) fn checked_values_norm(
+pub(crate) fn checked_values(
     shared: &Shared,
     ty: AttrId,
     name: &str,

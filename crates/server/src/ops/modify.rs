@@ -62,7 +62,7 @@ pub(crate) fn prepare(shared: &Shared, req: &ModifyRequest<'_>) -> LdapResult<(N
                 .map(|v| Box::<[u8]>::from(&**v))
                 .collect()
         } else {
-            checked_values(shared, ty, &name, &ch.attr.values, ctx)?
+            checked_values(shared, ty, &name, &ch.attr.values, ctx)?.0
         };
         if ty == shared.known.user_password && matches!(ch.op, ModOp::Add | ModOp::Replace) {
             hash_passwords(&shared.config.password_hash, &mut values);

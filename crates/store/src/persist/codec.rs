@@ -85,8 +85,7 @@ impl StoredEntry {
     }
 
     pub fn encode(&self, out: &mut Vec<u8>) {
-        put_varint(out, u64::from(self.id));
-        put_varint(out, self.parent.map_or(0, |p| u64::from(p) + 1));
+        put_ids(out, self.id, self.parent);
         put_bytes(out, self.dn.as_bytes());
         put_varint(out, self.attrs.len() as u64);
         for a in &self.attrs {
@@ -208,8 +207,7 @@ fn attr_name(ty: AttrId, options: &str, schema: &Schema) -> String {
 /// Encodes an in-memory entry exactly as `StoredEntry::from_entry(e).encode()` would, without
 /// building the intermediate record (the snapshot writer's hot loop).
 pub fn encode_entry(e: &Entry, schema: &Schema, out: &mut Vec<u8>) {
-    put_varint(out, u64::from(e.id));
-    put_varint(out, e.parent.map_or(0, |p| u64::from(p) + 1));
+    put_ids(out, e.id, e.parent);
     put_bytes(out, e.dn().as_bytes());
     put_varint(out, e.attrs().len() as u64);
     for a in e.attrs() {
@@ -260,7 +258,13 @@ pub fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     out.push(v as u8);
 }
 
-fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
+/// An entry record's id and parent, as `decode_ids` reads them.
+pub(crate) fn put_ids(out: &mut Vec<u8>, id: EntryId, parent: Option<EntryId>) {
+    put_varint(out, u64::from(id));
+    put_varint(out, parent.map_or(0, |p| u64::from(p) + 1));
+}
+
+pub(crate) fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
     put_varint(out, b.len() as u64);
     out.extend_from_slice(b);
 }

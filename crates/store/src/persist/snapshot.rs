@@ -9,7 +9,7 @@ use std::path::Path;
 
 use schema::Schema;
 
-use super::codec::{decode_entry, put_varint, Reader};
+use super::codec::{decode_entry, put_bytes, put_ids, put_varint, Reader};
 use super::io::Io;
 use super::{crc, parse_seq_name, PersistError};
 use crate::entry::{Entry, EntryId, Pair};
@@ -63,8 +63,7 @@ fn schema_section(schema: &Schema) -> Vec<u8> {
     payload.extend_from_slice(&schema_fingerprint(schema));
     put_varint(&mut payload, schema.attr_count() as u64);
     for (_, a) in schema.attrs() {
-        put_varint(&mut payload, a.name().len() as u64);
-        payload.extend_from_slice(a.name().as_bytes());
+        put_bytes(&mut payload, a.name().as_bytes());
     }
     // Every entry being written was made before this call, so it refers only to ids below
     // the table's length now.
@@ -72,10 +71,8 @@ fn schema_section(schema: &Schema) -> Vec<u8> {
     put_varint(&mut payload, u64::from(n));
     for id in 0..n {
         let (raw, norm) = crate::intern::get(id).unwrap_or((&[], &[]));
-        put_varint(&mut payload, raw.len() as u64);
-        payload.extend_from_slice(raw);
-        put_varint(&mut payload, norm.len() as u64);
-        payload.extend_from_slice(norm);
+        put_bytes(&mut payload, raw);
+        put_bytes(&mut payload, norm);
     }
     let mut out = Vec::with_capacity(payload.len() + 8);
     out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
@@ -86,10 +83,8 @@ fn schema_section(schema: &Schema) -> Vec<u8> {
 
 /// Encodes one version 2 entry record.
 fn encode_packed(e: &Entry, out: &mut Vec<u8>) {
-    put_varint(out, u64::from(e.id));
-    put_varint(out, e.parent.map_or(0, |p| u64::from(p) + 1));
-    put_varint(out, e.packed().len() as u64);
-    out.extend_from_slice(e.packed());
+    put_ids(out, e.id, e.parent);
+    put_bytes(out, e.packed());
 }
 
 /// A snapshot read back.
