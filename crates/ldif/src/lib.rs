@@ -16,7 +16,7 @@
 pub mod reader;
 pub mod writer;
 
-pub use reader::{Reader, DEFAULT_MAX_RECORD_LEN};
+pub use reader::{AttrRef, EntryRef, Reader, RecordRef, DEFAULT_MAX_RECORD_LEN};
 pub use writer::Writer;
 
 use std::fmt;

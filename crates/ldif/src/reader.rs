@@ -12,6 +12,7 @@ use crate::{
 use base64::alphabet;
 use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use base64::Engine as _;
+use std::borrow::Cow;
 use std::io::BufRead;
 use std::ops::Range;
 
@@ -71,6 +72,16 @@ impl<R: BufRead> Reader<R> {
     /// yes). Turn off for LDIF from anyone but the server's administrator.
     pub fn allow_file_urls(mut self, allow: bool) -> Self {
         self.allow_file_urls = allow;
+        self
+    }
+
+    /// Reads one part of a larger file, which starts after the file's first `lines_before`
+    /// lines (for parsing a file's parts in parallel): line numbers in errors and records count
+    /// from there, and unless `at_start` the part may not hold the `version:` line (which only
+    /// comes before the first record) or a byte order mark. A part must start at a line.
+    pub fn part_of_file(mut self, lines_before: usize, at_start: bool) -> Self {
+        self.line_no = lines_before;
+        self.started = !at_start;
         self
     }
 
@@ -250,7 +261,7 @@ impl<R: BufRead> Reader<R> {
         }
     }
 
-    fn parse(&self) -> Result<Record, LdifError> {
+    fn parse(&self) -> Result<RecordRef<'_>, LdifError> {
         let mut lines = Lines {
             buf: &self.buf,
             lines: &self.lines,
@@ -288,12 +299,12 @@ impl<R: BufRead> Reader<R> {
             Some((line, name, rest)) if name.eq_ignore_ascii_case(b"changetype") => {
                 lines.pos += 1;
                 let change = p.change(trim(rest), line, &mut lines)?;
-                Ok(Record::Change {
-                    dn,
+                Ok(RecordRef::Change(Record::Change {
+                    dn: dn.into_owned(),
                     change,
                     controls,
                     line: dn_line,
-                })
+                }))
             }
             next => {
                 if !controls.is_empty() {
@@ -312,12 +323,29 @@ impl<R: BufRead> Reader<R> {
                         format!("entry '{dn}' has no attributes"),
                     ));
                 }
-                Ok(Record::Content {
+                Ok(RecordRef::Content(EntryRef {
                     dn,
                     attrs,
                     line: dn_line,
-                })
+                }))
             }
+        }
+    }
+
+    /// The next record, as the iterator would yield it, except that a content record borrows
+    /// its DN and values from the reader's buffer (until the next call) instead of copying
+    /// each into an allocation of its own: what a bulk load of millions of entries wants.
+    pub fn next_borrowed(&mut self) -> Option<Result<RecordRef<'_>, LdifError>> {
+        if self.done {
+            return None;
+        }
+        match self.collect() {
+            Ok(false) => {
+                self.done = true;
+                None
+            }
+            Ok(true) => Some(self.parse()),
+            Err(e) => Some(Err(e)),
         }
     }
 }
@@ -329,13 +357,45 @@ impl<R: BufRead> Iterator for Reader<R> {
         if self.done {
             return None;
         }
-        match self.collect() {
-            Ok(false) => {
-                self.done = true;
-                None
-            }
-            Ok(true) => Some(self.parse()),
-            Err(e) => Some(Err(e)),
+        self.next_borrowed().map(|r| r.map(RecordRef::into_owned))
+    }
+}
+
+/// An attribute description and one value, borrowed from the line where they can be.
+pub type AttrRef<'a> = (&'a str, Cow<'a, [u8]>);
+
+fn owned_attrs(attrs: Vec<AttrRef<'_>>) -> Vec<AttrValue> {
+    attrs
+        .into_iter()
+        .map(|(n, v)| (n.to_string(), v.into_owned()))
+        .collect()
+}
+
+/// A content record borrowed from the reader (`Reader::next_borrowed`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EntryRef<'a> {
+    pub dn: Cow<'a, str>,
+    pub attrs: Vec<AttrRef<'a>>,
+    /// 1-based line of the `dn:` line.
+    pub line: usize,
+}
+
+/// A record from `Reader::next_borrowed`: a content record borrowed, a change record owned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RecordRef<'a> {
+    Content(EntryRef<'a>),
+    Change(Record),
+}
+
+impl RecordRef<'_> {
+    pub fn into_owned(self) -> Record {
+        match self {
+            RecordRef::Content(e) => Record::Content {
+                dn: e.dn.into_owned(),
+                attrs: owned_attrs(e.attrs),
+                line: e.line,
+            },
+            RecordRef::Change(r) => r,
         }
     }
 }
@@ -419,12 +479,12 @@ struct Parser {
 }
 
 impl Parser {
-    /// Decodes a value spec (the text after `name:`).
-    fn value(&self, rest: &[u8], line: usize) -> Result<Vec<u8>, LdifError> {
+    /// Decodes a value spec (the text after `name:`); a plain value borrows the line.
+    fn value<'a>(&self, rest: &'a [u8], line: usize) -> Result<Cow<'a, [u8]>, LdifError> {
         match rest.first() {
             Some(b':') => {
                 let b64 = trim(&rest[1..]);
-                B64.decode(b64).map_err(|e| {
+                B64.decode(b64).map(Cow::Owned).map_err(|e| {
                     LdifError::new(
                         line,
                         ErrorKind::Base64,
@@ -432,8 +492,8 @@ impl Parser {
                     )
                 })
             }
-            Some(b'<') => self.url(trim(&rest[1..]), line),
-            _ => Ok(trim_start(rest).to_vec()),
+            Some(b'<') => self.url(trim(&rest[1..]), line).map(Cow::Owned),
+            _ => Ok(Cow::Borrowed(trim_start(rest))),
         }
     }
 
@@ -472,14 +532,15 @@ impl Parser {
     }
 
     /// A value that must be UTF-8 text (DN, RDN, attribute name).
-    fn text(&self, rest: &[u8], line: usize, what: &str) -> Result<String, LdifError> {
-        let bytes = self.value(rest, line)?;
-        String::from_utf8(bytes).map_err(|_| {
-            LdifError::new(line, ErrorKind::Utf8, format!("{what} is not valid UTF-8"))
+    fn text<'a>(&self, rest: &'a [u8], line: usize, what: &str) -> Result<Cow<'a, str>, LdifError> {
+        let bad = || LdifError::new(line, ErrorKind::Utf8, format!("{what} is not valid UTF-8"));
+        Ok(match self.value(rest, line)? {
+            Cow::Borrowed(b) => Cow::Borrowed(std::str::from_utf8(b).map_err(|_| bad())?),
+            Cow::Owned(b) => Cow::Owned(String::from_utf8(b).map_err(|_| bad())?),
         })
     }
 
-    fn attr_name(&self, name: &[u8], line: usize) -> Result<String, LdifError> {
+    fn attr_name<'a>(&self, name: &'a [u8], line: usize) -> Result<&'a str, LdifError> {
         if !is_attr_description(name) {
             return Err(LdifError::new(
                 line,
@@ -491,11 +552,17 @@ impl Parser {
                 ),
             ));
         }
-        // Checked ASCII above.
-        Ok(String::from_utf8_lossy(name).into_owned())
+        // Checked ASCII above, so this cannot fail.
+        std::str::from_utf8(name).map_err(|_| {
+            LdifError::new(
+                line,
+                ErrorKind::Syntax,
+                "attribute description is not ASCII",
+            )
+        })
     }
 
-    fn attrs(&self, lines: &mut Lines<'_>) -> Result<Vec<AttrValue>, LdifError> {
+    fn attrs<'a>(&self, lines: &mut Lines<'a>) -> Result<Vec<AttrRef<'a>>, LdifError> {
         let mut attrs = Vec::with_capacity(lines.lines.len().saturating_sub(lines.pos));
         while let Some((line, name, rest)) = lines.next_split()? {
             let name = self.attr_name(name, line)?;
@@ -531,7 +598,7 @@ impl Parser {
         }
         let value = match rest.split_first() {
             None => None,
-            Some((b':', spec)) => Some(self.value(spec, line)?),
+            Some((b':', spec)) => Some(self.value(spec, line)?.into_owned()),
             Some(_) => {
                 return Err(err(format!(
                     "unexpected '{}' in 'control:' line (expected 'true', 'false' or ': value')",
@@ -555,7 +622,7 @@ impl Parser {
     ) -> Result<ChangeRecord, LdifError> {
         let k = |s: &[u8]| kind.eq_ignore_ascii_case(s);
         if k(b"add") {
-            let attrs = self.attrs(lines)?;
+            let attrs = owned_attrs(self.attrs(lines)?);
             if attrs.is_empty() {
                 return Err(LdifError::new(
                     line,
@@ -610,7 +677,7 @@ impl Parser {
                         ),
                     )
                 })?;
-            let attr = self.attr_name(trim(rest), line)?;
+            let attr = self.attr_name(trim(rest), line)?.to_string();
             let mut values = Vec::new();
             loop {
                 match lines.peek_raw() {
@@ -637,7 +704,7 @@ impl Parser {
                         ),
                     ));
                 }
-                values.push(self.value(vrest, l)?);
+                values.push(self.value(vrest, l)?.into_owned());
             }
             mods.push(Mod { op, attr, values });
         }
@@ -658,7 +725,7 @@ impl Parser {
         if !name.eq_ignore_ascii_case(b"newrdn") {
             return Err(missing("newrdn:", l));
         }
-        let new_rdn = self.text(rest, l, "newrdn")?;
+        let new_rdn = self.text(rest, l, "newrdn")?.into_owned();
         let (l, name, rest) = lines
             .next_split()?
             .ok_or_else(|| missing("deleteoldrdn: 0|1", lines.last_line()))?;
@@ -679,7 +746,7 @@ impl Parser {
         let new_superior = match lines.next_split()? {
             None => None,
             Some((l, name, rest)) if name.eq_ignore_ascii_case(b"newsuperior") => {
-                Some(self.text(rest, l, "newsuperior")?)
+                Some(self.text(rest, l, "newsuperior")?.into_owned())
             }
             Some((l, name, _)) => {
                 return Err(LdifError::new(

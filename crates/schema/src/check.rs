@@ -1,6 +1,10 @@
 //! The entry check slapd runs on add and modify (`entry_schema_check`): single-valued
 //! attributes, known object classes, exactly one structural chain, MUST and MAY.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::Arc;
+
 use crate::{AttrId, ClassId, ClassKind, Schema, SchemaViolation, ViolationKind};
 
 fn violation<T>(kind: ViolationKind, message: String) -> Result<T, SchemaViolation> {
@@ -36,6 +40,83 @@ impl Schema {
                 "no objectClass attribute".into(),
             );
         }
+        let rules = self.class_rules(object_classes)?;
+        // objectClass itself counts as present: the caller passed its values.
+        for &(c, must) in &rules.must {
+            let present = self.attr(must).oid == "2.5.4.0"
+                || attrs
+                    .iter()
+                    .any(|(a, n)| *n > 0 && self.is_subtype(*a, must));
+            if !present {
+                return violation(
+                    ViolationKind::ObjectClassViolation,
+                    format!(
+                        "object class '{}' requires attribute '{}'",
+                        self.class_name(c),
+                        self.attr(must).name()
+                    ),
+                );
+            }
+        }
+        if !rules.extensible {
+            for &(ty, _) in attrs {
+                let a = self.attr(ty);
+                if a.is_operational() {
+                    continue;
+                }
+                if !rules.allowed.get(ty.0 as usize).copied().unwrap_or(false) {
+                    return violation(
+                        ViolationKind::ObjectClassViolation,
+                        format!("attribute '{}' not allowed", a.name()),
+                    );
+                }
+            }
+        }
+        Ok(rules.structural)
+    }
+
+    /// What a set of objectClass values implies, from the per-thread cache: entries come in a
+    /// handful of class combinations (an import checks a million `inetOrgPerson`s), and the
+    /// closure, structural chain and allowed attributes cost more than the rest of the check.
+    fn class_rules(&self, object_classes: &[&[u8]]) -> Result<Arc<ClassRules>, SchemaViolation> {
+        type Cache = (
+            u64,
+            HashMap<Vec<u8>, Result<Arc<ClassRules>, SchemaViolation>>,
+        );
+        thread_local! {
+            static CACHE: RefCell<Cache> = RefCell::new((0, HashMap::new()));
+        }
+        const MAX_ENTRIES: usize = 256;
+        if self.generation == 0 {
+            return self.compute_class_rules(object_classes).map(Arc::new);
+        }
+        let mut key = Vec::with_capacity(64);
+        for v in object_classes {
+            key.extend_from_slice(v);
+            key.push(0);
+        }
+        let hit = CACHE.with(|c| {
+            let c = c.borrow();
+            (c.0 == self.generation)
+                .then(|| c.1.get(&key).cloned())
+                .flatten()
+        });
+        if let Some(r) = hit {
+            return r;
+        }
+        let r = self.compute_class_rules(object_classes).map(Arc::new);
+        CACHE.with(|c| {
+            let mut c = c.borrow_mut();
+            if c.0 != self.generation || c.1.len() >= MAX_ENTRIES {
+                c.0 = self.generation;
+                c.1.clear();
+            }
+            c.1.insert(key, r.clone());
+        });
+        r
+    }
+
+    fn compute_class_rules(&self, object_classes: &[&[u8]]) -> Result<ClassRules, SchemaViolation> {
         let mut given: Vec<ClassId> = Vec::with_capacity(object_classes.len());
         for raw in object_classes {
             let name = String::from_utf8_lossy(raw);
@@ -91,48 +172,38 @@ impl Schema {
         let extensible = closure
             .iter()
             .any(|c| self.class(*c).oid == "1.3.6.1.4.1.1466.101.120.111");
-        // objectClass itself counts as present: the caller passed its values.
-        let present = |must: AttrId| {
-            self.attr(must).oid == "2.5.4.0"
-                || attrs
-                    .iter()
-                    .any(|(a, n)| *n > 0 && self.is_subtype(*a, must))
-        };
-        for c in &closure {
-            for must in &self.class(*c).must {
-                if !present(*must) {
-                    return violation(
-                        ViolationKind::ObjectClassViolation,
-                        format!(
-                            "object class '{}' requires attribute '{}'",
-                            self.class_name(*c),
-                            self.attr(*must).name()
-                        ),
-                    );
+        let mut must = Vec::new();
+        // An attribute is allowed when it is a MUST or MAY of some class, or a subtype of one.
+        let mut allowed = vec![false; self.attr_count()];
+        for &c in &closure {
+            let oc = self.class(c);
+            must.extend(oc.must.iter().map(|m| (c, *m)));
+            for m in oc.must.iter().chain(oc.may.iter()) {
+                for s in self.subtypes(*m) {
+                    if let Some(slot) = allowed.get_mut(s.0 as usize) {
+                        *slot = true;
+                    }
                 }
             }
         }
-        if !extensible {
-            for &(ty, _) in attrs {
-                let a = self.attr(ty);
-                if a.is_operational() {
-                    continue;
-                }
-                let allowed = closure.iter().any(|c| {
-                    let oc = self.class(*c);
-                    oc.must
-                        .iter()
-                        .chain(oc.may.iter())
-                        .any(|m| self.is_subtype(ty, *m))
-                });
-                if !allowed {
-                    return violation(
-                        ViolationKind::ObjectClassViolation,
-                        format!("attribute '{}' not allowed", a.name()),
-                    );
-                }
-            }
-        }
-        Ok(*top)
+        Ok(ClassRules {
+            structural: *top,
+            extensible,
+            must,
+            allowed,
+        })
     }
+}
+
+/// What an entry's object classes require and allow (`Schema::class_rules`).
+#[derive(Debug)]
+struct ClassRules {
+    /// The most specific structural class.
+    structural: ClassId,
+    /// `extensibleObject` is in the closure: any user attribute is allowed.
+    extensible: bool,
+    /// Every MUST of the closure, with the class that requires it, in closure order.
+    must: Vec<(ClassId, AttrId)>,
+    /// By attribute id: a MUST or MAY of some class in the closure, or a subtype of one.
+    allowed: Vec<bool>,
 }

@@ -3,6 +3,8 @@
 //! Parsing follows RFC 4514 and, like OpenLDAP, also accepts `;` between RDNs and `"quoted"`
 //! values. A `#hex` value is a BER encoding; its OCTET STRING / string contents become the value.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::fmt;
 
 use crate::{Ava, Dn, DnError, NormDn, Rdn, Schema};
@@ -279,6 +281,107 @@ impl Dn {
     }
 }
 
+/// A DN parsed for a new entry: its RFC 4514 string form (as `Dn`'s `Display` writes it), the
+/// length of the first RDN in that form, and the normalized DN.
+#[derive(Debug, Clone)]
+pub struct NewDn {
+    pub text: String,
+    pub rdn_len: usize,
+    pub ndn: NormDn,
+}
+
+impl NewDn {
+    /// `Dn::parse`, `normalize` and the string forms, with nothing shared between calls.
+    fn build(s: &str, schema: &Schema) -> Result<NewDn, DnError> {
+        let dn = Dn::parse(s)?;
+        let ndn = dn.normalize(schema)?;
+        let rdn_len = Dn {
+            rdns: dn.rdns.first().cloned().into_iter().collect(),
+        }
+        .to_string()
+        .len();
+        Ok(NewDn {
+            text: dn.to_string(),
+            rdn_len,
+            ndn,
+        })
+    }
+}
+
+impl Schema {
+    /// Parses and normalizes the DN of a new entry (`NewDn`). New entries come in runs under
+    /// one parent (an import adds a million under `ou=people`), so each thread keeps the
+    /// parents it parsed last and only the first RDN is parsed anew: the result is the same as
+    /// `NewDn::build`'s, which any DN this cannot split safely goes through.
+    pub fn parse_new_dn(&self, s: &str) -> Result<NewDn, DnError> {
+        type Cache = (u64, HashMap<Box<str>, (String, NormDn)>);
+        thread_local! {
+            static PARENTS: RefCell<Cache> = RefCell::new((0, HashMap::new()));
+        }
+        const MAX_ENTRIES: usize = 256;
+        const MAX_LEN: usize = 1024;
+        // The first RDN must be plain (no escapes, quotes, multiple AVAs, hex value or trailing
+        // space, which only context decides) for the split at its comma to be the parser's.
+        let split = s.find(',').filter(|&i| {
+            let first = &s.as_bytes()[..i];
+            self.generation != 0
+                && s.len() - i - 1 <= MAX_LEN
+                && !first.ends_with(b" ")
+                && !first
+                    .iter()
+                    .any(|b| matches!(b, b'\\' | b'"' | b'+' | b';' | b'#'))
+        });
+        let Some(i) = split else {
+            return NewDn::build(s, self);
+        };
+        let (first, rest) = (&s[..i], &s[i + 1..]);
+        let cached = PARENTS.with(|c| {
+            let c = c.borrow();
+            (c.0 == self.generation)
+                .then(|| c.1.get(rest).cloned())
+                .flatten()
+        });
+        let parent = match cached {
+            Some(p) => p,
+            None => {
+                let Ok(p) = NewDn::build(rest, self) else {
+                    return NewDn::build(s, self);
+                };
+                if p.ndn.is_root() {
+                    return NewDn::build(s, self);
+                }
+                let p = (p.text, p.ndn);
+                PARENTS.with(|c| {
+                    let mut c = c.borrow_mut();
+                    if c.0 != self.generation || c.1.len() >= MAX_ENTRIES {
+                        c.0 = self.generation;
+                        c.1.clear();
+                    }
+                    c.1.insert(rest.into(), p.clone());
+                });
+                p
+            }
+        };
+        let Ok(rdn) = NewDn::build(first, self) else {
+            return NewDn::build(s, self);
+        };
+        if rdn.ndn.rdns.len() != 1 {
+            return NewDn::build(s, self);
+        }
+        let (ptext, pndn) = parent;
+        let mut rdns = rdn.ndn.rdns;
+        rdns.extend(pndn.rdns);
+        Ok(NewDn {
+            rdn_len: rdn.text.len(),
+            text: format!("{},{ptext}", rdn.text),
+            ndn: NormDn {
+                norm: format!("{},{}", rdn.ndn.norm, pndn.norm),
+                rdns,
+            },
+        })
+    }
+}
+
 /// Appends a value in RFC 4514 form. Values that are not UTF-8 are written as `#` and the
 /// hex of a BER OCTET STRING, which parses back to the same bytes.
 pub(crate) fn escape_value(v: &[u8], out: &mut String) {
@@ -551,7 +654,70 @@ mod tests {
         proptest::collection::vec(rdn, 0..4).prop_map(|rdns| Dn { rdns })
     }
 
+    /// `parse_new_dn` (parents cached per thread) answers exactly as `NewDn::build`.
+    fn same_as_uncached(schema: &Schema, s: &str) -> Result<(), TestCaseError> {
+        // Twice: the first call may fill the cache, the second reads it.
+        for _ in 0..2 {
+            let fast = schema.parse_new_dn(s);
+            let slow = NewDn::build(s, schema);
+            match (&fast, &slow) {
+                (Ok(a), Ok(b)) => {
+                    prop_assert_eq!(&a.text, &b.text, "text of {:?}", s);
+                    prop_assert_eq!(a.rdn_len, b.rdn_len, "rdn_len of {:?}", s);
+                    prop_assert_eq!(&a.ndn.norm, &b.ndn.norm, "norm of {:?}", s);
+                    prop_assert_eq!(&a.ndn.rdns, &b.ndn.rdns, "rdns of {:?}", s);
+                }
+                (Err(a), Err(b)) => prop_assert_eq!(a, b, "error of {:?}", s),
+                _ => prop_assert!(false, "{:?}: {:?} vs {:?}", s, fast, slow),
+            }
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn parse_new_dn_matches_uncached_parse() {
+        let schema = Schema::builtin();
+        for s in [
+            "uid=user.1,ou=people,dc=example,dc=com",
+            "UID=User.2 , OU=People,DC=Example,dc=com",
+            "cn=John Smith,ou=people,dc=example,dc=com",
+            "cn=John Smith ,ou=people,dc=example,dc=com",
+            "cn= John,ou=people,dc=example,dc=com",
+            "cn=a\\,b,ou=people,dc=example,dc=com",
+            "cn=a+sn=b,ou=people,dc=example,dc=com",
+            "cn=#04024869,ou=people,dc=example,dc=com",
+            "cn=x,ou=people,dc=example,dc=com,",
+            "cn=x,",
+            "cn=x, ",
+            "cn=x,nosuchattr=y",
+            "nosuchattr=x,ou=people,dc=example,dc=com",
+            "cn=x;ou=people,dc=example,dc=com",
+            "cn=x,ou=people;dc=example,dc=com",
+            "cn=\"q,x\",dc=com",
+            "dc=com",
+            "",
+            ",dc=com",
+            "cn=,dc=com",
+            "=x,dc=com",
+            "cn=a=b,dc=com",
+        ] {
+            same_as_uncached(&schema, s).expect(s);
+        }
+    }
+
     proptest! {
+        #[test]
+        fn parse_new_dn_matches_uncached(
+            first in "[a-zA-Z]{1,3}=[ -~]{0,6}",
+            parent in prop::sample::select(vec![
+                "ou=people,dc=example,dc=com", " ou = People , dc=Example", "dc=com,", "o=x+cn=y",
+                "nosuch=x", "cn=a\\,b,dc=com", "",
+            ]),
+        ) {
+            let schema = Schema::builtin();
+            same_as_uncached(&schema, &format!("{first},{parent}"))?;
+        }
+
         #[test]
         fn display_parse_round_trip(dn in arb_dn()) {
             let s = dn.to_string();

@@ -51,7 +51,7 @@ use std::collections::HashMap;
 mod builtin;
 mod check;
 mod dn;
-pub use dn::{norm_is_descendant, norm_parent};
+pub use dn::{norm_is_descendant, norm_parent, NewDn};
 mod parse;
 mod rules;
 mod syntax;

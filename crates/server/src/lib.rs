@@ -435,7 +435,7 @@ fn create_suffixes(shared: &Arc<Shared>) -> Result<(), StartError> {
             );
             continue;
         };
-        add_as_admin(shared, s, &ops::add::group_values(pairs))
+        add_as_admin(shared, s, &ops::add::group_values(&pairs))
             .map_err(|e| StartError::Config(format!("suffix '{s}': {e}")))?;
     }
     Ok(())
@@ -469,7 +469,7 @@ fn load_demo(shared: &Arc<Shared>) -> Result<(), StartError> {
         let ldif::Record::Content { dn, attrs, line } = rec else {
             continue;
         };
-        add_as_admin(shared, &dn, &ops::add::group_values(attrs)).map_err(|e| {
+        add_as_admin(shared, &dn, &ops::add::group_values(&attrs)).map_err(|e| {
             StartError::Demo {
                 line,
                 message: format!("{dn}: {e}"),

@@ -132,6 +132,15 @@ impl Shared {
         Ok((dn, ndn))
     }
 
+    /// Parses the DN of a new entry (`Schema::parse_new_dn`), with `parse_dn`'s errors.
+    pub fn parse_new_dn(&self, raw: &[u8]) -> LdapResult<schema::NewDn> {
+        let s = std::str::from_utf8(raw)
+            .map_err(|_| LdapError::new(ResultCode::InvalidDnSyntax, "invalid DN: not UTF-8"))?;
+        self.schema
+            .parse_new_dn(s)
+            .map_err(|e| LdapError::new(ResultCode::InvalidDnSyntax, e.to_string()))
+    }
+
     /// The naming context holding `ndn`, if any.
     pub fn suffix_of(&self, ndn: &NormDn) -> Option<&NormDn> {
         self.suffixes

@@ -144,27 +144,92 @@ thread_local! {
 /// Appends the name part to `out`: the DN, the normalized DN where it differs, the normalized
 /// RDNs (`part`: scratch).
 fn pack_name(out: &mut Vec<u8>, part: &mut Vec<u8>, dn: &str, ndn: &NormDn) {
+    part.clear();
+    for rdn in &ndn.rdns {
+        put_rdn(part, rdn.iter().map(|(ty, v)| (*ty, &v[..])));
+    }
+    put_name(out, dn, &ndn.norm, ndn.rdns.len(), part);
+}
+
+/// Appends one normalized RDN (its AVAs' types and raw values) in the packed form of the name
+/// part's RDN list; `Packer::start` takes such RDNs back to back.
+pub fn put_rdn<'a>(out: &mut Vec<u8>, avas: impl ExactSizeIterator<Item = (AttrId, &'a [u8])>) {
+    put_varint(out, avas.len());
+    for (ty, v) in avas {
+        put_varint(out, ty.0 as usize);
+        put_bytes(out, v);
+    }
+}
+
+/// Appends the name part: the DN, the normalized DN where it differs, and `count` RDNs
+/// written by `put_rdn` (`rdns`).
+fn put_name(out: &mut Vec<u8>, dn: &str, norm: &str, count: usize, rdns: &[u8]) {
     put_bytes(out, dn.as_bytes());
-    if ndn.norm == dn {
+    if norm == dn {
         out.push(0);
     } else {
-        put_varint(out, ndn.norm.len() + 1);
-        out.extend_from_slice(ndn.norm.as_bytes());
+        put_varint(out, norm.len() + 1);
+        out.extend_from_slice(norm.as_bytes());
     }
-    part.clear();
-    put_varint(part, ndn.rdns.len());
-    for rdn in &ndn.rdns {
-        put_varint(part, rdn.len());
-        for (ty, v) in rdn {
-            put_varint(part, ty.0 as usize);
-            put_bytes(part, v);
-        }
+    let mut c = [0u8; 10];
+    let mut n = 0;
+    let mut v = count;
+    while v >= 0x80 {
+        c[n] = (v as u8) | 0x80;
+        v >>= 7;
+        n += 1;
     }
-    put_bytes(out, part);
+    c[n] = v as u8;
+    n += 1;
+    put_varint(out, n + rdns.len());
+    out.extend_from_slice(&c[..n]);
+    out.extend_from_slice(rdns);
 }
 
 fn depth_of(ndn: &NormDn) -> u32 {
     u32::try_from(ndn.rdns.len()).unwrap_or(u32::MAX)
+}
+
+/// Appends one attribute (`body`: scratch): type, options, and each (raw, normalized) value,
+/// interned where the type's values are.
+fn pack_attr<'a>(
+    out: &mut Vec<u8>,
+    body: &mut Vec<u8>,
+    ty: AttrId,
+    options: &str,
+    values: impl ExactSizeIterator<Item = Pair<'a>>,
+) {
+    put_varint(out, ty.0 as usize);
+    put_bytes(out, options.as_bytes());
+    put_varint(out, values.len());
+    body.clear();
+    let interned = intern::is_interned_type(ty);
+    for (raw, norm) in values {
+        if let Some(id) = interned.then(|| intern::intern(raw, norm)).flatten() {
+            put_varint(body, 2 * id as usize + 1);
+            continue;
+        }
+        put_varint(body, 2 * raw.len());
+        body.extend_from_slice(raw);
+        if norm != raw {
+            put_varint(body, norm.len() + 1);
+            body.extend_from_slice(norm);
+        } else {
+            body.push(0);
+        }
+    }
+    put_bytes(out, body);
+}
+
+/// Writes the attribute count at `count_at`, where one byte was reserved for it.
+fn put_count(out: &mut Vec<u8>, count_at: usize, count: usize) {
+    if count >= 0x80 {
+        let mut c = Vec::new();
+        put_varint(&mut c, count);
+        out.splice(count_at..=count_at, c);
+    } else {
+        out[count_at] = count as u8;
+    }
 }
 
 /// Appends the attribute count and the attributes to `out` (`body`: scratch).
@@ -178,34 +243,60 @@ fn pack_attrs<'a>(
     let mut count = 0usize;
     for a in attrs {
         count += 1;
-        put_varint(out, a.ty.0 as usize);
-        put_bytes(out, a.options.as_bytes());
-        put_varint(out, a.values.len());
-        body.clear();
-        let interned = intern::is_interned_type(a.ty);
-        for (i, raw) in a.values.iter().enumerate() {
-            let norm = a.norm.get(i).map_or(&**raw, |n| &**n);
-            if let Some(id) = interned.then(|| intern::intern(raw, norm)).flatten() {
-                put_varint(body, 2 * id as usize + 1);
-                continue;
-            }
-            put_varint(body, 2 * raw.len());
-            body.extend_from_slice(raw);
-            if norm != &**raw {
-                put_varint(body, norm.len() + 1);
-                body.extend_from_slice(norm);
-            } else {
-                body.push(0);
-            }
-        }
-        put_bytes(out, body);
+        let pairs = a
+            .values
+            .iter()
+            .enumerate()
+            .map(|(i, raw)| (&**raw, a.norm.get(i).map_or(&**raw, |n| &**n)));
+        pack_attr(out, body, a.ty, &a.options, pairs);
     }
-    if count >= 0x80 {
-        let mut c = Vec::new();
-        put_varint(&mut c, count);
-        out.splice(count_at..=count_at, c);
-    } else {
-        out[count_at] = count as u8;
+    put_count(out, count_at, count);
+}
+
+/// Packs an entry from borrowed pieces, for a builder that has its values as slices (a bulk
+/// import) rather than as `Attr`s: `start`, `attr` for each attribute, `finish`. The buffers
+/// are kept for the next entry.
+#[derive(Default)]
+pub struct Packer {
+    out: Vec<u8>,
+    body: Vec<u8>,
+    count_at: usize,
+    count: usize,
+    depth: u32,
+}
+
+impl Packer {
+    /// Starts an entry: its DN as given, its normalized DN, and its `depth` normalized RDNs
+    /// (`rdns`, as `put_rdn` writes them, most specific first).
+    pub fn start(&mut self, dn: &str, norm: &str, depth: usize, rdns: &[u8]) {
+        self.out.clear();
+        put_name(&mut self.out, dn, norm, depth, rdns);
+        self.count_at = self.out.len();
+        self.out.push(0);
+        self.count = 0;
+        self.depth = u32::try_from(depth).unwrap_or(u32::MAX);
+    }
+
+    /// Adds an attribute with its (raw, normalized) values; `options` as in `Attr::options`.
+    pub fn attr<'a>(
+        &mut self,
+        ty: AttrId,
+        options: &str,
+        values: impl ExactSizeIterator<Item = Pair<'a>>,
+    ) {
+        pack_attr(&mut self.out, &mut self.body, ty, options, values);
+        self.count += 1;
+    }
+
+    /// The packed entry.
+    pub fn finish(&mut self, id: EntryId, parent: Option<EntryId>) -> Entry {
+        put_count(&mut self.out, self.count_at, self.count);
+        Entry {
+            id,
+            parent,
+            depth: self.depth,
+            packed: Box::from(&self.out[..]),
+        }
     }
 }
 

@@ -89,6 +89,9 @@ pub fn len() -> u32 {
     table().index.lock().map_or(0, |g| g.1)
 }
 
+/// Slots of each thread's cache of recent ids (`intern`).
+const RECENT_SLOTS: usize = 1024;
+
 /// The id of this pair, interning it if there is room; `None` when the value is too long or
 /// the table is full.
 pub fn intern(raw: &[u8], norm: &[u8]) -> Option<u32> {
@@ -96,23 +99,29 @@ pub fn intern(raw: &[u8], norm: &[u8]) -> Option<u32> {
         return None;
     }
     thread_local! {
-        /// Ids this thread interned or looked up, by pair hash, so that bulk loads on several
-        /// threads do not meet at the lock for every value.
-        static SEEN: std::cell::RefCell<HashMap<u64, u32>> = std::cell::RefCell::new(HashMap::new());
+        /// Ids this thread interned or looked up last, in slots by a cheap hash of the pair
+        /// (FxHash: a slot's id is checked against the pair, so a collision only costs a
+        /// miss), so that bulk loads on several threads neither meet at the lock nor compute
+        /// the keyed hash for every value.
+        static RECENT: std::cell::RefCell<Box<[u32]>> =
+            std::cell::RefCell::new(vec![u32::MAX; RECENT_SLOTS].into_boxed_slice());
     }
     let is = |id: u32| get(id) == Some((raw, norm));
+    let slot = {
+        use std::hash::{BuildHasher, BuildHasherDefault};
+        BuildHasherDefault::<rustc_hash::FxHasher>::default().hash_one((raw, norm)) as usize
+            % RECENT_SLOTS
+    };
+    let id = RECENT.with(|r| r.borrow()[slot]);
+    if id != u32::MAX && is(id) {
+        return Some(id);
+    }
     let h = {
         use std::hash::BuildHasher;
         static KEYS: OnceLock<std::hash::RandomState> = OnceLock::new();
         KEYS.get_or_init(std::hash::RandomState::new)
             .hash_one((raw, norm))
     };
-    if let Some(id) = SEEN
-        .with(|s| s.borrow().get(&h).copied())
-        .filter(|id| is(*id))
-    {
-        return Some(id);
-    }
     let t = table();
     let mut guard = t.index.lock().ok()?;
     let (index, next) = &mut *guard;
@@ -134,7 +143,7 @@ pub fn intern(raw: &[u8], norm: &[u8]) -> Option<u32> {
         }
     };
     drop(guard);
-    SEEN.with(|s| s.borrow_mut().insert(h, id));
+    RECENT.with(|r| r.borrow_mut()[slot] = id);
     Some(id)
 }
 

@@ -8,7 +8,7 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use proto::{AddRequest, ResultCode};
-use schema::{Dn, NormDn};
+use schema::NormDn;
 use store::{Attr, EntryId, Txn};
 
 use crate::error::{LdapError, LdapResult};
@@ -22,16 +22,19 @@ use crate::state::{resolve_attr, Identity, Shared};
 pub(crate) type InputAttr<'a> = (Cow<'a, [u8]>, Vec<Cow<'a, [u8]>>);
 
 /// Groups `(description, value)` pairs (LDIF order) into attributes, joining repeated
-/// descriptions case-insensitively.
-pub(crate) fn group_values<N: AsRef<[u8]>>(
-    pairs: impl IntoIterator<Item = (N, Vec<u8>)>,
-) -> Vec<InputAttr<'static>> {
-    let mut out: Vec<InputAttr<'static>> = Vec::new();
+/// descriptions case-insensitively. The attributes borrow the pairs' bytes.
+pub(crate) fn group_values<N: AsRef<[u8]>, V: AsRef<[u8]>>(pairs: &[(N, V)]) -> Vec<InputAttr<'_>> {
+    let mut out: Vec<InputAttr<'_>> = Vec::with_capacity(pairs.len());
     for (name, value) in pairs {
-        let name = name.as_ref();
-        match out.iter_mut().find(|(n, _)| n.eq_ignore_ascii_case(name)) {
-            Some((_, vs)) => vs.push(Cow::Owned(value)),
-            None => out.push((Cow::Owned(name.to_vec()), vec![Cow::Owned(value)])),
+        let (name, value) = (name.as_ref(), value.as_ref());
+        // Repeats are nearly always the previous description (objectClass lines together).
+        match out
+            .iter_mut()
+            .rev()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        {
+            Some((_, vs)) => vs.push(Cow::Borrowed(value)),
+            None => out.push((Cow::Borrowed(name), vec![Cow::Borrowed(value)])),
         }
     }
     out
@@ -39,7 +42,9 @@ pub(crate) fn group_values<N: AsRef<[u8]>>(
 
 /// A new entry, checked against the schema, not yet placed in the tree.
 pub(crate) struct NewEntry {
-    pub dn: Dn,
+    /// The DN in RFC 4514 form, whose first `rdn_len` bytes are its first RDN.
+    pub dn: String,
+    pub rdn_len: usize,
     pub ndn: NormDn,
     pub attrs: Vec<Attr>,
 }
@@ -53,7 +58,11 @@ pub(crate) fn build(
     trusted: bool,
 ) -> LdapResult<NewEntry> {
     let schema = &*shared.schema;
-    let (dn, ndn) = shared.parse_dn(dn)?;
+    let schema::NewDn {
+        text: dn,
+        rdn_len,
+        ndn,
+    } = shared.parse_new_dn(dn)?;
     if ndn.rdns.is_empty() {
         return Err(LdapError::new(
             ResultCode::UnwillingToPerform,
@@ -135,7 +144,12 @@ pub(crate) fn build(
             structural.as_bytes(),
         );
     }
-    Ok(NewEntry { dn, ndn, attrs })
+    Ok(NewEntry {
+        dn,
+        rdn_len,
+        ndn,
+        attrs,
+    })
 }
 
 /// What placing a new entry needs to know of the tree it joins: the running store's version
@@ -200,14 +214,6 @@ pub(crate) fn stored_dn(rdn: &str, pdn: &str) -> String {
     format!("{rdn},{pdn}")
 }
 
-/// The first RDN of `dn` as the client spelled it (RFC 4514 form), for `stored_dn`.
-pub(crate) fn rdn_string(dn: &Dn) -> String {
-    Dn {
-        rdns: dn.rdns.first().cloned().into_iter().collect(),
-    }
-    .to_string()
-}
-
 /// Gives a new entry the server-kept attributes it does not have yet: entryUUID, creatorsName,
 /// createTimestamp, modifiersName, modifyTimestamp (the last four from `stamps`). `apply`
 /// does this after `locate`; an import does it on its building threads.
@@ -217,7 +223,7 @@ pub(crate) fn stamp_new(shared: &Shared, attrs: &mut Vec<Attr>, stamps: &Stamps)
         let uuid = uuid::Uuid::new_v4().to_string();
         set_operational(&shared.schema, attrs, k.entry_uuid, uuid.as_bytes());
     }
-    for a in &stamps.0 {
+    for a in stamps.attrs() {
         if !attrs.iter().any(|b| b.ty == a.ty) {
             attrs.push(a.clone());
         }
@@ -243,13 +249,18 @@ impl Stamps {
         }
         Stamps(attrs)
     }
+
+    /// The attributes, in the order `stamp_new` adds them.
+    pub(crate) fn attrs(&self) -> &[Attr] {
+        &self.0
+    }
 }
 
 /// Places a built entry in the tree: under its parent, or as a naming context.
 pub(crate) fn apply(shared: &Shared, txn: &mut Txn, who: &str, mut e: NewEntry) -> LdapResult<()> {
     let (dn, root) = match locate(shared, txn.version(), &e.ndn)? {
-        Site::Root => (e.dn.to_string(), true),
-        Site::Under(_, pdn) => (stored_dn(&rdn_string(&e.dn), pdn), false),
+        Site::Under(_, pdn) => (stored_dn(&e.dn[..e.rdn_len], pdn), false),
+        Site::Root => (e.dn, true),
     };
     let stamps = Stamps::new(shared, who, &generalized_time(txn.now()));
     stamp_new(shared, &mut e.attrs, &stamps);
@@ -268,7 +279,7 @@ pub(crate) fn submit(shared: &Arc<Shared>, who: &Identity, req: &AddRequest<'_>)
         Err(e) => return ready(Err(e)),
     };
     if !who.is_admin {
-        let probe = detached(e.dn.to_string(), e.ndn.clone(), e.attrs.clone());
+        let probe = detached(e.dn.clone(), e.ndn.clone(), e.attrs.clone());
         if let Err(err) = authorize_new(shared, &shared.store.read(), who, &probe, "add") {
             return ready(Err(err));
         }

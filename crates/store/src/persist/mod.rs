@@ -27,7 +27,9 @@ pub use log::{read_log, Batch, LogContents, LogOptions, LogWriter, TornTail};
 pub use recover::{
     prune, recover, verify, FileKind, FileReport, FileStatus, Recovered, VerifyReport,
 };
-pub use snapshot::{read_snapshot, write_snapshot, write_snapshot_with, Snapshot, SnapshotInfo};
+pub use snapshot::{
+    read_snapshot, write_snapshot, write_snapshot_bulk, write_snapshot_with, Snapshot, SnapshotInfo,
+};
 
 /// Why persistence failed. Every variant names the file (and, for contents, the byte offset)
 /// so a person can find and judge the damage.

@@ -140,11 +140,91 @@ pub fn write_snapshot_with<'a>(
     dir: &Path,
     seq: u64,
     next_id: EntryId,
-    entries: impl Iterator<Item = &'a Entry>,
+    mut entries: impl Iterator<Item = &'a Entry>,
     schema: &Schema,
     chunk_entries: usize,
 ) -> Result<SnapshotInfo, PersistError> {
-    let chunk_entries = chunk_entries.max(1);
+    let mut buf = Vec::new();
+    let chunks = std::iter::from_fn(|| {
+        let n = encode_chunk(&mut entries, chunk_entries, &mut buf);
+        (n > 0).then(|| std::mem::take(&mut buf))
+    });
+    write_chunks(
+        io,
+        dir,
+        seq,
+        next_id,
+        schema,
+        chunks,
+        Some(SYNC_EVERY_BYTES),
+    )
+}
+
+/// Writes a snapshot of `entries` as `write_snapshot` does, for a bulk load that has all of
+/// them at hand and the machine to itself: a second thread encodes the chunks while this one
+/// writes them, and the file is synced once, at the end (a load has no transaction log to
+/// keep responsive).
+pub fn write_snapshot_bulk(
+    io: &dyn Io,
+    dir: &Path,
+    seq: u64,
+    next_id: EntryId,
+    entries: &[Entry],
+    schema: &Schema,
+) -> Result<SnapshotInfo, PersistError> {
+    std::thread::scope(|s| {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(4);
+        s.spawn(move || {
+            let mut it = entries.iter();
+            loop {
+                let mut buf = Vec::new();
+                // Stops when the writer is gone (it failed) or the entries are done.
+                if encode_chunk(&mut it, DEFAULT_CHUNK_ENTRIES, &mut buf) == 0
+                    || tx.send(buf).is_err()
+                {
+                    break;
+                }
+            }
+        });
+        write_chunks(io, dir, seq, next_id, schema, rx.into_iter(), None)
+    })
+}
+
+/// Encodes the next chunk of at most `max_entries` entries (fewer if it reaches
+/// `MAX_CHUNK_BYTES`) into `out`, framed: `len, crc, count, entries`. Returns the count; 0
+/// when `entries` is done.
+fn encode_chunk<'a>(
+    entries: &mut impl Iterator<Item = &'a Entry>,
+    max_entries: usize,
+    out: &mut Vec<u8>,
+) -> u32 {
+    out.clear();
+    out.extend_from_slice(&[0; 12]);
+    let mut count: u32 = 0;
+    while (count as usize) < max_entries.max(1) && out.len() < MAX_CHUNK_BYTES {
+        let Some(e) = entries.next() else { break };
+        encode_packed(e, out);
+        count += 1;
+    }
+    let len = out.len() - 8;
+    out[8..12].copy_from_slice(&count.to_le_bytes());
+    let sum = crc(&out[8..]);
+    out[..4].copy_from_slice(&(len as u32).to_le_bytes());
+    out[4..8].copy_from_slice(&sum.to_le_bytes());
+    count
+}
+
+/// Writes a snapshot file from framed chunks (`encode_chunk`), then makes it durable and
+/// visible; with `sync_every`, syncs whenever that many bytes were written since the last.
+fn write_chunks(
+    io: &dyn Io,
+    dir: &Path,
+    seq: u64,
+    next_id: EntryId,
+    schema: &Schema,
+    chunks: impl Iterator<Item = Vec<u8>>,
+    sync_every: Option<usize>,
+) -> Result<SnapshotInfo, PersistError> {
     let name = snapshot_file_name(seq);
     let path = dir.join(&name);
     let tmp = dir.join(format!("{name}.tmp"));
@@ -165,44 +245,21 @@ pub fn write_snapshot_with<'a>(
     let mut offset = (SNAP_HEADER_LEN + section.len()) as u64;
     let mut index: Vec<(u64, u32, u32)> = Vec::new();
     let mut total: u64 = 0;
-    let mut chunk: Vec<u8> = Vec::new();
-    let mut in_chunk: u32 = 0;
     let mut unsynced: usize = 0;
-    let mut flush = |chunk: &mut Vec<u8>, in_chunk: &mut u32| -> Result<(), PersistError> {
-        // chunk = [len, crc, count, entries...]; fill in the first three words.
-        let len = chunk.len() - 8;
-        chunk[8..12].copy_from_slice(&in_chunk.to_le_bytes());
-        let sum = crc(&chunk[8..]);
-        chunk[..4].copy_from_slice(&(len as u32).to_le_bytes());
-        chunk[4..8].copy_from_slice(&sum.to_le_bytes());
-        f.write_all(chunk).map_err(err)?;
+    for chunk in chunks {
+        let count = u32::from_le_bytes([chunk[8], chunk[9], chunk[10], chunk[11]]);
+        f.write_all(&chunk).map_err(err)?;
         // Hand the data to the disk as it goes instead of leaving hundreds of megabytes dirty
         // for the final fsync: a burst that size stalls the transaction log's fsyncs (and so
         // every write acknowledgement) while it drains.
         unsynced += chunk.len();
-        if unsynced >= SYNC_EVERY_BYTES {
+        if sync_every.is_some_and(|n| unsynced >= n) {
             f.sync().map_err(err)?;
             unsynced = 0;
         }
-        index.push((offset, len as u32, *in_chunk));
+        index.push((offset, (chunk.len() - 8) as u32, count));
         offset += chunk.len() as u64;
-        chunk.clear();
-        *in_chunk = 0;
-        Ok(())
-    };
-    for e in entries {
-        if in_chunk == 0 {
-            chunk.extend_from_slice(&[0; 12]);
-        }
-        encode_packed(e, &mut chunk);
-        in_chunk += 1;
-        total += 1;
-        if in_chunk as usize >= chunk_entries || chunk.len() >= MAX_CHUNK_BYTES {
-            flush(&mut chunk, &mut in_chunk)?;
-        }
-    }
-    if in_chunk > 0 {
-        flush(&mut chunk, &mut in_chunk)?;
+        total += u64::from(count);
     }
 
     let mut foot = Vec::with_capacity(12 + index.len() * INDEX_ENTRY_LEN + TRAILER_LEN);

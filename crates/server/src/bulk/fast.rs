@@ -1,0 +1,478 @@
+//! The fast path of building an imported entry.
+//!
+//! The common record (a plain first RDN under a parent seen before; known attribute types
+//! without options, each listed in one run of lines; valid, distinct values; passwords already
+//! hashed) is checked and packed straight from its LDIF values into the entry `add::build`,
+//! `add::stamp_new` and `Entry::new` would make of it, without their owned intermediate forms
+//! (a `Dn`, an `Attr` with two vectors of boxed values per attribute, the stamps cloned):
+//! those cost more than half of an import's time.
+//!
+//! Anything else returns `None` and goes the general way, which also writes the error
+//! messages: the fast path only has to recognise what it can do, never explain what is wrong.
+//! A test builds the same records both ways and compares the entries.
+
+use std::rc::Rc;
+
+use rustc_hash::FxHashMap;
+use schema::{AttrId, NormDn, Schema};
+use store::entry::{put_rdn, Packer};
+
+use super::Prepared;
+use crate::ops::add;
+use crate::state::Shared;
+
+/// Descriptions and parents remembered per thread: enough for any real file's attribute
+/// names, and for the parents of a file in slapcat order (children follow their parent).
+const MAX_NAMES: usize = 128;
+const MAX_PARENTS: usize = 4096;
+
+/// A parent DN as the fast path needs it, parsed once per thread.
+struct Parent {
+    /// RFC 4514 form (`Dn`'s `Display`).
+    text: String,
+    norm: String,
+    /// Its RDNs as `put_rdn` packs them, and as `NormDn::rdns`.
+    packed_rdns: Vec<u8>,
+    rdns: Vec<Vec<(AttrId, Vec<u8>)>>,
+}
+
+/// What one building thread has resolved so far, and its buffers.
+#[derive(Default)]
+pub(super) struct FastBuild {
+    packer: Packer,
+    /// Attribute descriptions as spelled in the file, with their type if the fast path takes
+    /// them (no options, known).
+    names: Vec<(Box<[u8]>, Option<AttrId>)>,
+    /// objectClass values as spelled in the file, valid and naming a class, and their
+    /// normalized forms.
+    classes: Vec<(Box<[u8]>, Box<[u8]>)>,
+    /// Parent DNs as spelled in the file; `None` for those the fast path leaves alone.
+    parents: FxHashMap<Box<str>, Option<Rc<Parent>>>,
+    /// Normalized values of the record being built, back to back.
+    norms: Vec<u8>,
+    rdns: Vec<u8>,
+}
+
+/// A byte a first-RDN value may hold for the fast path: one that `Dn::parse` takes as it is
+/// and RFC 4514 escaping leaves alone, so the DN's string form is the input's.
+fn plain(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b' ' | b'.' | b'-' | b'_' | b'@')
+}
+
+fn plain_value(v: &[u8]) -> bool {
+    !v.is_empty() && v[0] != b' ' && v[v.len() - 1] != b' ' && v.iter().all(|&b| plain(b))
+}
+
+/// One value: raw bytes and where its normalized form is in `FastBuild::norms`.
+type Value<'a> = (&'a [u8], usize, usize);
+
+impl FastBuild {
+    fn resolve(&mut self, schema: &Schema, desc: &[u8]) -> Option<AttrId> {
+        if let Some((_, ty)) = self.names.iter().find(|(n, _)| **n == *desc) {
+            return *ty;
+        }
+        let ty = std::str::from_utf8(desc)
+            .ok()
+            .filter(|d| !d.contains(';'))
+            .and_then(|d| schema.attr_by_name(d));
+        if self.names.len() < MAX_NAMES {
+            self.names.push((desc.into(), ty));
+        }
+        ty
+    }
+
+    fn parent(&mut self, schema: &Schema, dn: &str) -> Option<Rc<Parent>> {
+        if let Some(p) = self.parents.get(dn) {
+            return p.clone();
+        }
+        let p = schema
+            .parse_new_dn(dn)
+            .ok()
+            .filter(|p| !p.ndn.is_root())
+            .map(|p| {
+                let mut packed_rdns = Vec::new();
+                for rdn in &p.ndn.rdns {
+                    put_rdn(&mut packed_rdns, rdn.iter().map(|(ty, v)| (*ty, &v[..])));
+                }
+                Rc::new(Parent {
+                    text: p.text,
+                    norm: p.ndn.norm,
+                    packed_rdns,
+                    rdns: p.ndn.rdns,
+                })
+            });
+        if self.parents.len() >= MAX_PARENTS {
+            self.parents.clear();
+        }
+        self.parents.insert(dn.into(), p.clone());
+        p
+    }
+
+    /// An objectClass value (`ty`) normalized into `norms`, as `norm` and `checked_values` take
+    /// it: valid, and naming a known class.
+    fn class_value(&mut self, schema: &Schema, ty: AttrId, v: &[u8]) -> Option<(usize, usize)> {
+        let start = self.norms.len();
+        if let Some((_, n)) = self.classes.iter().find(|(raw, _)| **raw == *v) {
+            self.norms.extend_from_slice(n);
+            return Some((start, self.norms.len()));
+        }
+        std::str::from_utf8(v)
+            .ok()
+            .and_then(|n| schema.class_by_name(n.trim()))?;
+        let (s, e) = self.norm(schema, ty, v)?;
+        if self.classes.len() < MAX_NAMES {
+            self.classes.push((v.into(), self.norms[s..e].into()));
+        }
+        Some((s, e))
+    }
+
+    /// Normalizes `v` as a value of `ty` into `norms`; `None` if it is not valid.
+    fn norm(&mut self, schema: &Schema, ty: AttrId, v: &[u8]) -> Option<(usize, usize)> {
+        schema.validate(ty, v).ok()?;
+        let n = schema.normalize_eq(ty, v).ok()?;
+        let start = self.norms.len();
+        self.norms.extend_from_slice(&n);
+        Some((start, self.norms.len()))
+    }
+
+    /// The entry `add::build(.., trusted)` and `add::stamp_new` make of this record, packed;
+    /// `None` when the record is not one the fast path takes.
+    pub(super) fn build(
+        &mut self,
+        shared: &Shared,
+        dn: &str,
+        attrs: &[ldif::AttrRef<'_>],
+        stamps: &add::Stamps,
+    ) -> Option<Prepared> {
+        let schema = &*shared.schema;
+        let k = &shared.known;
+        self.norms.clear();
+
+        // The DN: a plain `type=value` first RDN under a parent seen before.
+        let (first, rest) = dn.split_once(',')?;
+        let (rname, rval) = first.split_once('=')?;
+        let rval = rval.as_bytes();
+        if !rname.starts_with(|c: char| c.is_ascii_alphabetic())
+            || !rname
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+            || !plain_value(rval)
+        {
+            return None;
+        }
+        let rty = self.resolve(schema, rname.as_bytes())?;
+        let rtype = schema.attr(rty);
+        rtype.equality?;
+        let (rs, re) = self.norm(schema, rty, rval)?;
+        if !plain_value(&self.norms[rs..re]) {
+            return None;
+        }
+        let parent = self.parent(schema, rest)?;
+
+        // The attributes, one run of lines per type (its description spelled in any case), as
+        // `group_values` and `checked_values` take them.
+        let mut groups: Vec<(AttrId, Vec<Value<'_>>)> = Vec::with_capacity(attrs.len());
+        let mut last: &[u8] = &[];
+        for (name, v) in attrs {
+            let name = name.as_bytes();
+            if !name.eq_ignore_ascii_case(last) || groups.is_empty() {
+                let ty = self.resolve(schema, name)?;
+                if groups.iter().any(|(t, _)| *t == ty) {
+                    return None;
+                }
+                groups.push((ty, Vec::with_capacity(1)));
+                last = name;
+            }
+            let Some((ty, values)) = groups.last_mut() else {
+                return None;
+            };
+            let ty = *ty;
+            if ty == k.object_class {
+                // A handful of class names recur on every entry: checked and normalized once.
+                let (s, e) = self.class_value(schema, ty, v)?;
+                if values
+                    .iter()
+                    .any(|&(_, a, b)| self.norms[a..b] == self.norms[s..e])
+                {
+                    return None;
+                }
+                values.push((v, s, e));
+                continue;
+            }
+            if ty == k.user_password && !pwhash::is_hashed(v) {
+                return None;
+            }
+            let (s, e) = self.norm(schema, ty, v)?;
+            let n = &self.norms[s..e];
+            if values.iter().any(|&(_, a, b)| self.norms[a..b] == *n) {
+                return None;
+            }
+            values.push((v, s, e));
+        }
+
+        // RDN values join the entry (RFC 4511 §4.7): here only when their type is absent.
+        match groups.iter().find(|(t, _)| *t == rty) {
+            Some((_, values)) => {
+                let n = &self.norms[rs..re];
+                if !values.iter().any(|&(_, a, b)| self.norms[a..b] == *n) {
+                    return None;
+                }
+            }
+            None => groups.push((rty, vec![(rval, rs, re)])),
+        }
+
+        // Schema check, structuralObjectClass and the server-kept attributes.
+        let oc: Vec<&[u8]> = groups
+            .iter()
+            .filter(|(t, _)| *t == k.object_class)
+            .flat_map(|(_, vs)| vs.iter().map(|v| v.0))
+            .collect();
+        let counts: Vec<(AttrId, usize)> = groups.iter().map(|(t, vs)| (*t, vs.len())).collect();
+        let structural = schema.check_entry(&oc, &counts).ok()?;
+        let class = schema.class(structural);
+        let structural = class.names.first().unwrap_or(&class.oid).as_bytes();
+        if !groups.iter().any(|(t, _)| *t == k.structural_object_class) {
+            let (s, e) = self.norm(schema, k.structural_object_class, structural)?;
+            groups.push((k.structural_object_class, vec![(structural, s, e)]));
+        }
+        let mut uuid = [0u8; uuid::fmt::Hyphenated::LENGTH];
+        if !groups.iter().any(|(t, _)| *t == k.entry_uuid) {
+            // Written in lower case, a UUID is its own normalized form (`uuidMatch`).
+            let uuid = uuid::Uuid::new_v4()
+                .hyphenated()
+                .encode_lower(&mut uuid)
+                .as_bytes();
+            let s = self.norms.len();
+            self.norms.extend_from_slice(uuid);
+            groups.push((k.entry_uuid, vec![(uuid, s, self.norms.len())]));
+        }
+
+        // Pack: the name part from the first RDN and the parent's, then the attributes.
+        let text = format!("{first},{}", parent.text);
+        let mut norm = rtype.name().to_ascii_lowercase();
+        norm.push('=');
+        norm.push_str(std::str::from_utf8(&self.norms[rs..re]).ok()?);
+        norm.push(',');
+        norm.push_str(&parent.norm);
+        self.rdns.clear();
+        put_rdn(&mut self.rdns, std::iter::once((rty, rval)));
+        self.rdns.extend_from_slice(&parent.packed_rdns);
+        let depth = parent.rdns.len() + 1;
+        self.packer.start(&text, &norm, depth, &self.rdns);
+        for (ty, values) in &groups {
+            let norms = &self.norms;
+            self.packer.attr(
+                *ty,
+                "",
+                values.iter().map(|&(raw, s, e)| (raw, &norms[s..e])),
+            );
+        }
+        for a in stamps.attrs() {
+            if !groups.iter().any(|(t, _)| *t == a.ty) {
+                let pairs = a.values.iter().zip(&a.norm).map(|(r, n)| (&**r, &**n));
+                self.packer.attr(a.ty, &a.options, pairs);
+            }
+        }
+        let entry = self.packer.finish(0, None);
+        let mut rdns = Vec::with_capacity(depth);
+        rdns.push(vec![(rty, rval.to_vec())]);
+        rdns.extend(parent.rdns.iter().cloned());
+        Some(Prepared {
+            entry,
+            ndn: NormDn { norm, rdns },
+            rdn_len: first.len(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bulk::build_one;
+    use crate::{Config, Mode, Server};
+    use store::Attr;
+
+    /// The attributes of an entry with a generated entryUUID (random, and its own normalized
+    /// form) replaced by a marker.
+    fn attrs_without_uuid(shared: &Shared, e: &store::Entry) -> Vec<Attr> {
+        let mut attrs = e.to_attrs();
+        for a in attrs.iter_mut().filter(|a| a.ty == shared.known.entry_uuid) {
+            if a.values != a.norm {
+                continue;
+            }
+            a.values = vec![b"uuid"[..].into()];
+            a.norm = a.values.clone();
+        }
+        attrs
+    }
+
+    /// Builds `ldif`'s records both ways; returns how many took the fast path. Every record the
+    /// fast path takes must come out exactly as the general path makes it.
+    fn compare(ldif: &str) -> (usize, usize) {
+        let server = Server::build(Config::default(), Mode::Memory).expect("server");
+        let shared = &server.shared;
+        let stamps = add::Stamps::new(shared, "cn=admin,dc=example,dc=com", "20261124000000Z");
+        let mut fast = FastBuild::default();
+        let (mut taken, mut total) = (0, 0);
+        for rec in ldif::Reader::new(ldif.as_bytes()) {
+            let Ok(ldif::Record::Content { dn, attrs, .. }) = rec else {
+                panic!("test LDIF: {rec:?}");
+            };
+            let attrs: Vec<ldif::AttrRef<'_>> = attrs
+                .iter()
+                .map(|(n, v)| (n.as_str(), std::borrow::Cow::Borrowed(&v[..])))
+                .collect();
+            total += 1;
+            // Twice, so that the second build reads what the first one cached.
+            for _ in 0..2 {
+                let Some(f) = fast.build(shared, &dn, &attrs, &stamps) else {
+                    continue;
+                };
+                taken += 1;
+                let s = build_one(shared, &dn, &attrs, &stamps)
+                    .unwrap_or_else(|e| panic!("fast path took {dn}, general path: {e}"));
+                assert_eq!(f.entry.dn(), s.entry.dn(), "{dn}");
+                assert_eq!(f.entry.ndn_str(), s.entry.ndn_str(), "{dn}");
+                assert_eq!(f.entry.depth(), s.entry.depth(), "{dn}");
+                assert_eq!(f.entry.ndn().rdns, s.entry.ndn().rdns, "{dn}");
+                assert_eq!(f.ndn.norm, s.ndn.norm, "{dn}");
+                assert_eq!(f.ndn.rdns, s.ndn.rdns, "{dn}");
+                assert_eq!(f.rdn_len, s.rdn_len, "{dn}");
+                assert_eq!(
+                    attrs_without_uuid(shared, &f.entry),
+                    attrs_without_uuid(shared, &s.entry),
+                    "{dn}"
+                );
+            }
+        }
+        (taken / 2, total)
+    }
+
+    #[test]
+    fn generated_entries_take_the_fast_path_and_come_out_the_same() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("gen.ldif");
+        bench::gen::run(&bench::gen::GenArgs {
+            count: 300,
+            seed: 7,
+            suffix: "dc=example,dc=com".into(),
+            output: Some(path.clone()),
+            password: "secret".into(),
+            password_scheme: bench::gen::PasswordScheme::Ssha,
+        })
+        .expect("gen");
+        let text = std::fs::read_to_string(&path).expect("read");
+        let (taken, total) = compare(&text);
+        assert_eq!((taken, total), (302, 302));
+    }
+
+    #[test]
+    fn variants_come_out_the_same_or_take_the_general_path() {
+        let taken = "\
+dn: uid=a,ou=people,dc=example,dc=com
+objectClass: inetOrgPerson
+cn: A
+sn: A
+
+dn: UID=B,OU=People,dc=Example,DC=com
+objectclass: TOP
+objectClass: Person
+objectClass: organizationalPerson
+objectClass: inetOrgPerson
+uid: b
+CN: Bee Bee
+cn: B
+sn:  Spaced  Out 
+mail: B@Example.COM
+telephoneNumber: +1 555 0100
+userPassword: {SSHA}d2qnTmr7DgI2sHgRjp30o0vaG6xU4jvB7KjHZg==
+description:: w6lsw6h2ZQ==
+
+dn: cn=Group One,ou=groups,dc=example,dc=com
+objectClass: groupOfNames
+cn: group one
+member: uid=a,ou=people,dc=example,dc=com
+member: UID=B, OU=people,dc=example,dc=com
+
+dn: ou=sub,ou=people,dc=example,dc=com
+objectClass: organizationalUnit
+ou: sub
+entryUUID: 0C2A5DE0-1111-4222-8333-444455556666
+createTimestamp: 20200101000000Z
+creatorsName: cn=someone,dc=example,dc=com
+structuralObjectClass: organizationalUnit
+
+dn: uid=c,ou=people,dc=example,dc=com
+objectClass: account
+uid: c
+
+dn: dc=example,dc=com
+objectClass: domain
+dc: example
+";
+        assert_eq!(compare(taken), (6, 6));
+        let general = "\
+dn: uid=d,ou=people,dc=example,dc=com
+objectClass: inetOrgPerson
+cn: D
+sn: D
+userPassword: clear text
+
+dn: uid=e,ou=people,dc=example,dc=com
+objectClass: inetOrgPerson
+cn;lang-en: E
+sn: E
+
+dn: cn=a\\,b,ou=people,dc=example,dc=com
+objectClass: person
+sn: x
+
+dn: cn=a+sn=b,ou=people,dc=example,dc=com
+objectClass: person
+cn: a
+sn: b
+
+dn: uid=f,ou=people,dc=example,dc=com
+objectClass: inetOrgPerson
+cn: F
+sn: F
+cn: G
+
+dn: uid=g,ou=people,dc=example,dc=com
+objectClass: inetOrgPerson
+uid: other
+cn: G
+sn: G
+
+dn: uid=h,ou=people,dc=example,dc=com
+objectClass: inetOrgPerson
+cn: H
+cn: h
+sn: H
+
+dn: uid=i,ou=people,dc=example,dc=com
+objectClass: inetOrgPerson
+cn: I
+
+dn: uid=j,ou=people,dc=example,dc=com
+objectClass: noSuchClass
+cn: J
+sn: J
+
+dn: uid=k,ou=people,dc=example,dc=com
+objectClass: inetOrgPerson
+noSuchAttribute: K
+cn: K
+sn: K
+
+dn: dc=com
+objectClass: domain
+dc: com
+
+dn: cn=\u{e9}t\u{e9},ou=people,dc=example,dc=com
+objectClass: person
+sn: x
+";
+        assert_eq!(compare(general), (0, 12));
+    }
+}

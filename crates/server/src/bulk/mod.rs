@@ -1,0 +1,488 @@
+//! Bulk import and export, with the server stopped.
+//!
+//! Import reads LDIF (RFC 2849, e.g. `slapcat` or `linden gen` output), builds and checks each
+//! entry exactly as an add operation does (schema, syntax, password hashing) on all cores,
+//! places them in file order (parents before children) with the add operation's placement
+//! checks, and writes one snapshot straight into an empty data directory: no transaction log
+//! is written. Operational attributes in the input (createTimestamp, entryUUID, …) are kept.
+//!
+//! Export recovers a data directory read-only (snapshot + logs, as a start would) and writes
+//! every entry, operational attributes included, as LDIF: import → export → import gives the
+//! same data. It can run against the directory of a running server: it sees the state of the
+//! last batch whose log write had completed.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender};
+use std::sync::{Arc, Mutex};
+use std::time::{Instant, SystemTime};
+
+use proto::ResultCode;
+use schema::NormDn;
+use store::{Entry, EntryId};
+
+use crate::error::{LdapError, LdapResult};
+use crate::ops::add;
+use crate::state::Shared;
+
+mod fast;
+use crate::{Config, Mode, Server};
+
+/// Entries between progress reports.
+const CHUNK: usize = 20_000;
+
+#[derive(Debug, Clone)]
+pub struct ImportOptions {
+    /// Skip bad records (and list them) instead of stopping at the first.
+    pub continue_on_error: bool,
+    /// Threads that build entries. Default: all cores.
+    pub threads: usize,
+}
+
+impl Default for ImportOptions {
+    fn default() -> Self {
+        ImportOptions {
+            continue_on_error: false,
+            threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
+        }
+    }
+}
+
+/// A record that was not imported: its first LDIF line and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rejected {
+    pub line: usize,
+    pub message: String,
+}
+
+#[derive(Debug)]
+pub struct ImportReport {
+    pub entries: u64,
+    pub rejected: Vec<Rejected>,
+    pub snapshot: String,
+    pub snapshot_bytes: u64,
+    pub seconds: f64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum BulkError {
+    #[error("{0}")]
+    Setup(String),
+    /// Import stopped at a bad record (without `continue_on_error`); nothing was written.
+    #[error("line {}: {}", .0.line, .0.message)]
+    Record(Rejected),
+    #[error("{0}")]
+    Storage(String),
+}
+
+/// Bytes of LDIF handed to a building thread at a time (cut at a record boundary).
+const BLOCK: usize = 2 << 20;
+
+/// Blocks read ahead of the one being placed, per building thread: bounds the memory of an
+/// import whatever the file's size.
+const BLOCKS_AHEAD: usize = 4;
+
+fn has_store_files(dir: &Path) -> bool {
+    std::fs::read_dir(dir).is_ok_and(|rd| {
+        rd.filter_map(Result::ok).any(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            n.starts_with("snap-") || n.starts_with("log-")
+        })
+    })
+}
+
+/// The entries an import has placed, in file order with ids 1, 2, …, and their positions by
+/// normalized DN: what `add::locate` needs to know of the tree so far.
+#[derive(Default)]
+struct ImportTree {
+    entries: Vec<Entry>,
+    /// FxHash rather than the server's keyed SipHash: the input is the administrator's own
+    /// file, and the DN table is the one part of an import that runs on a single thread.
+    by_dn: rustc_hash::FxHashMap<String, usize>,
+    /// The last parent found (normalized DN, position): entries come in runs under one parent.
+    last_parent: std::cell::RefCell<(String, usize)>,
+}
+
+impl ImportTree {
+    /// The id the next placed entry gets.
+    fn next_id(&self) -> EntryId {
+        // Ids are 32-bit by design; an LDIF file of four billion entries does not fit in memory.
+        EntryId::try_from(self.entries.len() + 1).unwrap_or(EntryId::MAX)
+    }
+
+    /// Places a built entry (`add::locate`, then its id, parent and stored DN).
+    fn place(&mut self, shared: &Shared, b: Prepared) -> LdapResult<()> {
+        let mut e = b.entry;
+        match add::locate(shared, self, &b.ndn)? {
+            add::Site::Root => {}
+            add::Site::Under(pid, pdn) => {
+                e.parent = Some(pid);
+                let dn = e.dn();
+                // Built with the DN as parsed; the parent's stored spelling may differ.
+                let (rdn, rest) = dn.split_at(b.rdn_len.min(dn.len()));
+                if rest.strip_prefix(',') != Some(pdn) {
+                    let dn = add::stored_dn(rdn, pdn);
+                    e = e.renamed(&dn, &b.ndn, Some(pid));
+                }
+            }
+        }
+        e.id = self.next_id();
+        self.by_dn.insert(b.ndn.norm, self.entries.len());
+        self.entries.push(e);
+        Ok(())
+    }
+}
+
+impl add::Tree for ImportTree {
+    fn find(&self, ndn: &str) -> Option<(EntryId, &str)> {
+        let mut last = self.last_parent.borrow_mut();
+        let at = if last.0 == ndn {
+            last.1
+        } else {
+            let at = *self.by_dn.get(ndn)?;
+            // Only entries that were found (parents: a new entry's own DN is not there).
+            last.0.clear();
+            last.0.push_str(ndn);
+            last.1 = at;
+            at
+        };
+        let e = &self.entries[at];
+        Some((e.id, e.dn()))
+    }
+
+    fn missing_parent(&self, _shared: &Shared, _ndn: &NormDn) -> LdapError {
+        LdapError::new(
+            ResultCode::NoSuchObject,
+            "the parent entry does not exist (in LDIF a parent comes before its children)",
+        )
+    }
+}
+
+/// A piece of the LDIF file holding whole records, as the reading thread cut it.
+struct Block {
+    /// Position in the file (0, 1, …): blocks are placed in this order.
+    seq: usize,
+    /// Lines of the file before this block.
+    lines_before: usize,
+    /// Whether this block may hold the `version:` line (nothing but blank lines and comments
+    /// came before it).
+    at_start: bool,
+    text: Vec<u8>,
+    /// Reading the file failed after this block: the import stops here.
+    error: Option<Rejected>,
+}
+
+/// A block's records built into entries (or why not), in file order.
+struct BuiltBlock {
+    seq: usize,
+    records: Vec<Built>,
+    /// The LDIF reader stopped in this block (I/O error, record over the size limit): nothing
+    /// after it is imported.
+    fatal: bool,
+}
+
+/// Imports LDIF into the empty data directory of `config`. `progress(entries, bytes_read)` is
+/// called every `CHUNK` entries or so.
+///
+/// One thread reads the file and cuts it into blocks of whole records (`BLOCK` bytes, at a
+/// blank line); every core parses blocks and builds, schema-checks, stamps and packs their
+/// entries; this thread places them in file order (existence, parent, stored DN) against a DN
+/// table. The store's writer and its indexes are not involved: the snapshot is written
+/// straight from the placed entries, and indexes are built when a server loads it.
+pub fn import(
+    config: Config,
+    input: impl Read + Send,
+    opts: &ImportOptions,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<ImportReport, BulkError> {
+    let t = Instant::now();
+    let dir = config.data_dir.clone();
+    if has_store_files(&dir) {
+        return Err(BulkError::Setup(format!(
+            "{} already holds a directory (snap-*/log-* files): import writes into an empty data directory; move those files away or choose another --data",
+            dir.display()
+        )));
+    }
+    let admin = config.admin_dn.clone();
+    let server =
+        Server::build(config, Mode::Memory).map_err(|e| BulkError::Setup(e.to_string()))?;
+    let shared = server.shared.clone();
+    let read = Arc::new(AtomicU64::new(0));
+    let mut rejected: Vec<Rejected> = Vec::new();
+    let threads = opts.threads.max(1);
+    let keep_going = opts.continue_on_error;
+    let mut tree = ImportTree::default();
+    // One time for the whole import (it is one batch), stamped while entries are built.
+    let stamp_time = crate::ops::generalized_time(SystemTime::now());
+    let stamps = add::Stamps::new(&shared, &admin, &stamp_time);
+    let (done_tx, done_rx) = std::sync::mpsc::sync_channel::<BuiltBlock>(threads);
+    // A block may be read only when fewer than `BLOCKS_AHEAD * threads` await placing.
+    let (slot_tx, slot_rx) = std::sync::mpsc::sync_channel::<()>(BLOCKS_AHEAD * threads);
+    for _ in 0..BLOCKS_AHEAD * threads {
+        let _ = slot_tx.send(());
+    }
+    // The work queue holds every block that may be in flight, so the reading thread never
+    // blocks on it and stops as soon as the slots' sender is gone.
+    let (work_tx, work_rx) = std::sync::mpsc::sync_channel::<Block>(BLOCKS_AHEAD * threads);
+    let work_rx = Mutex::new(work_rx);
+    let outcome = std::thread::scope(|s| -> Result<(), BulkError> {
+        // Owned here, so that returning early (at an error) stops the other threads.
+        let (done_rx, slot_tx) = (done_rx, slot_tx);
+        let counter = read.clone();
+        s.spawn(move || cut_blocks(input, &counter, &work_tx, &slot_rx));
+        for _ in 0..threads {
+            let (rx, tx, sh, stamps) = (&work_rx, done_tx.clone(), &shared, &stamps);
+            s.spawn(move || {
+                let mut fast = fast::FastBuild::default();
+                loop {
+                    // The lock is held only to take the next block.
+                    let next = rx.lock().map_or(None, |r| r.recv().ok());
+                    let Some(block) = next else { break };
+                    // The receiver is gone when the import stopped at an error.
+                    if tx.send(build_block(sh, block, stamps, &mut fast)).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(done_tx);
+        let mut waiting: BTreeMap<usize, BuiltBlock> = BTreeMap::new();
+        let mut next = 0;
+        let mut reported = 0;
+        for b in done_rx.iter() {
+            waiting.insert(b.seq, b);
+            while let Some(b) = waiting.remove(&next) {
+                next += 1;
+                for (line, r) in b.records {
+                    match r.and_then(|b| tree.place(&shared, b).map_err(|e| e.message)) {
+                        Ok(()) => {}
+                        Err(message) if keep_going => rejected.push(Rejected { line, message }),
+                        Err(message) => return Err(BulkError::Record(Rejected { line, message })),
+                    }
+                }
+                if b.fatal {
+                    return Ok(());
+                }
+                let _ = slot_tx.send(());
+                if tree.entries.len() >= reported + CHUNK {
+                    reported = tree.entries.len();
+                    progress(reported as u64, read.load(Ordering::Relaxed));
+                }
+            }
+        }
+        Ok(())
+    });
+    // Returning (at an error) dropped the receivers: the other threads have stopped.
+    outcome?;
+    progress(tree.entries.len() as u64, read.load(Ordering::Relaxed));
+    let info = store::persist::write_snapshot_bulk(
+        &store::persist::FsIo,
+        &dir,
+        IMPORT_SEQ,
+        tree.next_id(),
+        &tree.entries,
+        &shared.schema,
+    )
+    .map_err(|e| BulkError::Storage(e.to_string()))?;
+    rejected.sort_by_key(|r| r.line);
+    Ok(ImportReport {
+        entries: tree.entries.len() as u64,
+        rejected,
+        snapshot: info.name,
+        snapshot_bytes: info.bytes,
+        seconds: t.elapsed().as_secs_f64(),
+    })
+}
+
+/// The batch number an imported snapshot holds: the import counts as the directory's first
+/// batch, and the transaction log of the first server on it continues from the next.
+const IMPORT_SEQ: u64 = 1;
+
+/// Reads `input` and cuts it into blocks of whole records, each ending at a blank line, for
+/// the building threads; waits for a free slot (`slots`) before each block.
+fn cut_blocks(
+    mut input: impl Read,
+    read: &AtomicU64,
+    out: &SyncSender<Block>,
+    slots: &Receiver<()>,
+) {
+    let mut buf: Vec<u8> = Vec::with_capacity(2 * BLOCK);
+    let mut lines = 0;
+    let mut at_start = true;
+    for seq in 0.. {
+        if slots.recv().is_err() {
+            return;
+        }
+        // Fill up to BLOCK bytes, or more until a record ends (a record may be long).
+        let mut error = None;
+        let mut eof = false;
+        let cut = loop {
+            if buf.len() >= BLOCK {
+                if let Some(cut) = record_boundary(&buf[BLOCK / 2..]) {
+                    break BLOCK / 2 + cut;
+                }
+                // No record ends in reach: the reader will stop at the record's size limit.
+                if buf.len() > ldif::DEFAULT_MAX_RECORD_LEN + BLOCK {
+                    break buf.len();
+                }
+            }
+            let have = buf.len();
+            buf.resize(have + BLOCK, 0);
+            match input.read(&mut buf[have..]) {
+                Ok(0) => {
+                    buf.truncate(have);
+                    eof = true;
+                    break have;
+                }
+                Ok(n) => {
+                    buf.truncate(have + n);
+                    read.fetch_add(n as u64, Ordering::Relaxed);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => buf.truncate(have),
+                Err(e) => {
+                    buf.truncate(have);
+                    error = Some(e);
+                    break have;
+                }
+            }
+        };
+        let rest = buf.split_off(cut);
+        let text = std::mem::replace(&mut buf, rest);
+        let block_lines = text.iter().filter(|&&b| b == b'\n').count();
+        let error = error.map(|e| Rejected {
+            line: lines + block_lines + 1,
+            message: format!("read error: {e}"),
+        });
+        let last = eof || error.is_some();
+        let block = Block {
+            seq,
+            lines_before: lines,
+            at_start,
+            error,
+            text,
+        };
+        at_start = at_start && !has_record_line(&block.text);
+        lines += block_lines;
+        // The receiver is gone when the import stopped at an error.
+        if out.send(block).is_err() || last {
+            return;
+        }
+    }
+}
+
+/// Where the last blank line of `text` ends (so that a block cut there holds whole records).
+fn record_boundary(text: &[u8]) -> Option<usize> {
+    let mut end = text.len();
+    while let Some(i) = text[..end].iter().rposition(|&b| b == b'\n') {
+        let before = &text[..i];
+        if before.ends_with(b"\n") || before.ends_with(b"\n\r") {
+            return Some(i + 1);
+        }
+        end = i;
+    }
+    None
+}
+
+/// Whether `text` has a line that is neither blank, a comment nor a continuation: one that
+/// starts a record (or is `version:`).
+fn has_record_line(text: &[u8]) -> bool {
+    text.split(|&b| b == b'\n')
+        .any(|l| !matches!(l.first(), None | Some(b'#' | b' ' | b'\r')))
+}
+
+/// Parses one block and builds its entries, in file order; LDIF errors come as failed records.
+fn build_block(
+    shared: &Shared,
+    block: Block,
+    stamps: &add::Stamps,
+    fast: &mut fast::FastBuild,
+) -> BuiltBlock {
+    let mut records: Vec<Built> = Vec::with_capacity(block.text.len() / 256);
+    let mut fatal = false;
+    let mut reader =
+        ldif::Reader::new(&block.text[..]).part_of_file(block.lines_before, block.at_start);
+    while let Some(rec) = reader.next_borrowed() {
+        match rec {
+            Ok(ldif::RecordRef::Content(e)) => {
+                let built = match fast.build(shared, &e.dn, &e.attrs, stamps) {
+                    Some(p) => Ok(p),
+                    None => build_one(shared, &e.dn, &e.attrs, stamps),
+                };
+                records.push((e.line, built));
+            }
+            Ok(ldif::RecordRef::Change(r)) => records.push((
+                r.line(),
+                Err("change records are not imported (apply them with ldapmodify)".into()),
+            )),
+            Err(e) => {
+                fatal |= matches!(e.kind, ldif::ErrorKind::Io | ldif::ErrorKind::TooLong);
+                records.push((e.line, Err(e.message)));
+            }
+        }
+    }
+    if let Some(e) = block.error {
+        records.push((e.line, Err(e.message)));
+        fatal = true;
+    }
+    BuiltBlock {
+        seq: block.seq,
+        records,
+        fatal,
+    }
+}
+
+/// An LDIF record built into an entry (or why not), with its line number.
+type Built = (usize, Result<Prepared, String>);
+
+/// An entry built and packed, waiting to be placed: id 0, no parent, stored under its DN as
+/// parsed (RFC 4514 form), whose first `rdn_len` bytes are its RDN.
+struct Prepared {
+    entry: Entry,
+    ndn: NormDn,
+    rdn_len: usize,
+}
+
+/// Builds and schema-checks one record as an add would (`add::build`, trusting server-kept
+/// attributes), stamps the server-kept attributes it lacks (`add::stamp_new`) and packs it.
+fn build_one(
+    shared: &Shared,
+    dn: &str,
+    attrs: &[ldif::AttrRef<'_>],
+    stamps: &add::Stamps,
+) -> Result<Prepared, String> {
+    let input = add::group_values(attrs);
+    let mut e = add::build(shared, dn.as_bytes(), &input, true)
+        .map_err(|e| format!("{dn}: {}", e.message))?;
+    add::stamp_new(shared, &mut e.attrs, stamps);
+    Ok(Prepared {
+        entry: Entry::new(0, None, &e.dn, &e.ndn, &e.attrs),
+        ndn: e.ndn,
+        rdn_len: e.rdn_len,
+    })
+}
+
+/// Writes every entry of the data directory `dir` as LDIF (parents before children, with
+/// operational attributes). Returns the number of entries.
+pub fn export(dir: &Path, out: impl Write) -> Result<u64, BulkError> {
+    let schema = schema::Schema::builtin();
+    let rec = store::persist::recover(&store::persist::FsIo, dir, &schema)
+        .map_err(|e| BulkError::Storage(e.to_string()))?;
+    let mut w = ldif::Writer::new(std::io::BufWriter::with_capacity(1 << 20, out));
+    let io_err = |e: std::io::Error| BulkError::Storage(format!("writing LDIF: {e}"));
+    w.write_version().map_err(io_err)?;
+    for e in &rec.entries {
+        let names: Vec<String> = e
+            .attrs()
+            .map(|a| format!("{}{}", schema.attr(a.ty).name(), a.options))
+            .collect();
+        let pairs = e
+            .attrs()
+            .zip(&names)
+            .flat_map(|(a, n)| a.values().map(move |v| (n.as_str(), v)));
+        w.write_entry(e.dn(), pairs).map_err(io_err)?;
+    }
+    w.flush().map_err(io_err)?;
+    Ok(rec.entries.len() as u64)
+}
