@@ -9,10 +9,16 @@ use clap::Args;
 
 #[derive(Debug, Args)]
 pub struct ImportArgs {
+    /// Take the settings that shape the stored data (password_hash and its cost keys, suffix,
+    /// admin_dn, indexes, data) from this `linden serve` TOML file. Flags given here override
+    /// it.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
     /// Data directory to create (it must hold no snapshot or log files). [default: ./linden-data]
+    /// [key: data]
     #[arg(long, value_name = "DIR")]
     pub data: Option<PathBuf>,
-    /// Naming context(s) of the data (repeatable). [default: dc=example,dc=com]
+    /// Naming context(s) of the data (repeatable). [default: dc=example,dc=com] [key: suffix]
     #[arg(long = "suffix", value_name = "DN")]
     pub suffixes: Vec<String>,
     /// Skip bad records and list them at the end, instead of stopping at the first.
@@ -103,13 +109,9 @@ fn data_dir(d: &Option<PathBuf>) -> PathBuf {
 }
 
 pub fn import(args: &ImportArgs) -> anyhow::Result<()> {
-    let mut config = server::Config {
-        data_dir: data_dir(&args.data),
-        ..server::Config::default()
-    };
-    if !args.suffixes.is_empty() {
-        config.suffixes = args.suffixes.clone();
-    }
+    // The server configuration `serve` would build from the same file and flags; no
+    // administrator password is needed to write a snapshot.
+    let config = crate::serve::server_config(crate::config::resolve_import(args)?, Vec::new());
     let file = std::fs::File::open(&args.file)
         .with_context(|| format!("cannot open {}", args.file.display()))?;
     let total = file.metadata().map(|m| m.len()).unwrap_or(0);

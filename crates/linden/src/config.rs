@@ -1,4 +1,5 @@
-//! Settings for `linden serve`: the TOML file, merged with the command line.
+//! Settings for `linden serve` (and `linden import`): the TOML file, merged with the command
+//! line.
 //!
 //! The file is read as a plain TOML table and each key converted by hand rather than through
 //! `#[derive(Deserialize)]`, so that every error is one line naming the file, the key and the
@@ -14,6 +15,7 @@ use std::path::{Path, PathBuf};
 
 use tracing_subscriber::EnvFilter;
 
+use crate::bulk::ImportArgs;
 use crate::cli::ServeArgs;
 
 /// A setting that cannot be used. `linden` prints it as one line and exits with status 2.
@@ -142,6 +144,19 @@ pub fn resolve(args: &ServeArgs) -> Result<Settings, ConfigError> {
         None => Settings::default(),
     };
     merge(args, file)
+}
+
+/// The settings of `linden import`: its `--config` file read and merged exactly as `serve`
+/// does, under the flags the two commands share (`--data`, `--suffix`), so that an import
+/// stores entries as the server on the same file would (password hashing, suffixes, admin
+/// DN, indexes).
+pub fn resolve_import(args: &ImportArgs) -> Result<Settings, ConfigError> {
+    resolve(&ServeArgs {
+        config: args.config.clone(),
+        data: args.data.clone(),
+        suffixes: args.suffixes.clone(),
+        ..ServeArgs::default()
+    })
 }
 
 /// Applies the flags over the file's settings and checks what the flags alone cannot.

@@ -172,6 +172,72 @@ fn bad_record_names_its_line() {
     );
 }
 
+/// `--config` gives an import the settings of the server that will serve the data: a
+/// clear-text password is stored with the file's scheme, entries are stamped with the file's
+/// administrator, the file's data directory is used; a flag still beats the file.
+#[test]
+fn import_takes_settings_from_the_config_file() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let src = tmp.path().join("in.ldif");
+    std::fs::write(&src, LDIF).expect("write");
+    let from_file = tmp.path().join("from-file");
+    let config = tmp.path().join("linden.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "data = {:?}\nsuffix = \"dc=example,dc=com\"\nadmin_dn = \"cn=manager,dc=example,dc=com\"\npassword_hash = \"SSHA512\"\n",
+            from_file.to_str().expect("p")
+        ),
+    )
+    .expect("write");
+    let cfg = config.to_str().expect("p");
+    let (rc, out, err) = linden(&["import", "--config", cfg, src.to_str().expect("p")]);
+    assert_eq!(rc, 0, "{out}{err}");
+    assert!(out.contains("imported 3 entries"), "{out}");
+    let (rc, exported, err) = linden(&["export", "--data", from_file.to_str().expect("p")]);
+    assert_eq!(rc, 0, "{err}");
+    // Long values are folded onto continuation lines (RFC 2849).
+    let unfolded = exported.replace("\n ", "");
+    let stored = unfolded
+        .lines()
+        .find_map(|l| l.strip_prefix("userPassword: "))
+        .expect("userPassword exported");
+    assert!(stored.starts_with("{SSHA512}"), "{stored}");
+    assert!(pwhash::verify(stored.as_bytes(), b"secret"), "{stored}");
+    assert!(
+        exported.contains("creatorsName: cn=manager,dc=example,dc=com\n"),
+        "{exported}"
+    );
+    // --data beats the file's `data` (which now holds a directory an import refuses).
+    let flag = tmp.path().join("from-flag");
+    let (rc, out, err) = linden(&[
+        "import",
+        "--config",
+        cfg,
+        "--data",
+        flag.to_str().expect("p"),
+        src.to_str().expect("p"),
+    ]);
+    assert_eq!(rc, 0, "{out}{err}");
+    let (_, exported, _) = linden(&["export", "--data", flag.to_str().expect("p")]);
+    assert!(exported.contains("userPassword: {SSHA512}"), "{exported}");
+    // A bad file stops the import as it stops `serve`: one line naming the key, status 2.
+    std::fs::write(&config, "password_hash = \"md5\"\n").expect("write");
+    let (rc, _, err) = linden(&[
+        "import",
+        "--config",
+        cfg,
+        "--data",
+        tmp.path().join("never").to_str().expect("p"),
+        src.to_str().expect("p"),
+    ]);
+    assert_eq!(rc, 2, "{err}");
+    assert!(
+        err.contains("linden.toml: key 'password_hash': unknown password scheme"),
+        "{err}"
+    );
+}
+
 /// Starts `linden serve` on a free port; returns the child and its URL.
 fn serve(data: &std::path::Path) -> (std::process::Child, String) {
     use std::io::{BufRead, BufReader};

@@ -616,7 +616,7 @@ async fn dispatch(conn: &Arc<Conn>, pdu: &[u8], identity: &mut Arc<Identity>) ->
                 crate::logs::add_change(shared, &req)
             });
             let fut = match writes_allowed(conn) {
-                Ok(()) => ops::add::submit(shared, identity, &req),
+                Ok(()) => ops::add::submit(shared, identity, &req).await,
                 Err(e) => ops::ready(Err(e)),
             };
             respond_later(conn, id, tags::ADD_RESPONSE, fut, log, audit).await;
@@ -644,7 +644,7 @@ async fn dispatch(conn: &Arc<Conn>, pdu: &[u8], identity: &mut Arc<Identity>) ->
                 crate::logs::modify_change(shared, &req)
             });
             let fut = match writes_allowed(conn) {
-                Ok(()) => ops::modify::submit(shared, identity, &req),
+                Ok(()) => ops::modify::submit(shared, identity, &req).await,
                 Err(e) => ops::ready(Err(e)),
             };
             respond_later(conn, id, tags::MODIFY_RESPONSE, fut, log, audit).await;

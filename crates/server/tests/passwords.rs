@@ -162,3 +162,41 @@ fn default_scheme_is_argon2id() {
     );
     assert_eq!(srv.bind_rc(ALICE, "password"), 0);
 }
+
+#[test]
+fn add_with_cleartext_password_is_hashed_and_binds() {
+    let srv = TestServer::start(false);
+    let mut admin = srv.admin();
+    let dn = "cn=newbie,dc=example,dc=com";
+    let mut add = |dn: &str, pw: &str| {
+        admin
+            .add(
+                dn,
+                vec![
+                    ("objectClass", HashSet::from(["person"])),
+                    ("cn", HashSet::from([&dn[3..dn.find(',').expect("rdn")]])),
+                    ("sn", HashSet::from(["Newbie"])),
+                    ("userPassword", HashSet::from([pw])),
+                ],
+            )
+            .expect("add")
+            .success()
+            .expect("added");
+    };
+    add(dn, "s3cret pw");
+    // A value hashed elsewhere is stored as given.
+    let migrated = "cn=migrated,dc=example,dc=com";
+    add(migrated, "{SSHA}4OJGiUaWpTrVTIjkJRuzEB3m5MAcQBcI");
+    let stored = stored_password(&mut admin, dn);
+    assert!(
+        stored.starts_with("{ARGON2}$argon2id$v=19$m=19456,t=2,p=1$"),
+        "{stored}"
+    );
+    assert_eq!(srv.bind_rc(dn, "s3cret pw"), 0);
+    assert_eq!(srv.bind_rc(dn, "s3cret"), 49);
+    assert_eq!(
+        stored_password(&mut admin, migrated),
+        "{SSHA}4OJGiUaWpTrVTIjkJRuzEB3m5MAcQBcI"
+    );
+    assert_eq!(srv.bind_rc(migrated, "correct horse"), 0);
+}

@@ -14,7 +14,7 @@ use store::{Attr, EntryId, Txn};
 use crate::error::{LdapError, LdapResult};
 use crate::ops::{
     authorize_new, check_entry, check_user_modifiable, checked_values, detached, generalized_time,
-    hash_passwords, ready, set_operational, submit_write, Pending,
+    hash_passwords, on_blocking_pool, ready, set_operational, submit_write, Pending,
 };
 use crate::state::{resolve_attr, Identity, Shared};
 
@@ -50,7 +50,9 @@ pub(crate) struct NewEntry {
 }
 
 /// Builds the entry of an add request. `trusted` (import of server-written data) keeps
-/// server-kept attributes the input carries instead of refusing them.
+/// server-kept attributes the input carries instead of refusing them. Clear-text passwords are
+/// hashed here, on the calling thread (`submit` calls it on the blocking pool when there are
+/// any).
 pub(crate) fn build(
     shared: &Shared,
     dn: &[u8],
@@ -268,13 +270,40 @@ pub(crate) fn apply(shared: &Shared, txn: &mut Txn, who: &str, mut e: NewEntry) 
     Ok(())
 }
 
-pub(crate) fn submit(shared: &Arc<Shared>, who: &Identity, req: &AddRequest<'_>) -> Pending {
+/// Whether `build` will hash a userPassword value of `input` (one not hashed already).
+fn has_cleartext_password(shared: &Shared, input: &[InputAttr<'_>]) -> bool {
+    input.iter().any(|(desc, values)| {
+        resolve_attr(&shared.schema, desc).is_ok_and(|(ty, _)| ty == shared.known.user_password)
+            && values.iter().any(|v| !pwhash::is_hashed(v))
+    })
+}
+
+/// Builds the entry and hands it to the writer. The read loop awaits this, so writes still
+/// reach the writer in arrival order.
+pub(crate) async fn submit(shared: &Arc<Shared>, who: &Identity, req: &AddRequest<'_>) -> Pending {
     let input: Vec<InputAttr<'_>> = req
         .attributes
         .iter()
         .map(|a| (a.name.clone(), a.values.clone()))
         .collect();
-    let e = match build(shared, &req.dn, &input, false) {
+    let built = if has_cleartext_password(shared, &input) {
+        // The whole build moves, not just the hashing: it then sees exactly what it would
+        // see here, hashed values included.
+        let input: Vec<InputAttr<'static>> = input
+            .into_iter()
+            .map(|(n, vs)| {
+                let vs = vs.into_iter().map(|v| Cow::Owned(v.into_owned())).collect();
+                (Cow::Owned(n.into_owned()), vs)
+            })
+            .collect();
+        let (sh, dn) = (shared.clone(), req.dn.to_vec());
+        on_blocking_pool(move || build(&sh, &dn, &input, false))
+            .await
+            .and_then(|r| r)
+    } else {
+        build(shared, &req.dn, &input, false)
+    };
+    let e = match built {
         Ok(e) => e,
         Err(e) => return ready(Err(e)),
     };

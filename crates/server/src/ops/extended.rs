@@ -7,7 +7,7 @@ use proto::{oids, ExtendedRequest, ResultCode};
 
 use crate::acl::Rights;
 use crate::error::{wire_result, LdapError, LdapResult};
-use crate::ops::{set_operational, stamp_modified};
+use crate::ops::{on_blocking_pool, set_operational, stamp_modified};
 use crate::session::{Conn, DispatchNext};
 use crate::state::{Identity, Shared};
 
@@ -238,36 +238,77 @@ async fn password_modify(
         (None, None) => Vec::new(),
     };
     let old = req.old_passwd.as_ref().map(|o| o.to_vec());
-    let hashed = shared.config.password_hash.hash(&new_pw);
-    let sh = shared.clone();
-    let who_dn = who.dn.clone();
-    let fut = shared.store.write(move |txn| -> LdapResult<()> {
-        let schema = &*sh.schema;
-        let v = txn.version();
-        let e = v
-            .lookup(&target)
-            .ok_or_else(|| sh.no_such_object(v, &target))?;
-        let id = e.id;
-        if let Some(old) = old {
-            let ok = e
-                .attr(sh.known.user_password)
-                .is_some_and(|a| a.values().any(|s| pwhash::verify(s, &old)));
-            if !ok {
-                return Err(LdapError::new(
-                    ResultCode::UnwillingToPerform,
-                    "unwilling to verify old password",
-                ));
+    // Hashing and checking the old password happen on the blocking pool, not on this task nor
+    // on the writer. The writer applies the change only if the stored passwords are still
+    // those the old one was checked against; if they changed meanwhile, the check is redone.
+    let policy = shared.config.password_hash;
+    let hashed = on_blocking_pool(move || policy.hash(&new_pw)).await?;
+    let user_password = shared.known.user_password;
+    for _ in 0..PASSWORD_CHECKS {
+        let checked = match &old {
+            Some(old) => {
+                let seen = shared
+                    .store
+                    .read()
+                    .lookup(&target)
+                    .map(|e| passwords(e, user_password));
+                let (old, stored) = (old.clone(), seen.clone().unwrap_or_default());
+                let ok = on_blocking_pool(move || stored.iter().any(|s| pwhash::verify(s, &old)))
+                    .await?;
+                Some((seen, ok))
             }
+            None => None,
+        };
+        let (sh, target, hashed, who_dn) = (
+            shared.clone(),
+            target.clone(),
+            hashed.clone(),
+            who.dn.clone(),
+        );
+        let fut = shared.store.write(move |txn| -> LdapResult<bool> {
+            let schema = &*sh.schema;
+            let v = txn.version();
+            let e = v
+                .lookup(&target)
+                .ok_or_else(|| sh.no_such_object(v, &target))?;
+            let id = e.id;
+            if let Some((seen, ok)) = checked {
+                if seen.as_ref() != Some(&passwords(e, user_password)) {
+                    return Ok(false);
+                }
+                if !ok {
+                    return Err(LdapError::new(
+                        ResultCode::UnwillingToPerform,
+                        "unwilling to verify old password",
+                    ));
+                }
+            }
+            let mut attrs = e.to_attrs();
+            set_operational(schema, &mut attrs, user_password, &hashed);
+            stamp_modified(&sh, &mut attrs, &who_dn, txn.now());
+            txn.replace_attrs(id, attrs)?;
+            Ok(true)
+        });
+        match fut.await {
+            Ok(Ok(true)) => return Ok(generated),
+            Ok(Ok(false)) => continue,
+            Ok(Err(e)) => return Err(e),
+            Err(e) => return Err(e.into()),
         }
-        let mut attrs = e.to_attrs();
-        set_operational(schema, &mut attrs, sh.known.user_password, &hashed);
-        stamp_modified(&sh, &mut attrs, &who_dn, txn.now());
-        txn.replace_attrs(id, attrs)?;
-        Ok(())
-    });
-    match fut.await {
-        Ok(Ok(())) => Ok(generated),
-        Ok(Err(e)) => Err(e),
-        Err(e) => Err(e.into()),
     }
+    Err(LdapError::new(
+        ResultCode::Busy,
+        "the password kept changing while the old one was being checked; try again",
+    ))
+}
+
+/// How many times Password Modify checks the old password against stored passwords that
+/// change under it before it gives up.
+const PASSWORD_CHECKS: usize = 3;
+
+/// The userPassword values of an entry.
+fn passwords(e: &store::Entry, user_password: schema::AttrId) -> Vec<Vec<u8>> {
+    e.attr(user_password)
+        .map(|a| a.values().map(<[u8]>::to_vec).collect())
+        .unwrap_or_default()
 }

@@ -2,7 +2,10 @@
 //!
 //! Writes are split in two: `submit` runs in the session's read loop (parse, resolve, check
 //! what needs no data) and hands a closure to the store's writer, which checks everything that
-//! depends on the data against the newest version and applies it all-or-nothing.
+//! depends on the data against the newest version and applies it all-or-nothing. Password
+//! hashing and verification run on the blocking pool (`on_blocking_pool`), never on the read
+//! loop's runtime thread nor on the writer; the read loop awaits them, so writes still reach
+//! the writer in arrival order.
 
 pub mod add;
 pub mod bind;
@@ -184,6 +187,20 @@ pub(crate) fn hash_passwords(policy: &pwhash::Policy, values: &mut [Box<[u8]>]) 
             *v = policy.hash(v).into_boxed_slice();
         }
     }
+}
+
+/// Runs password hashing or verification on the blocking pool. It takes milliseconds of CPU
+/// (Argon2 by default) and may wait for a slot of pwhash's memory pool: on a runtime thread it
+/// would stall every connection served there, on the writer every write.
+pub(crate) async fn on_blocking_pool<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> LdapResult<T> {
+    tokio::task::spawn_blocking(f).await.map_err(|e| {
+        LdapError::new(
+            ResultCode::Other,
+            format!("password hashing task failed: {e}"),
+        )
+    })
 }
 
 /// Builds the values of one attribute from a request: syntax-checked, no duplicates, each with

@@ -12,7 +12,8 @@ use crate::acl::Rights;
 use crate::error::{LdapError, LdapResult};
 use crate::ops::{
     authorize, check_entry, check_user_modifiable, checked_values, hash_passwords,
-    rdn_values_present, ready, stamp_modified, structural_of, submit_write, Pending,
+    on_blocking_pool, rdn_values_present, ready, stamp_modified, structural_of, submit_write,
+    Pending,
 };
 use crate::state::{resolve_attr, Identity, Shared};
 
@@ -34,6 +35,8 @@ fn context(op: ModOp) -> &'static str {
     }
 }
 
+/// Resolves and checks the changes of a request. Clear-text passwords are left for
+/// `hash_passwords_of`.
 pub(crate) fn prepare(shared: &Shared, req: &ModifyRequest<'_>) -> LdapResult<(NormDn, Vec<Mod>)> {
     let schema = &*shared.schema;
     let (_, ndn) = shared.parse_dn(&req.dn)?;
@@ -55,7 +58,7 @@ pub(crate) fn prepare(shared: &Shared, req: &ModifyRequest<'_>) -> LdapResult<(N
                 format!("{ctx}{name}: exactly one value required"),
             ));
         }
-        let mut values = if ch.op == ModOp::Increment {
+        let values = if ch.op == ModOp::Increment {
             ch.attr
                 .values
                 .iter()
@@ -64,9 +67,6 @@ pub(crate) fn prepare(shared: &Shared, req: &ModifyRequest<'_>) -> LdapResult<(N
         } else {
             checked_values(shared, ty, &name, &ch.attr.values, ctx)?.0
         };
-        if ty == shared.known.user_password && matches!(ch.op, ModOp::Add | ModOp::Replace) {
-            hash_passwords(&shared.config.password_hash, &mut values);
-        }
         mods.push(Mod {
             op: ch.op,
             ty,
@@ -76,6 +76,36 @@ pub(crate) fn prepare(shared: &Shared, req: &ModifyRequest<'_>) -> LdapResult<(N
         });
     }
     Ok((ndn, mods))
+}
+
+/// Whether `m` adds or replaces userPassword values that are to be hashed.
+fn has_cleartext_password(user_password: AttrId, m: &Mod) -> bool {
+    m.ty == user_password
+        && matches!(m.op, ModOp::Add | ModOp::Replace)
+        && m.values.iter().any(|v| !pwhash::is_hashed(v))
+}
+
+/// Stores the clear-text passwords that `mods` add or replace hashed, on the blocking pool;
+/// without any (the usual case) nothing moves.
+async fn hash_passwords_of(shared: &Arc<Shared>, mods: Vec<Mod>) -> LdapResult<Vec<Mod>> {
+    let user_password = shared.known.user_password;
+    if !mods
+        .iter()
+        .any(|m| has_cleartext_password(user_password, m))
+    {
+        return Ok(mods);
+    }
+    let sh = shared.clone();
+    on_blocking_pool(move || {
+        let mut mods = mods;
+        for m in &mut mods {
+            if has_cleartext_password(user_password, m) {
+                hash_passwords(&sh.config.password_hash, &mut m.values);
+            }
+        }
+        mods
+    })
+    .await
 }
 
 fn parse_int(v: &[u8]) -> Option<i128> {
@@ -221,7 +251,13 @@ pub(crate) fn apply(
     Ok(())
 }
 
-pub(crate) fn submit(shared: &Arc<Shared>, who: &Identity, req: &ModifyRequest<'_>) -> Pending {
+/// Checks the request and hands it to the writer. The read loop awaits this, so writes still
+/// reach the writer in arrival order.
+pub(crate) async fn submit(
+    shared: &Arc<Shared>,
+    who: &Identity,
+    req: &ModifyRequest<'_>,
+) -> Pending {
     let (ndn, mods) = match prepare(shared, req) {
         Ok(p) => p,
         Err(e) => return ready(Err(e)),
@@ -239,6 +275,10 @@ pub(crate) fn submit(shared: &Arc<Shared>, who: &Identity, req: &ModifyRequest<'
     ) {
         return ready(Err(e));
     }
+    let mods = match hash_passwords_of(shared, mods).await {
+        Ok(m) => m,
+        Err(e) => return ready(Err(e)),
+    };
     let sh = shared.clone();
     let who = who.dn.clone();
     submit_write(shared, move |txn| apply(&sh, txn, &who, &ndn, mods))
