@@ -122,7 +122,7 @@ impl<R: BufRead> Reader<R> {
                 break;
             }
             any = true;
-            let (take, newline) = match chunk.iter().position(|&b| b == b'\n') {
+            let (take, newline) = match memchr::memchr(b'\n', chunk) {
                 Some(i) => (i, true),
                 None => (chunk.len(), false),
             };

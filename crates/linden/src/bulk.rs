@@ -117,6 +117,7 @@ pub fn import(args: &ImportArgs) -> anyhow::Result<()> {
     let total = file.metadata().map(|m| m.len()).unwrap_or(0);
     let mut opts = server::bulk::ImportOptions {
         continue_on_error: args.continue_on_error,
+        input_bytes: (total > 0).then_some(total),
         ..Default::default()
     };
     if let Some(t) = args.threads {

@@ -685,6 +685,11 @@ impl Schema {
                 }
                 v.iter().copied().filter(|b| *b != b' ').collect()
             }
+            F::Telephone if v.is_ascii() => v
+                .iter()
+                .filter(|b| !b.is_ascii_whitespace() && **b != b'-' && **b != 0x0b)
+                .map(u8::to_ascii_lowercase)
+                .collect(),
             F::Telephone => {
                 let s = utf8(v)?;
                 s.chars()
@@ -863,6 +868,24 @@ mod tests {
         ) {
             let s = std::str::from_utf8(&v).expect("ascii");
             proptest::prop_assert_eq!(prep_ascii(&v, fold), prep_chars(s, fold));
+        }
+
+        /// So does the ASCII fast path of telephone numbers.
+        #[test]
+        fn telephone_ascii_matches_the_general_loop(
+            v in proptest::collection::vec(0u8..0x80, 0..24),
+        ) {
+            let s = std::str::from_utf8(&v).expect("ascii");
+            let general: String = s
+                .chars()
+                .filter(|c| !c.is_whitespace() && *c != '-')
+                .flat_map(char::to_lowercase)
+                .collect();
+            let schema = Schema::builtin();
+            proptest::prop_assert_eq!(
+                schema.normalize_family(F::Telephone, &v),
+                Some(general.into_bytes())
+            );
         }
     }
 

@@ -43,6 +43,8 @@ pub(super) struct FastBuild {
     /// Attribute descriptions as spelled in the file, with their type if the fast path takes
     /// them (no options, known).
     names: Vec<(Box<[u8]>, Option<AttrId>)>,
+    /// The descriptions of the last record's attributes, in order (`resolve_at`).
+    layout: Vec<(Box<[u8]>, AttrId)>,
     /// objectClass values as spelled in the file, valid and naming a class, and their
     /// normalized forms.
     classes: Vec<(Box<[u8]>, Box<[u8]>)>,
@@ -67,6 +69,24 @@ fn plain_value(v: &[u8]) -> bool {
 type Value<'a> = (&'a [u8], usize, usize);
 
 impl FastBuild {
+    /// `resolve` for the description of the `i`th attribute of a record: records of one file
+    /// mostly list the same attributes in the same order, so the previous record's `i`th
+    /// description is tried first.
+    fn resolve_at(&mut self, schema: &Schema, i: usize, desc: &[u8]) -> Option<AttrId> {
+        if let Some((n, ty)) = self.layout.get(i) {
+            if **n == *desc {
+                return Some(*ty);
+            }
+        }
+        let ty = self.resolve(schema, desc)?;
+        if i < self.layout.len() {
+            self.layout[i] = (desc.into(), ty);
+        } else if i == self.layout.len() && i < MAX_NAMES {
+            self.layout.push((desc.into(), ty));
+        }
+        Some(ty)
+    }
+
     fn resolve(&mut self, schema: &Schema, desc: &[u8]) -> Option<AttrId> {
         if let Some((_, ty)) = self.names.iter().find(|(n, _)| **n == *desc) {
             return *ty;
@@ -170,70 +190,75 @@ impl FastBuild {
         let parent = self.parent(schema, rest)?;
 
         // The attributes, one run of lines per type (its description spelled in any case), as
-        // `group_values` and `checked_values` take them.
-        let mut groups: Vec<(AttrId, Vec<Value<'_>>)> = Vec::with_capacity(attrs.len());
+        // `group_values` and `checked_values` take them: `groups` holds each type and where
+        // its values start in `vals`.
+        let mut vals: Vec<Value<'_>> = Vec::with_capacity(attrs.len() + 2);
+        let mut groups: Vec<(AttrId, usize)> = Vec::with_capacity(attrs.len() + 4);
         let mut last: &[u8] = &[];
         for (name, v) in attrs {
             let name = name.as_bytes();
             if !name.eq_ignore_ascii_case(last) || groups.is_empty() {
-                let ty = self.resolve(schema, name)?;
+                let ty = self.resolve_at(schema, groups.len(), name)?;
                 if groups.iter().any(|(t, _)| *t == ty) {
                     return None;
                 }
-                groups.push((ty, Vec::with_capacity(1)));
+                groups.push((ty, vals.len()));
                 last = name;
             }
-            let Some((ty, values)) = groups.last_mut() else {
+            let Some(&(ty, from)) = groups.last() else {
                 return None;
             };
-            let ty = *ty;
-            if ty == k.object_class {
+            let (s, e) = if ty == k.object_class {
                 // A handful of class names recur on every entry: checked and normalized once.
-                let (s, e) = self.class_value(schema, ty, v)?;
-                if values
-                    .iter()
-                    .any(|&(_, a, b)| self.norms[a..b] == self.norms[s..e])
-                {
+                self.class_value(schema, ty, v)?
+            } else {
+                if ty == k.user_password && !pwhash::is_hashed(v) {
                     return None;
                 }
-                values.push((v, s, e));
-                continue;
-            }
-            if ty == k.user_password && !pwhash::is_hashed(v) {
-                return None;
-            }
-            let (s, e) = self.norm(schema, ty, v)?;
+                self.norm(schema, ty, v)?
+            };
             let n = &self.norms[s..e];
-            if values.iter().any(|&(_, a, b)| self.norms[a..b] == *n) {
+            if vals[from..].iter().any(|&(_, a, b)| self.norms[a..b] == *n) {
                 return None;
             }
-            values.push((v, s, e));
+            vals.push((v, s, e));
         }
+        let group_end = |i: usize, groups: &[(AttrId, usize)], vals: &[Value<'_>]| {
+            groups.get(i + 1).map_or(vals.len(), |g| g.1)
+        };
 
         // RDN values join the entry (RFC 4511 §4.7): here only when their type is absent.
-        match groups.iter().find(|(t, _)| *t == rty) {
-            Some((_, values)) => {
+        match groups.iter().position(|(t, _)| *t == rty) {
+            Some(i) => {
                 let n = &self.norms[rs..re];
+                let values = &vals[groups[i].1..group_end(i, &groups, &vals)];
                 if !values.iter().any(|&(_, a, b)| self.norms[a..b] == *n) {
                     return None;
                 }
             }
-            None => groups.push((rty, vec![(rval, rs, re)])),
+            None => {
+                groups.push((rty, vals.len()));
+                vals.push((rval, rs, re));
+            }
         }
 
         // Schema check, structuralObjectClass and the server-kept attributes.
-        let oc: Vec<&[u8]> = groups
-            .iter()
-            .filter(|(t, _)| *t == k.object_class)
-            .flat_map(|(_, vs)| vs.iter().map(|v| v.0))
-            .collect();
-        let counts: Vec<(AttrId, usize)> = groups.iter().map(|(t, vs)| (*t, vs.len())).collect();
+        let mut oc: Vec<&[u8]> = Vec::with_capacity(8);
+        let mut counts: Vec<(AttrId, usize)> = Vec::with_capacity(groups.len());
+        for (i, &(t, from)) in groups.iter().enumerate() {
+            let values = &vals[from..group_end(i, &groups, &vals)];
+            if t == k.object_class {
+                oc.extend(values.iter().map(|v| v.0));
+            }
+            counts.push((t, values.len()));
+        }
         let structural = schema.check_entry(&oc, &counts).ok()?;
         let class = schema.class(structural);
         let structural = class.names.first().unwrap_or(&class.oid).as_bytes();
         if !groups.iter().any(|(t, _)| *t == k.structural_object_class) {
             let (s, e) = self.norm(schema, k.structural_object_class, structural)?;
-            groups.push((k.structural_object_class, vec![(structural, s, e)]));
+            groups.push((k.structural_object_class, vals.len()));
+            vals.push((structural, s, e));
         }
         let mut uuid = [0u8; uuid::fmt::Hyphenated::LENGTH];
         if !groups.iter().any(|(t, _)| *t == k.entry_uuid) {
@@ -244,12 +269,15 @@ impl FastBuild {
                 .as_bytes();
             let s = self.norms.len();
             self.norms.extend_from_slice(uuid);
-            groups.push((k.entry_uuid, vec![(uuid, s, self.norms.len())]));
+            groups.push((k.entry_uuid, vals.len()));
+            vals.push((uuid, s, self.norms.len()));
         }
 
         // Pack: the name part from the first RDN and the parent's, then the attributes.
         let text = format!("{first},{}", parent.text);
-        let mut norm = rtype.name().to_ascii_lowercase();
+        let mut norm = String::with_capacity(text.len() + parent.norm.len());
+        norm.push_str(rtype.name());
+        norm.make_ascii_lowercase();
         norm.push('=');
         norm.push_str(std::str::from_utf8(&self.norms[rs..re]).ok()?);
         norm.push(',');
@@ -259,10 +287,11 @@ impl FastBuild {
         self.rdns.extend_from_slice(&parent.packed_rdns);
         let depth = parent.rdns.len() + 1;
         self.packer.start(&text, &norm, depth, &self.rdns);
-        for (ty, values) in &groups {
+        for (i, &(ty, from)) in groups.iter().enumerate() {
             let norms = &self.norms;
+            let values = &vals[from..group_end(i, &groups, &vals)];
             self.packer.attr(
-                *ty,
+                ty,
                 "",
                 values.iter().map(|&(raw, s, e)| (raw, &norms[s..e])),
             );

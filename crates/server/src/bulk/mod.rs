@@ -39,6 +39,9 @@ pub struct ImportOptions {
     pub continue_on_error: bool,
     /// Threads that build entries. Default: all cores.
     pub threads: usize,
+    /// The input's size in bytes, when known: the DN table is sized for it after the first
+    /// block instead of growing (and rehashing) as it fills.
+    pub input_bytes: Option<u64>,
 }
 
 impl Default for ImportOptions {
@@ -46,6 +49,7 @@ impl Default for ImportOptions {
         ImportOptions {
             continue_on_error: false,
             threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            input_bytes: None,
         }
     }
 }
@@ -98,11 +102,19 @@ fn has_store_files(dir: &Path) -> bool {
 #[derive(Default)]
 struct ImportTree {
     entries: Vec<Entry>,
-    /// FxHash rather than the server's keyed SipHash: the input is the administrator's own
-    /// file, and the DN table is the one part of an import that runs on a single thread.
-    by_dn: rustc_hash::FxHashMap<String, usize>,
+    /// Positions in `entries` by the hash of their normalized DN (kept beside each position,
+    /// so growing the table reads no entry); a match is confirmed against the entry's own
+    /// normalized DN, so no DN is stored twice. FxHash rather than the server's keyed SipHash:
+    /// the input is the administrator's own file, and this table is the part of an import
+    /// that runs on one thread.
+    by_dn: hashbrown::HashTable<(u64, u32)>,
     /// The last parent found (normalized DN, position): entries come in runs under one parent.
-    last_parent: std::cell::RefCell<(String, usize)>,
+    last_parent: std::cell::RefCell<(String, u32)>,
+}
+
+fn dn_hash(norm: &str) -> u64 {
+    use std::hash::BuildHasher;
+    std::hash::BuildHasherDefault::<rustc_hash::FxHasher>::default().hash_one(norm)
 }
 
 impl ImportTree {
@@ -110,6 +122,20 @@ impl ImportTree {
     fn next_id(&self) -> EntryId {
         // Ids are 32-bit by design; an LDIF file of four billion entries does not fit in memory.
         EntryId::try_from(self.entries.len() + 1).unwrap_or(EntryId::MAX)
+    }
+
+    fn reserve(&mut self, entries: usize) {
+        self.entries.reserve(entries);
+        self.by_dn.reserve(entries, |&(h, _)| h);
+    }
+
+    /// The position of the entry with this normalized DN.
+    fn position(&self, norm: &str, hash: u64) -> Option<u32> {
+        self.by_dn
+            .find(hash, |&(h, at)| {
+                h == hash && self.entries[at as usize].ndn_str() == norm
+            })
+            .map(|&(_, at)| at)
     }
 
     /// Places a built entry (`add::locate`, then its id, parent and stored DN).
@@ -129,7 +155,9 @@ impl ImportTree {
             }
         }
         e.id = self.next_id();
-        self.by_dn.insert(b.ndn.norm, self.entries.len());
+        let at = u32::try_from(self.entries.len()).unwrap_or(u32::MAX);
+        let h = dn_hash(&b.ndn.norm);
+        self.by_dn.insert_unique(h, (h, at), |&(h, _)| h);
         self.entries.push(e);
         Ok(())
     }
@@ -141,14 +169,14 @@ impl add::Tree for ImportTree {
         let at = if last.0 == ndn {
             last.1
         } else {
-            let at = *self.by_dn.get(ndn)?;
+            let at = self.position(ndn, dn_hash(ndn))?;
             // Only entries that were found (parents: a new entry's own DN is not there).
             last.0.clear();
             last.0.push_str(ndn);
             last.1 = at;
             at
         };
-        let e = &self.entries[at];
+        let e = &self.entries[at as usize];
         Some((e.id, e.dn()))
     }
 
@@ -177,6 +205,8 @@ struct Block {
 /// A block's records built into entries (or why not), in file order.
 struct BuiltBlock {
     seq: usize,
+    /// The block's size in the file.
+    bytes: usize,
     records: Vec<Built>,
     /// The LDIF reader stopped in this block (I/O error, record over the size limit): nothing
     /// after it is imported.
@@ -255,6 +285,11 @@ pub fn import(
             waiting.insert(b.seq, b);
             while let Some(b) = waiting.remove(&next) {
                 next += 1;
+                if let (1, Some(total)) = (next, opts.input_bytes) {
+                    // As many entries per byte as in the first block, and a little more.
+                    let per = b.records.len() as f64 / b.bytes.max(1) as f64;
+                    tree.reserve((total as f64 * per * 1.05) as usize);
+                }
                 for (line, r) in b.records {
                     match r.and_then(|b| tree.place(&shared, b).map_err(|e| e.message)) {
                         Ok(()) => {}
@@ -428,6 +463,7 @@ fn build_block(
     }
     BuiltBlock {
         seq: block.seq,
+        bytes: block.text.len(),
         records,
         fatal,
     }
