@@ -193,18 +193,22 @@ pub(crate) fn excerpt(bytes: &[u8]) -> impl fmt::Display + '_ {
 /// a name or numeric OID followed by `;options`, all ASCII letters, digits,
 /// `-` and `.` (RFC 4512 section 2.5).
 pub(crate) fn is_attr_description(s: &[u8]) -> bool {
-    let mut parts = s.split(|&b| b == b';');
-    let valid_part = |p: &[u8]| {
-        !p.is_empty()
-            && p.iter()
-                .all(|&b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.')
-    };
-    match parts.next() {
-        Some(first) if valid_part(first) && first[0].is_ascii_alphanumeric() => {
-            parts.all(valid_part)
+    // One pass (every line of an import goes through here): each `;`-separated part is
+    // non-empty, and the first starts with a letter or digit.
+    let mut part_start = true;
+    for (i, &b) in s.iter().enumerate() {
+        if b == b';' {
+            if part_start {
+                return false;
+            }
+            part_start = true;
+        } else if b.is_ascii_alphanumeric() || ((b == b'-' || b == b'.') && i > 0) {
+            part_start = false;
+        } else {
+            return false;
         }
-        _ => false,
     }
+    !part_start
 }
 
 /// Whether `s` is a numeric OID (`1.2.3`), as `control:` requires.
@@ -212,4 +216,22 @@ pub(crate) fn is_numeric_oid(s: &[u8]) -> bool {
     !s.is_empty()
         && s.split(|&b| b == b'.')
             .all(|p| !p.is_empty() && p.iter().all(u8::is_ascii_digit))
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The one-pass check accepts exactly what the rule says: `;`-separated parts, none
+        /// empty, of letters, digits, `-` and `.`, the first starting with a letter or digit.
+        #[test]
+        fn attr_description_check(s in "[a1;.\\-_ ]{0,8}") {
+            let parts: Vec<&str> = s.split(';').collect();
+            let expected = parts.iter().all(|p| {
+                !p.is_empty() && p.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.')
+            }) && s.as_bytes().first().is_some_and(u8::is_ascii_alphanumeric);
+            prop_assert_eq!(super::is_attr_description(s.as_bytes()), expected);
+        }
+    }
 }

@@ -459,7 +459,7 @@ fn not_attr_value(line: usize, text: &[u8]) -> LdifError {
 
 /// Splits `name:rest` at the first colon.
 fn split_line(text: &[u8]) -> Option<(&[u8], &[u8])> {
-    let i = text.iter().position(|&b| b == b':')?;
+    let i = memchr::memchr(b':', text)?;
     Some((&text[..i], &text[i + 1..]))
 }
 

@@ -176,8 +176,13 @@ impl Shared {
 
     /// noSuchObject for `ndn`, with the nearest existing ancestor as matchedDN.
     pub fn no_such_object(&self, v: &store::Version, ndn: &NormDn) -> LdapError {
+        self.no_such_object_norm(v, &ndn.norm)
+    }
+
+    /// `no_such_object` for a normalized DN string.
+    pub fn no_such_object_norm(&self, v: &store::Version, norm: &str) -> LdapError {
         let matched = v
-            .matched(ndn)
+            .matched_norm(norm)
             .map(|e| e.dn().to_string())
             .unwrap_or_default();
         LdapError::new(ResultCode::NoSuchObject, "no such object").with_matched(matched)

@@ -293,12 +293,17 @@ impl Version {
 
     /// The nearest existing ancestor of a DN that does not exist (for matchedDN), as stored.
     pub fn matched(&self, ndn: &NormDn) -> Option<&Arc<Entry>> {
-        let mut cur = ndn.parent();
+        self.matched_norm(&ndn.norm)
+    }
+
+    /// `matched` for a normalized DN string.
+    pub fn matched_norm(&self, norm: &str) -> Option<&Arc<Entry>> {
+        let mut cur = schema::norm_parent(norm);
         while let Some(p) = cur {
-            if let Some(e) = self.lookup(&p) {
+            if let Some(e) = self.lookup_norm(p) {
                 return Some(e);
             }
-            cur = p.parent();
+            cur = schema::norm_parent(p);
         }
         None
     }

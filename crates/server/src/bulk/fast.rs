@@ -14,7 +14,7 @@
 use std::rc::Rc;
 
 use rustc_hash::FxHashMap;
-use schema::{AttrId, NormDn, Schema};
+use schema::{AttrId, Schema};
 use store::entry::{put_rdn, Packer};
 
 use super::Prepared;
@@ -31,9 +31,9 @@ struct Parent {
     /// RFC 4514 form (`Dn`'s `Display`).
     text: String,
     norm: String,
-    /// Its RDNs as `put_rdn` packs them, and as `NormDn::rdns`.
+    /// Its RDNs as `put_rdn` packs them, and how many.
     packed_rdns: Vec<u8>,
-    rdns: Vec<Vec<(AttrId, Vec<u8>)>>,
+    depth: usize,
 }
 
 /// What one building thread has resolved so far, and its buffers.
@@ -47,7 +47,7 @@ pub(super) struct FastBuild {
     layout: Vec<(Box<[u8]>, AttrId)>,
     /// objectClass values as spelled in the file, valid and naming a class, and their
     /// normalized forms.
-    classes: Vec<(Box<[u8]>, Box<[u8]>)>,
+    classes: Vec<ValuePair>,
     /// Parent DNs as spelled in the file; `None` for those the fast path leaves alone.
     parents: FxHashMap<Box<str>, Option<Rc<Parent>>>,
     /// Normalized values of the record being built, back to back.
@@ -64,6 +64,9 @@ fn plain(b: u8) -> bool {
 fn plain_value(v: &[u8]) -> bool {
     !v.is_empty() && v[0] != b' ' && v[v.len() - 1] != b' ' && v.iter().all(|&b| plain(b))
 }
+
+/// A value and its normalized form.
+type ValuePair = (Box<[u8]>, Box<[u8]>);
 
 /// One value: raw bytes and where its normalized form is in `FastBuild::norms`.
 type Value<'a> = (&'a [u8], usize, usize);
@@ -118,7 +121,7 @@ impl FastBuild {
                     text: p.text,
                     norm: p.ndn.norm,
                     packed_rdns,
-                    rdns: p.ndn.rdns,
+                    depth: p.ndn.rdns.len(),
                 })
             });
         if self.parents.len() >= MAX_PARENTS {
@@ -205,9 +208,7 @@ impl FastBuild {
                 groups.push((ty, vals.len()));
                 last = name;
             }
-            let Some(&(ty, from)) = groups.last() else {
-                return None;
-            };
+            let &(ty, from) = groups.last()?;
             let (s, e) = if ty == k.object_class {
                 // A handful of class names recur on every entry: checked and normalized once.
                 self.class_value(schema, ty, v)?
@@ -285,7 +286,7 @@ impl FastBuild {
         self.rdns.clear();
         put_rdn(&mut self.rdns, std::iter::once((rty, rval)));
         self.rdns.extend_from_slice(&parent.packed_rdns);
-        let depth = parent.rdns.len() + 1;
+        let depth = parent.depth + 1;
         self.packer.start(&text, &norm, depth, &self.rdns);
         for (i, &(ty, from)) in groups.iter().enumerate() {
             let norms = &self.norms;
@@ -302,13 +303,9 @@ impl FastBuild {
                 self.packer.attr(a.ty, &a.options, pairs);
             }
         }
-        let entry = self.packer.finish(0, None);
-        let mut rdns = Vec::with_capacity(depth);
-        rdns.push(vec![(rty, rval.to_vec())]);
-        rdns.extend(parent.rdns.iter().cloned());
         Some(Prepared {
-            entry,
-            ndn: NormDn { norm, rdns },
+            entry: self.packer.finish(0, None),
+            norm,
             rdn_len: first.len(),
         })
     }
@@ -364,8 +361,7 @@ mod tests {
                 assert_eq!(f.entry.ndn_str(), s.entry.ndn_str(), "{dn}");
                 assert_eq!(f.entry.depth(), s.entry.depth(), "{dn}");
                 assert_eq!(f.entry.ndn().rdns, s.entry.ndn().rdns, "{dn}");
-                assert_eq!(f.ndn.norm, s.ndn.norm, "{dn}");
-                assert_eq!(f.ndn.rdns, s.ndn.rdns, "{dn}");
+                assert_eq!(f.norm, s.norm, "{dn}");
                 assert_eq!(f.rdn_len, s.rdn_len, "{dn}");
                 assert_eq!(
                     attrs_without_uuid(shared, &f.entry),

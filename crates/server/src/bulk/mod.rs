@@ -20,7 +20,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime};
 
 use proto::ResultCode;
-use schema::NormDn;
 use store::{Entry, EntryId};
 
 use crate::error::{LdapError, LdapResult};
@@ -141,7 +140,7 @@ impl ImportTree {
     /// Places a built entry (`add::locate`, then its id, parent and stored DN).
     fn place(&mut self, shared: &Shared, b: Prepared) -> LdapResult<()> {
         let mut e = b.entry;
-        match add::locate(shared, self, &b.ndn)? {
+        match add::locate(shared, self, &b.norm)? {
             add::Site::Root => {}
             add::Site::Under(pid, pdn) => {
                 e.parent = Some(pid);
@@ -150,13 +149,13 @@ impl ImportTree {
                 let (rdn, rest) = dn.split_at(b.rdn_len.min(dn.len()));
                 if rest.strip_prefix(',') != Some(pdn) {
                     let dn = add::stored_dn(rdn, pdn);
-                    e = e.renamed(&dn, &b.ndn, Some(pid));
+                    e = e.renamed(&dn, &e.ndn(), Some(pid));
                 }
             }
         }
         e.id = self.next_id();
         let at = u32::try_from(self.entries.len()).unwrap_or(u32::MAX);
-        let h = dn_hash(&b.ndn.norm);
+        let h = dn_hash(&b.norm);
         self.by_dn.insert_unique(h, (h, at), |&(h, _)| h);
         self.entries.push(e);
         Ok(())
@@ -180,7 +179,7 @@ impl add::Tree for ImportTree {
         Some((e.id, e.dn()))
     }
 
-    fn missing_parent(&self, _shared: &Shared, _ndn: &NormDn) -> LdapError {
+    fn missing_parent(&self, _shared: &Shared, _norm: &str) -> LdapError {
         LdapError::new(
             ResultCode::NoSuchObject,
             "the parent entry does not exist (in LDIF a parent comes before its children)",
@@ -473,10 +472,11 @@ fn build_block(
 type Built = (usize, Result<Prepared, String>);
 
 /// An entry built and packed, waiting to be placed: id 0, no parent, stored under its DN as
-/// parsed (RFC 4514 form), whose first `rdn_len` bytes are its RDN.
+/// parsed (RFC 4514 form), whose first `rdn_len` bytes are its RDN; `norm` is its normalized
+/// DN.
 struct Prepared {
     entry: Entry,
-    ndn: NormDn,
+    norm: String,
     rdn_len: usize,
 }
 
@@ -494,7 +494,7 @@ fn build_one(
     add::stamp_new(shared, &mut e.attrs, stamps);
     Ok(Prepared {
         entry: Entry::new(0, None, &e.dn, &e.ndn, &e.attrs),
-        ndn: e.ndn,
+        norm: e.ndn.norm,
         rdn_len: e.rdn_len,
     })
 }

@@ -159,9 +159,9 @@ pub(crate) fn build(
 pub(crate) trait Tree {
     /// The id and stored DN of the entry with this normalized DN (`NormDn::norm`).
     fn find(&self, ndn: &str) -> Option<(EntryId, &str)>;
-    /// The answer when the parent of `ndn` does not exist (noSuchObject, with matchedDN where
-    /// the tree knows it).
-    fn missing_parent(&self, shared: &Shared, ndn: &NormDn) -> LdapError;
+    /// The answer when the parent of the normalized DN `norm` does not exist (noSuchObject,
+    /// with matchedDN where the tree knows it).
+    fn missing_parent(&self, shared: &Shared, norm: &str) -> LdapError;
 }
 
 impl Tree for store::Version {
@@ -169,8 +169,8 @@ impl Tree for store::Version {
         self.lookup_norm(ndn).map(|e| (e.id, e.dn()))
     }
 
-    fn missing_parent(&self, shared: &Shared, ndn: &NormDn) -> LdapError {
-        shared.no_such_object(self, ndn)
+    fn missing_parent(&self, shared: &Shared, norm: &str) -> LdapError {
+        shared.no_such_object_norm(self, norm)
     }
 }
 
@@ -182,31 +182,31 @@ pub(crate) enum Site<'t> {
     Under(EntryId, &'t str),
 }
 
-/// Checks where a new entry goes: it must not exist, and its parent must, unless it is a
-/// naming context.
-pub(crate) fn locate<'t>(
-    shared: &Shared,
-    tree: &'t impl Tree,
-    ndn: &NormDn,
-) -> LdapResult<Site<'t>> {
-    if tree.find(&ndn.norm).is_some() {
+/// Checks where a new entry goes (`norm`: its normalized DN): it must not exist, and its parent
+/// must, unless it is a naming context.
+pub(crate) fn locate<'t>(shared: &Shared, tree: &'t impl Tree, norm: &str) -> LdapResult<Site<'t>> {
+    if tree.find(norm).is_some() {
         return Err(LdapError::new(
             ResultCode::EntryAlreadyExists,
             "entry already exists",
         ));
     }
-    if shared.is_suffix(ndn) {
+    if shared.suffixes.iter().any(|s| s.norm == norm) {
         return Ok(Site::Root);
     }
-    if shared.suffix_of(ndn).is_none() {
+    if !shared
+        .suffixes
+        .iter()
+        .any(|s| schema::norm_is_descendant(norm, &s.norm))
+    {
         return Err(LdapError::new(
             ResultCode::UnwillingToPerform,
             "no global superior knowledge",
         ));
     }
-    match schema::norm_parent(&ndn.norm).and_then(|p| tree.find(p)) {
+    match schema::norm_parent(norm).and_then(|p| tree.find(p)) {
         Some((pid, pdn)) => Ok(Site::Under(pid, pdn)),
-        None => Err(tree.missing_parent(shared, ndn)),
+        None => Err(tree.missing_parent(shared, norm)),
     }
 }
 
@@ -260,7 +260,7 @@ impl Stamps {
 
 /// Places a built entry in the tree: under its parent, or as a naming context.
 pub(crate) fn apply(shared: &Shared, txn: &mut Txn, who: &str, mut e: NewEntry) -> LdapResult<()> {
-    let (dn, root) = match locate(shared, txn.version(), &e.ndn)? {
+    let (dn, root) = match locate(shared, txn.version(), &e.ndn.norm)? {
         Site::Under(_, pdn) => (stored_dn(&e.dn[..e.rdn_len], pdn), false),
         Site::Root => (e.dn, true),
     };
