@@ -163,12 +163,13 @@ pub fn import(args: &ImportArgs) -> anyhow::Result<()> {
         eprintln!("{name}:{}: skipped: {}", r.line, r.message);
     }
     println!(
-        "imported {} entries in {:.2} s ({:.0} entries/s) into {} ({} bytes){}",
+        "imported {} entries in {:.2} s ({:.0} entries/s) into {} ({} bytes, written in {:.2} s){}",
         report.entries,
         report.seconds,
         report.entries as f64 / report.seconds.max(1e-9),
         report.snapshot,
         report.snapshot_bytes,
+        report.snapshot_seconds,
         if report.rejected.is_empty() {
             String::new()
         } else {

@@ -14,8 +14,9 @@ use store::persist::codec::Reader;
 use store::persist::log::{log_file_name, LOG_HEADER_LEN};
 use store::persist::snapshot::snapshot_file_name;
 use store::persist::{
-    prune, read_log, read_snapshot, recover, verify, write_snapshot_with, Change, FileStatus, Io,
-    LogOptions, LogWriter, PersistError, SimIo, StoredAttr, StoredEntry,
+    prune, read_log, read_snapshot, recover, verify, write_snapshot_bulk, write_snapshot_with,
+    Change, FileStatus, FsIo, Io, LogOptions, LogWriter, PersistError, SimIo, StoredAttr,
+    StoredEntry,
 };
 
 const DIR: &str = "/data";
@@ -280,6 +281,41 @@ fn snapshot_round_trip_in_parallel_chunks() {
         .expect("write empty");
     let bytes = io.read(&Path::new(DIR).join(&info.name)).expect("read");
     let snap = read_snapshot("s", &bytes, &schema).expect("empty");
+    assert_eq!((snap.entries.len(), snap.chunks), (0, 0));
+}
+
+/// The bulk writer (chunks encoded on a second thread, one sync) writes the very bytes of the
+/// sequential one, in the simulated and the real file system.
+#[test]
+fn bulk_snapshot_writes_the_same_bytes() {
+    let schema = Schema::builtin();
+    let entries = snapshot_entries(&schema, 20_000);
+    let io = sim();
+    let dir = Path::new(DIR);
+    let one = write_snapshot_with(
+        &io,
+        &dir.join("one"),
+        5,
+        20_001,
+        entries.iter(),
+        &schema,
+        store::persist::snapshot::DEFAULT_CHUNK_ENTRIES,
+    )
+    .expect("sequential");
+    let bulk =
+        write_snapshot_bulk(&io, &dir.join("bulk"), 5, 20_001, &entries, &schema).expect("bulk");
+    assert_eq!(one, bulk);
+    assert_eq!(bulk.chunks, 3);
+    let read = |d: &str| io.read(&dir.join(d).join(&one.name)).expect("read");
+    assert!(read("one") == read("bulk"), "the files differ");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let real = write_snapshot_bulk(&FsIo, tmp.path(), 5, 20_001, &entries, &schema).expect("real");
+    assert_eq!(real, one);
+    assert!(std::fs::read(tmp.path().join(&one.name)).expect("read") == read("one"));
+    // Nothing at all.
+    let empty = write_snapshot_bulk(&io, &dir.join("empty"), 1, 1, &[], &schema).expect("empty");
+    let bytes = io.read(&dir.join("empty").join(&empty.name)).expect("read");
+    let snap = read_snapshot("s", &bytes, &schema).expect("decode");
     assert_eq!((snap.entries.len(), snap.chunks), (0, 0));
 }
 
