@@ -298,3 +298,86 @@ fn snapshot_on_demand() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// A file of several blocks (the import cuts its input into blocks of about 2 MiB that are
+/// parsed in parallel): bad records in different blocks are named by their line in the file,
+/// in file order, and CRLF line ends cut the same way.
+#[test]
+fn line_numbers_hold_across_blocks() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let gen = tmp.path().join("gen.ldif");
+    let (rc, _, err) = linden(&[
+        "gen",
+        "--count",
+        "14000",
+        "--password-scheme",
+        "ssha",
+        "-o",
+        gen.to_str().expect("p"),
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    let mut text = format!(
+        "version: 1\n# {} entries\n\n{}",
+        14_002,
+        std::fs::read_to_string(&gen).expect("read")
+    );
+    assert!(
+        text.len() > 4_500_000,
+        "{} bytes: fewer than three blocks",
+        text.len()
+    );
+    // A record longer than a block, then one bad record (no sn) near the start and one past
+    // the second block.
+    let big = format!(
+        "dn: uid=big,ou=people,dc=example,dc=com\nobjectClass: inetOrgPerson\nuid: big\ncn: Big\nsn: Big\ndescription: {}\n\n",
+        "x".repeat(3 << 20)
+    );
+    let at = text.find("dn: uid=user.0,").expect("the first person");
+    text.insert_str(at, &big);
+    let mut lines = Vec::new();
+    for (i, at) in [20_000, 7_500_000].into_iter().enumerate() {
+        let cut = at + text[at..].find("\n\n").expect("a record ends") + 2;
+        lines.push(text[..cut].matches('\n').count() + 1);
+        let bad = format!(
+            "dn: uid=bad{i},ou=people,dc=example,dc=com\nobjectClass: inetOrgPerson\nuid: bad{i}\ncn: Bad\n\n"
+        );
+        text.insert_str(cut, &bad);
+    }
+    for (name, content) in [
+        ("lf.ldif", text.clone()),
+        ("crlf.ldif", text.replace('\n', "\r\n")),
+    ] {
+        let src = tmp.path().join(name);
+        std::fs::write(&src, content).expect("write");
+        let d = tmp.path().join(format!("{name}.d"));
+        let (rc, _, err) = linden(&[
+            "import",
+            "--data",
+            d.to_str().expect("p"),
+            src.to_str().expect("p"),
+        ]);
+        assert_eq!(rc, 1, "{err}");
+        assert!(err.contains(&format!("{name}:{}:", lines[0])), "{err}");
+        let (rc, out, err) = linden(&[
+            "import",
+            "--continue-on-error",
+            "--data",
+            d.to_str().expect("p"),
+            src.to_str().expect("p"),
+        ]);
+        assert_eq!(rc, 0, "{err}");
+        let skipped: Vec<&str> = err.lines().filter(|l| l.contains("skipped")).collect();
+        assert_eq!(skipped.len(), 2, "{err}");
+        for (i, (got, line)) in skipped.iter().zip(&lines).enumerate() {
+            let want = format!(
+                "{name}:{line}: skipped: uid=bad{i},ou=people,dc=example,dc=com: \
+                 object class 'person' requires attribute 'sn'"
+            );
+            assert!(got.ends_with(&want), "{got}\nwanted {want}");
+        }
+        assert!(
+            out.contains("imported 14003 entries") && out.contains("2 records skipped"),
+            "{out}"
+        );
+    }
+}
