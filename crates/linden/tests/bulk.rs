@@ -4,7 +4,17 @@ mod common;
 
 use common::linden;
 
+use std::path::Path;
 use std::process::Command;
+
+/// `linden import [FLAGS] --data DATA SRC`: exit status, standard output and error.
+fn import(data: &Path, src: &Path, flags: &[&str]) -> (i32, String, String) {
+    let (data, src) = (data.to_str().expect("path"), src.to_str().expect("path"));
+    let mut args = vec!["import"];
+    args.extend_from_slice(flags);
+    args.extend(["--data", data, src]);
+    linden(&args)
+}
 
 const LDIF: &str = "dn: dc=example,dc=com
 objectClass: dcObject
@@ -37,12 +47,7 @@ fn import_export_import_gives_identical_data() {
     let src = tmp.path().join("in.ldif");
     std::fs::write(&src, LDIF).expect("write");
     let d1 = tmp.path().join("d1");
-    let (rc, out, err) = linden(&[
-        "import",
-        "--data",
-        d1.to_str().expect("p"),
-        src.to_str().expect("p"),
-    ]);
+    let (rc, out, err) = import(&d1, &src, &[]);
     assert_eq!(rc, 0, "{out}{err}");
     assert!(out.contains("imported 3 entries"), "{out}");
     let e1 = tmp.path().join("e1.ldif");
@@ -64,12 +69,7 @@ fn import_export_import_gives_identical_data() {
         "cleartext passwords are hashed on import"
     );
     let d2 = tmp.path().join("d2");
-    let (rc, _, err) = linden(&[
-        "import",
-        "--data",
-        d2.to_str().expect("p"),
-        e1.to_str().expect("p"),
-    ]);
+    let (rc, _, err) = import(&d2, &e1, &[]);
     assert_eq!(rc, 0, "{err}");
     let e2 = tmp.path().join("e2.ldif");
     linden(&[
@@ -80,12 +80,7 @@ fn import_export_import_gives_identical_data() {
     ]);
     assert_eq!(exported, std::fs::read_to_string(&e2).expect("read"));
     // Importing again into a directory that holds data is refused.
-    let (rc, _, err) = linden(&[
-        "import",
-        "--data",
-        d1.to_str().expect("p"),
-        src.to_str().expect("p"),
-    ]);
+    let (rc, _, err) = import(&d1, &src, &[]);
     assert_ne!(rc, 0);
     assert!(err.contains("empty data directory"), "{err}");
     // A backup of it restores the same entries.
@@ -119,12 +114,7 @@ fn import_stores_the_parents_spelling() {
     ) + "\ndn: UID=x , OU=PEOPLE,DC=Example,dc=com\nobjectClass: account\nuid: x\n";
     std::fs::write(&src, ldif).expect("write");
     let d = tmp.path().join("d");
-    let (rc, out, err) = linden(&[
-        "import",
-        "--data",
-        d.to_str().expect("p"),
-        src.to_str().expect("p"),
-    ]);
+    let (rc, out, err) = import(&d, &src, &[]);
     assert_eq!(rc, 0, "{out}{err}");
     let (rc, out, err) = linden(&["export", "--data", d.to_str().expect("p")]);
     assert_eq!(rc, 0, "{err}");
@@ -144,12 +134,7 @@ fn bad_record_names_its_line() {
     let src = tmp.path().join("in.ldif");
     std::fs::write(&src, format!("{LDIF}{BAD}")).expect("write");
     let d = tmp.path().join("d");
-    let (rc, _, err) = linden(&[
-        "import",
-        "--data",
-        d.to_str().expect("p"),
-        src.to_str().expect("p"),
-    ]);
+    let (rc, _, err) = import(&d, &src, &[]);
     assert_eq!(rc, 1, "{err}");
     // bob's record starts on line 18 and lacks sn (inetOrgPerson requires it).
     assert!(err.contains("in.ldif:18:") && err.contains("sn"), "{err}");
@@ -157,13 +142,7 @@ fn bad_record_names_its_line() {
         !d.join("snap-00000000000000000001.lns").exists(),
         "nothing is written"
     );
-    let (rc, out, err) = linden(&[
-        "import",
-        "--continue-on-error",
-        "--data",
-        d.to_str().expect("p"),
-        src.to_str().expect("p"),
-    ]);
+    let (rc, out, err) = import(&d, &src, &["--continue-on-error"]);
     assert_eq!(rc, 0, "{err}");
     assert!(err.contains("in.ldif:18: skipped"), "{err}");
     assert!(
@@ -350,21 +329,10 @@ fn line_numbers_hold_across_blocks() {
         let src = tmp.path().join(name);
         std::fs::write(&src, content).expect("write");
         let d = tmp.path().join(format!("{name}.d"));
-        let (rc, _, err) = linden(&[
-            "import",
-            "--data",
-            d.to_str().expect("p"),
-            src.to_str().expect("p"),
-        ]);
+        let (rc, _, err) = import(&d, &src, &[]);
         assert_eq!(rc, 1, "{err}");
         assert!(err.contains(&format!("{name}:{}:", lines[0])), "{err}");
-        let (rc, out, err) = linden(&[
-            "import",
-            "--continue-on-error",
-            "--data",
-            d.to_str().expect("p"),
-            src.to_str().expect("p"),
-        ]);
+        let (rc, out, err) = import(&d, &src, &["--continue-on-error"]);
         assert_eq!(rc, 0, "{err}");
         let skipped: Vec<&str> = err.lines().filter(|l| l.contains("skipped")).collect();
         assert_eq!(skipped.len(), 2, "{err}");
