@@ -6,6 +6,13 @@
 //! checks, and writes one snapshot straight into an empty data directory: no transaction log
 //! is written. Operational attributes in the input (createTimestamp, entryUUID, …) are kept.
 //!
+//! The pipeline: one thread reads the file and cuts it at blank lines into blocks of whole
+//! records (`cut_blocks`); every core parses blocks (values borrowed from the reader, no
+//! allocation per value) and builds their entries, the common record through `fast` and any
+//! other through `add::build`; this thread places the blocks in file order against a DN table
+//! (`ImportTree`), then writes the snapshot (`store::persist::write_snapshot_bulk`). Memory is
+//! bounded by `BLOCKS_AHEAD` blocks per core in flight, whatever the file's size.
+//!
 //! Export recovers a data directory read-only (snapshot + logs, as a start would) and writes
 //! every entry, operational attributes included, as LDIF: import → export → import gives the
 //! same data. It can run against the directory of a running server: it sees the state of the
