@@ -349,3 +349,29 @@ fn line_numbers_hold_across_blocks() {
         );
     }
 }
+
+/// slapcat output imports as it is, OpenLDAP's operational attributes (entryCSN, entryUUID,
+/// timestamps, empty creatorsName) kept.
+#[test]
+fn imports_slapcat_output() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../ldif/tests/fixtures/slapcat.ldif");
+    let d = tmp.path().join("d");
+    let (rc, out, err) = import(&d, &src, &[]);
+    assert_eq!(rc, 0, "{out}{err}");
+    assert!(out.contains("imported 20 entries"), "{out}");
+    let (rc, exported, err) = linden(&["export", "--data", d.to_str().expect("p")]);
+    assert_eq!(rc, 0, "{err}");
+    let suffix = exported
+        .split("\n\n")
+        .find(|r| r.contains("dn: dc=example,dc=com\n"))
+        .expect("suffix exported");
+    for kept in [
+        "entryCSN: 20261122204826.795495Z#000000#000#000000",
+        "entryUUID: cf84ad9a-7b01-1041-8905-1d5816d38685",
+        "createTimestamp: 20261122204826Z",
+        "structuralObjectClass: organization",
+    ] {
+        assert!(suffix.contains(kept), "{kept} not in {suffix}");
+    }
+}

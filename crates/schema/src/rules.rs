@@ -256,6 +256,22 @@ pub(crate) const RULES: &[RuleDef] = &[
         "1.3.6.1.1.16.1",
         F::Uuid,
     ),
+    // OpenLDAP's change sequence numbers: fixed-width text, so bytes compare and sort as the
+    // CSNs do.
+    r(
+        "1.3.6.1.4.1.4203.666.11.2.2",
+        "CSNMatch",
+        EQ,
+        "1.3.6.1.4.1.4203.666.11.2.1",
+        F::Octet,
+    ),
+    r(
+        "1.3.6.1.4.1.4203.666.11.2.3",
+        "CSNOrderingMatch",
+        ORD,
+        "1.3.6.1.4.1.4203.666.11.2.1",
+        F::Octet,
+    ),
 ];
 
 /// RFC 4518 "map to nothing" characters (soft hyphen, zero-width and variation selectors...).

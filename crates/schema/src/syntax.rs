@@ -25,6 +25,7 @@ pub(crate) enum Check {
     PostalAddress,
     BitString,
     Uuid,
+    Csn,
 }
 
 macro_rules! syn {
@@ -80,6 +81,7 @@ pub(crate) const SYNTAXES: &[(&str, &str, Check)] = &[
     ("1.3.6.1.1.16.1", "UUID", Check::Uuid),
     ("1.3.6.1.1.1.0.0", "RFC2307 NIS Netgroup Triple", Check::Any),
     ("1.3.6.1.1.1.0.1", "RFC2307 Boot Parameter", Check::Any),
+    ("1.3.6.1.4.1.4203.666.11.2.1", "CSN", Check::Csn),
 ];
 
 fn is_printable(b: u8) -> bool {
@@ -171,7 +173,23 @@ fn check(c: Check, v: &[u8]) -> bool {
         }
         Check::BitString => bit_string(v),
         Check::Uuid => rules::uuid_canon(v).is_some(),
+        Check::Csn => csn(v),
     }
+}
+
+/// An OpenLDAP change sequence number: `time#count#sid#mod`, the time a GeneralizedTime (with
+/// microseconds since OpenLDAP 2.4), the others hexadecimal.
+fn csn(v: &[u8]) -> bool {
+    let mut parts = v.split(|b| *b == b'#');
+    parts
+        .next()
+        .is_some_and(|t| rules::gentime_canon(t).is_some())
+        && (0..3).all(|_| {
+            parts
+                .next()
+                .is_some_and(|p| !p.is_empty() && p.iter().all(u8::is_ascii_hexdigit))
+        })
+        && parts.next().is_none()
 }
 
 impl Schema {

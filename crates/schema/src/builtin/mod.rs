@@ -7,6 +7,8 @@
 //! - `nis.schema`: RFC 2307.
 //! - `operational.schema`: the server's operational and root DSE attributes (RFC 3045,
 //!   RFC 3296, RFC 4530, RFC 5020, numSubordinates).
+//! - `openldap.schema`: OpenLDAP's entryCSN and contextCSN, which slapcat output carries. Last,
+//!   so that adding it numbered no earlier type differently.
 
 /// (origin, text) in load order: later files refer to names of earlier ones.
 pub(crate) const FILES: &[(&str, &str)] = &[
@@ -15,4 +17,5 @@ pub(crate) const FILES: &[(&str, &str)] = &[
     ("cosine.schema", include_str!("cosine.schema")),
     ("inetorgperson.schema", include_str!("inetorgperson.schema")),
     ("nis.schema", include_str!("nis.schema")),
+    ("openldap.schema", include_str!("openldap.schema")),
 ];
