@@ -144,18 +144,24 @@ pub fn write_snapshot_with<'a>(
     schema: &Schema,
     chunk_entries: usize,
 ) -> Result<SnapshotInfo, PersistError> {
-    let mut buf = Vec::new();
+    // One buffer serves every chunk: a fresh one per chunk would grow (and fault in) ~400 MB
+    // over a snapshot of a million entries, on the cores the server is answering with.
+    let spare = std::cell::RefCell::new(Vec::new());
     let chunks = std::iter::from_fn(|| {
-        let n = encode_chunk(&mut entries, chunk_entries, &mut buf);
-        (n > 0).then(|| std::mem::take(&mut buf))
+        let mut buf = spare.take();
+        (encode_chunk(&mut entries, chunk_entries, &mut buf) > 0).then_some(buf)
     });
-    write_chunks(
+    let file = SnapshotFile {
         io,
         dir,
         seq,
         next_id,
         schema,
+    };
+    write_chunks(
+        file,
         chunks,
+        |buf| *spare.borrow_mut() = buf,
         Some(SYNC_EVERY_BYTES),
     )
 }
@@ -174,10 +180,12 @@ pub fn write_snapshot_bulk(
 ) -> Result<SnapshotInfo, PersistError> {
     std::thread::scope(|s| {
         let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(4);
+        // Written buffers go back to the encoding thread.
+        let (back_tx, back_rx) = std::sync::mpsc::channel::<Vec<u8>>();
         s.spawn(move || {
             let mut it = entries.iter();
             loop {
-                let mut buf = Vec::new();
+                let mut buf = back_rx.try_recv().unwrap_or_default();
                 // Stops when the writer is gone (it failed) or the entries are done.
                 if encode_chunk(&mut it, DEFAULT_CHUNK_ENTRIES, &mut buf) == 0
                     || tx.send(buf).is_err()
@@ -186,7 +194,17 @@ pub fn write_snapshot_bulk(
                 }
             }
         });
-        write_chunks(io, dir, seq, next_id, schema, rx.into_iter(), None)
+        let recycle = |buf| {
+            let _ = back_tx.send(buf);
+        };
+        let file = SnapshotFile {
+            io,
+            dir,
+            seq,
+            next_id,
+            schema,
+        };
+        write_chunks(file, rx.into_iter(), recycle, None)
     })
 }
 
@@ -214,17 +232,31 @@ fn encode_chunk<'a>(
     count
 }
 
-/// Writes a snapshot file from framed chunks (`encode_chunk`), then makes it durable and
-/// visible; with `sync_every`, syncs whenever that many bytes were written since the last.
-fn write_chunks(
-    io: &dyn Io,
-    dir: &Path,
+/// Where a snapshot goes and what its header and schema section say.
+struct SnapshotFile<'a> {
+    io: &'a dyn Io,
+    dir: &'a Path,
     seq: u64,
     next_id: EntryId,
-    schema: &Schema,
+    schema: &'a Schema,
+}
+
+/// Writes a snapshot file from framed chunks (`encode_chunk`), handing each buffer to
+/// `recycle` once written, then makes it durable and visible; with `sync_every`, syncs whenever
+/// that many bytes were written since the last.
+fn write_chunks(
+    file: SnapshotFile<'_>,
     chunks: impl Iterator<Item = Vec<u8>>,
+    mut recycle: impl FnMut(Vec<u8>),
     sync_every: Option<usize>,
 ) -> Result<SnapshotInfo, PersistError> {
+    let SnapshotFile {
+        io,
+        dir,
+        seq,
+        next_id,
+        schema,
+    } = file;
     let name = snapshot_file_name(seq);
     let path = dir.join(&name);
     let tmp = dir.join(format!("{name}.tmp"));
@@ -260,6 +292,7 @@ fn write_chunks(
         index.push((offset, (chunk.len() - 8) as u32, count));
         offset += chunk.len() as u64;
         total += u64::from(count);
+        recycle(chunk);
     }
 
     let mut foot = Vec::with_capacity(12 + index.len() * INDEX_ENTRY_LEN + TRAILER_LEN);
