@@ -150,6 +150,10 @@ pub fn import(args: &ImportArgs) -> anyhow::Result<()> {
     }
     let report = match r {
         Ok(r) => r,
+        // Settings the server could not start with either: exit status 2, as for `serve`.
+        Err(server::bulk::BulkError::Config(m)) => {
+            return Err(anyhow::Error::new(crate::config::ConfigError(m)))
+        }
         Err(server::bulk::BulkError::Record(rej)) => {
             bail!(
                 "{name}:{}: {} (nothing was written; --continue-on-error skips bad records)",

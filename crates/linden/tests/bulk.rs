@@ -215,6 +215,18 @@ fn import_takes_settings_from_the_config_file() {
         err.contains("linden.toml: key 'password_hash': unknown password scheme"),
         "{err}"
     );
+    // So does a setting the server itself refuses.
+    std::fs::write(&config, "indexes = [\"noSuchAttribute\"]\n").expect("write");
+    let (rc, _, err) = linden(&[
+        "import",
+        "--config",
+        cfg,
+        "--data",
+        tmp.path().join("never").to_str().expect("p"),
+        src.to_str().expect("p"),
+    ]);
+    assert_eq!(rc, 2, "{err}");
+    assert!(err.contains("noSuchAttribute"), "{err}");
 }
 
 /// Starts `linden serve` on a free port; returns the child and its URL.

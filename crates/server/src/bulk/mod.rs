@@ -80,6 +80,9 @@ pub struct ImportReport {
 
 #[derive(Debug, thiserror::Error)]
 pub enum BulkError {
+    /// A setting the import's server configuration cannot use (suffix, admin DN, index, …).
+    #[error("{0}")]
+    Config(String),
     #[error("{0}")]
     Setup(String),
     /// Import stopped at a bad record (without `continue_on_error`); nothing was written.
@@ -244,8 +247,10 @@ pub fn import(
         )));
     }
     let admin = config.admin_dn.clone();
-    let server =
-        Server::build(config, Mode::Memory).map_err(|e| BulkError::Setup(e.to_string()))?;
+    let server = Server::build(config, Mode::Memory).map_err(|e| match e {
+        crate::StartError::Config(m) => BulkError::Config(m),
+        other => BulkError::Setup(other.to_string()),
+    })?;
     let shared = server.shared.clone();
     let read = Arc::new(AtomicU64::new(0));
     let mut rejected: Vec<Rejected> = Vec::new();
