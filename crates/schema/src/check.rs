@@ -2,8 +2,9 @@
 //! attributes, known object classes, exactly one structural chain, MUST and MAY.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::sync::Arc;
+
+use crate::cache::GenCache;
 
 use crate::{AttrId, ClassId, ClassKind, Schema, SchemaViolation, ViolationKind};
 
@@ -79,12 +80,9 @@ impl Schema {
     /// handful of class combinations (an import checks a million `inetOrgPerson`s), and the
     /// closure, structural chain and allowed attributes cost more than the rest of the check.
     fn class_rules(&self, object_classes: &[&[u8]]) -> Result<Arc<ClassRules>, SchemaViolation> {
-        type Cache = (
-            u64,
-            HashMap<Vec<u8>, Result<Arc<ClassRules>, SchemaViolation>>,
-        );
+        type Cache = GenCache<Vec<u8>, Result<Arc<ClassRules>, SchemaViolation>>;
         thread_local! {
-            static CACHE: RefCell<Cache> = RefCell::new((0, HashMap::new()));
+            static CACHE: RefCell<Cache> = RefCell::new(Cache::default());
         }
         const MAX_ENTRIES: usize = 256;
         if self.generation == 0 {
@@ -95,24 +93,11 @@ impl Schema {
             key.extend_from_slice(v);
             key.push(0);
         }
-        let hit = CACHE.with(|c| {
-            let c = c.borrow();
-            (c.0 == self.generation)
-                .then(|| c.1.get(&key).cloned())
-                .flatten()
-        });
-        if let Some(r) = hit {
+        if let Some(r) = CACHE.with_borrow(|c| c.get(self.generation, &key, Clone::clone)) {
             return r;
         }
         let r = self.compute_class_rules(object_classes).map(Arc::new);
-        CACHE.with(|c| {
-            let mut c = c.borrow_mut();
-            if c.0 != self.generation || c.1.len() >= MAX_ENTRIES {
-                c.0 = self.generation;
-                c.1.clear();
-            }
-            c.1.insert(key, r.clone());
-        });
+        CACHE.with_borrow_mut(|c| c.insert(self.generation, key, r.clone(), MAX_ENTRIES));
         r
     }
 

@@ -4,9 +4,9 @@
 //! values. A `#hex` value is a BER encoding; its OCTET STRING / string contents become the value.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::fmt;
 
+use crate::cache::GenCache;
 use crate::{Ava, Dn, DnError, NormDn, Rdn, Schema};
 
 fn err<T>(msg: impl Into<String>) -> Result<T, DnError> {
@@ -314,9 +314,9 @@ impl Schema {
     /// parents it parsed last and only the first RDN is parsed anew: the result is the same as
     /// `NewDn::build`'s, which any DN this cannot split safely goes through.
     pub fn parse_new_dn(&self, s: &str) -> Result<NewDn, DnError> {
-        type Cache = (u64, HashMap<Box<str>, (String, NormDn)>);
         thread_local! {
-            static PARENTS: RefCell<Cache> = RefCell::new((0, HashMap::new()));
+            static PARENTS: RefCell<GenCache<Box<str>, (String, NormDn)>> =
+                RefCell::new(GenCache::default());
         }
         const MAX_ENTRIES: usize = 256;
         const MAX_LEN: usize = 1024;
@@ -335,12 +335,7 @@ impl Schema {
             return NewDn::build(s, self);
         };
         let (first, rest) = (&s[..i], &s[i + 1..]);
-        let cached = PARENTS.with(|c| {
-            let c = c.borrow();
-            (c.0 == self.generation)
-                .then(|| c.1.get(rest).cloned())
-                .flatten()
-        });
+        let cached = PARENTS.with_borrow(|c| c.get(self.generation, rest, Clone::clone));
         let parent = match cached {
             Some(p) => p,
             None => {
@@ -351,13 +346,8 @@ impl Schema {
                     return NewDn::build(s, self);
                 }
                 let p = (p.text, p.ndn);
-                PARENTS.with(|c| {
-                    let mut c = c.borrow_mut();
-                    if c.0 != self.generation || c.1.len() >= MAX_ENTRIES {
-                        c.0 = self.generation;
-                        c.1.clear();
-                    }
-                    c.1.insert(rest.into(), p.clone());
+                PARENTS.with_borrow_mut(|c| {
+                    c.insert(self.generation, rest.into(), p.clone(), MAX_ENTRIES)
                 });
                 p
             }

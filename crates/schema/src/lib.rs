@@ -49,6 +49,7 @@
 use std::collections::HashMap;
 
 mod builtin;
+mod cache;
 mod check;
 mod dn;
 pub use dn::{norm_is_descendant, norm_parent, NewDn};

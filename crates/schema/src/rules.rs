@@ -7,8 +7,8 @@
 //! space, and Unicode-lowercase for the caseIgnore rules (no NFKC).
 
 use std::cmp::Ordering;
-use std::collections::HashMap;
 
+use crate::cache::GenCache;
 use crate::{syntax, AttrId, Dn, RuleId, RuleKind, Schema, ValueError};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -637,22 +637,15 @@ impl Schema {
     /// few hundred entries), and start-up and import normalize every stored value, so each
     /// thread keeps the keys of the DNs it normalized last, for this schema generation.
     fn dn_key(&self, v: &[u8]) -> Option<Vec<u8>> {
-        type Cache = (u64, HashMap<Box<[u8]>, Box<[u8]>>);
+        type Cache = GenCache<Box<[u8]>, Box<[u8]>>;
         thread_local! {
-            static CACHE: std::cell::RefCell<Cache> = std::cell::RefCell::new((0, HashMap::new()));
+            static CACHE: std::cell::RefCell<Cache> = std::cell::RefCell::new(Cache::default());
         }
         const MAX_ENTRIES: usize = 1024;
         const MAX_LEN: usize = 512;
         let cacheable = self.generation != 0 && v.len() <= MAX_LEN;
         if cacheable {
-            let hit = CACHE.with(|c| {
-                let c = c.borrow();
-                if c.0 == self.generation {
-                    c.1.get(v).map(|k| k.to_vec())
-                } else {
-                    None
-                }
-            });
+            let hit = CACHE.with_borrow(|c| c.get(self.generation, v, |k| k.to_vec()));
             if hit.is_some() {
                 return hit;
             }
@@ -660,13 +653,13 @@ impl Schema {
         let dn = Dn::parse(utf8(v)?).ok()?;
         let key = dn.normalize(self).ok()?.norm.into_bytes();
         if cacheable {
-            CACHE.with(|c| {
-                let mut c = c.borrow_mut();
-                if c.0 != self.generation || c.1.len() >= MAX_ENTRIES {
-                    c.0 = self.generation;
-                    c.1.clear();
-                }
-                c.1.insert(v.into(), key.as_slice().into());
+            CACHE.with_borrow_mut(|c| {
+                c.insert(
+                    self.generation,
+                    v.into(),
+                    key.as_slice().into(),
+                    MAX_ENTRIES,
+                )
             });
         }
         Some(key)
