@@ -354,9 +354,6 @@ impl<R: BufRead> Iterator for Reader<R> {
     type Item = Result<Record, LdifError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.done {
-            return None;
-        }
         self.next_borrowed().map(|r| r.map(RecordRef::into_owned))
     }
 }

@@ -141,15 +141,16 @@ impl Shared {
             .map_err(|e| LdapError::new(ResultCode::InvalidDnSyntax, e.to_string()))
     }
 
-    /// The naming context holding `ndn`, if any.
-    pub fn suffix_of(&self, ndn: &NormDn) -> Option<&NormDn> {
+    /// The naming context holding the normalized DN `norm`, if any.
+    pub fn suffix_of(&self, norm: &str) -> Option<&NormDn> {
         self.suffixes
             .iter()
-            .find(|s| *s == ndn || ndn.is_descendant_of(s))
+            .find(|s| s.norm == norm || schema::norm_is_descendant(norm, &s.norm))
     }
 
-    pub fn is_suffix(&self, ndn: &NormDn) -> bool {
-        self.suffixes.iter().any(|s| s == ndn)
+    /// Whether the normalized DN `norm` is a naming context.
+    pub fn is_suffix(&self, norm: &str) -> bool {
+        self.suffixes.iter().any(|s| s.norm == norm)
     }
 
     /// noSuchObject for `ndn` as the requester of `view` may know it: matchedDN is the nearest

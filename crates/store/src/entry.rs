@@ -171,19 +171,14 @@ fn put_name(out: &mut Vec<u8>, dn: &str, norm: &str, count: usize, rdns: &[u8]) 
         put_varint(out, norm.len() + 1);
         out.extend_from_slice(norm.as_bytes());
     }
-    let mut c = [0u8; 10];
-    let mut n = 0;
-    let mut v = count;
-    while v >= 0x80 {
-        c[n] = (v as u8) | 0x80;
-        v >>= 7;
-        n += 1;
-    }
-    c[n] = v as u8;
-    n += 1;
-    put_varint(out, n + rdns.len());
-    out.extend_from_slice(&c[..n]);
+    put_varint(out, varint_len(count) + rdns.len());
+    put_varint(out, count);
     out.extend_from_slice(rdns);
+}
+
+/// The bytes `put_varint` writes for `v`.
+fn varint_len(v: usize) -> usize {
+    (usize::BITS - v.leading_zeros()).max(1).div_ceil(7) as usize
 }
 
 fn depth_of(ndn: &NormDn) -> u32 {

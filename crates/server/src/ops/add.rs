@@ -191,14 +191,10 @@ pub(crate) fn locate<'t>(shared: &Shared, tree: &'t impl Tree, norm: &str) -> Ld
             "entry already exists",
         ));
     }
-    if shared.suffixes.iter().any(|s| s.norm == norm) {
+    if shared.is_suffix(norm) {
         return Ok(Site::Root);
     }
-    if !shared
-        .suffixes
-        .iter()
-        .any(|s| schema::norm_is_descendant(norm, &s.norm))
-    {
+    if shared.suffix_of(norm).is_none() {
         return Err(LdapError::new(
             ResultCode::UnwillingToPerform,
             "no global superior knowledge",

@@ -52,7 +52,7 @@ pub(crate) fn apply(shared: &Shared, txn: &mut Txn, who: &str, r: Rename) -> Lda
         .lookup(&r.ndn)
         .ok_or_else(|| shared.no_such_object(v, &r.ndn))?
         .clone();
-    if shared.is_suffix(&e.ndn()) {
+    if shared.is_suffix(e.ndn_str()) {
         return Err(LdapError::new(
             ResultCode::UnwillingToPerform,
             "cannot rename a naming context",
