@@ -47,6 +47,10 @@ pub const KEYS: &[&str] = &[
     "access",
     "max_ber_depth",
     "max_filter_depth",
+    "max_values_per_attribute",
+    "max_attributes_per_request",
+    "max_requested_attributes",
+    "max_controls_per_request",
     "max_connections",
     "max_connections_per_ip",
     "idle_timeout",
@@ -99,6 +103,10 @@ pub struct Settings {
     pub access: Option<Vec<server::acl::RuleSpec>>,
     pub max_ber_depth: Option<usize>,
     pub max_filter_depth: Option<usize>,
+    pub max_values_per_attribute: Option<usize>,
+    pub max_attributes_per_request: Option<usize>,
+    pub max_requested_attributes: Option<usize>,
+    pub max_controls_per_request: Option<usize>,
     pub max_connections: Option<usize>,
     pub max_connections_per_ip: Option<usize>,
     pub idle_timeout: Option<u64>,
@@ -189,6 +197,10 @@ pub fn merge(args: &ServeArgs, file: Settings) -> Result<Settings, ConfigError> 
         access: file.access,
         max_ber_depth: file.max_ber_depth,
         max_filter_depth: file.max_filter_depth,
+        max_values_per_attribute: file.max_values_per_attribute,
+        max_attributes_per_request: file.max_attributes_per_request,
+        max_requested_attributes: file.max_requested_attributes,
+        max_controls_per_request: file.max_controls_per_request,
         max_connections: file.max_connections,
         max_connections_per_ip: file.max_connections_per_ip,
         idle_timeout: file.idle_timeout,
@@ -293,6 +305,18 @@ pub fn parse_file(path: &Path, text: &str) -> Result<Settings, ConfigError> {
             }
             "max_ber_depth" => s.max_ber_depth = Some(integer(value, 8).map_err(bad)?),
             "max_filter_depth" => s.max_filter_depth = Some(integer(value, 1).map_err(bad)?),
+            "max_values_per_attribute" => {
+                s.max_values_per_attribute = Some(integer(value, 0).map_err(bad)?)
+            }
+            "max_attributes_per_request" => {
+                s.max_attributes_per_request = Some(integer(value, 0).map_err(bad)?)
+            }
+            "max_requested_attributes" => {
+                s.max_requested_attributes = Some(integer(value, 0).map_err(bad)?)
+            }
+            "max_controls_per_request" => {
+                s.max_controls_per_request = Some(integer(value, 0).map_err(bad)?)
+            }
             "max_connections" => s.max_connections = Some(integer(value, 1).map_err(bad)?),
             "max_connections_per_ip" => {
                 s.max_connections_per_ip = Some(integer(value, 1).map_err(bad)?)

@@ -54,6 +54,18 @@ pub fn server_config(s: Settings, admin_password_hash: Vec<u8>) -> server::Confi
     if let Some(v) = s.max_filter_depth {
         c.max_filter_depth = v;
     }
+    if let Some(v) = s.max_values_per_attribute {
+        c.max_values_per_attribute = v;
+    }
+    if let Some(v) = s.max_attributes_per_request {
+        c.max_attributes_per_request = v;
+    }
+    if let Some(v) = s.max_requested_attributes {
+        c.max_requested_attributes = v;
+    }
+    if let Some(v) = s.max_controls_per_request {
+        c.max_controls_per_request = v;
+    }
     if let Some(v) = s.max_connections {
         c.max_connections = v;
     }

@@ -68,6 +68,17 @@ pub struct Config {
     /// Deepest and/or/not nesting of a search filter; deeper filters get a Notice of
     /// Disconnection (protocolError). Default 32.
     pub max_filter_depth: usize,
+    /// Values one attribute of an add or modify request may carry (0 = no limit); more are
+    /// refused with adminLimitExceeded. Default 1,000,000.
+    pub max_values_per_attribute: usize,
+    /// Attributes of an add, or changes of a modify, in one request (0 = no limit); more are
+    /// refused with adminLimitExceeded. Default 10,000.
+    pub max_attributes_per_request: usize,
+    /// Attribute names a search may request (0 = no limit); more: adminLimitExceeded.
+    /// Default 1,000.
+    pub max_requested_attributes: usize,
+    /// Controls one request may carry (0 = no limit); more: adminLimitExceeded. Default 32.
+    pub max_controls_per_request: usize,
     /// Connections open at once; more are refused with a Notice of Disconnection (busy).
     /// Default 10000.
     pub max_connections: usize,
@@ -120,6 +131,10 @@ impl Default for Config {
             access: None,
             max_ber_depth: proto::DecodeLimits::default().max_ber_depth,
             max_filter_depth: proto::DecodeLimits::default().max_filter_depth,
+            max_values_per_attribute: 1_000_000,
+            max_attributes_per_request: 10_000,
+            max_requested_attributes: 1_000,
+            max_controls_per_request: 32,
             max_connections: 10_000,
             max_connections_per_ip: 1_000,
             idle_timeout: 0,

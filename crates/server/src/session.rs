@@ -165,6 +165,17 @@ pub(crate) fn writes_allowed(conn: &Conn) -> Result<(), LdapError> {
     Ok(())
 }
 
+/// Whether `who` may send changes at all: over TLS where `require_tls_for_writes` asks for it,
+/// and never anonymously (as slapd, whatever the access rules say). Checked before the
+/// request's DN and values are looked at, so a refused change costs only its decoding.
+pub(crate) fn may_write(conn: &Conn, who: &Identity) -> Result<(), LdapError> {
+    writes_allowed(conn)?;
+    if who.is_anonymous() {
+        return Err(crate::ops::denied(who, true, "write"));
+    }
+    Ok(())
+}
+
 /// Encodes an LDAPResult-only response.
 pub(crate) fn result_pdu(id: i32, tag: u8, r: Result<(), &LdapError>) -> Vec<u8> {
     let mut out = Vec::with_capacity(64);
@@ -520,6 +531,20 @@ async fn dispatch(conn: &Arc<Conn>, pdu: &[u8], identity: &mut Arc<Identity>) ->
         }
     };
     let id = msg.id;
+    let max_controls = conn.shared.config.max_controls_per_request;
+    if max_controls > 0 && msg.controls.len() > max_controls {
+        if let Some(tag) = response_tag(&msg.op) {
+            let e = LdapError::new(
+                ResultCode::AdminLimitExceeded,
+                format!(
+                    "{} controls, more than the server allows in one request ({max_controls}, max_controls_per_request)",
+                    msg.controls.len()
+                ),
+            );
+            conn.send(result_pdu(id, tag, Err(&e))).await;
+        }
+        return Next::Continue;
+    }
     if let Some(oid) = unsupported_critical(&msg.controls) {
         if let Some(tag) = response_tag(&msg.op) {
             let e = LdapError::new(
@@ -615,7 +640,7 @@ async fn dispatch(conn: &Arc<Conn>, pdu: &[u8], identity: &mut Arc<Identity>) ->
             let audit = audit(conn, identity, &req.dn, || {
                 crate::logs::add_change(shared, &req)
             });
-            let fut = match writes_allowed(conn) {
+            let fut = match may_write(conn, identity) {
                 Ok(()) => ops::add::submit(shared, identity, &req).await,
                 Err(e) => ops::ready(Err(e)),
             };
@@ -628,7 +653,7 @@ async fn dispatch(conn: &Arc<Conn>, pdu: &[u8], identity: &mut Arc<Identity>) ->
                 crate::logs::quote(l, &dn);
             });
             let audit = audit(conn, identity, &dn, || ldif::ChangeRecord::Delete);
-            let fut = match writes_allowed(conn) {
+            let fut = match may_write(conn, identity) {
                 Ok(()) => ops::delete::submit(shared, identity, &dn),
                 Err(e) => ops::ready(Err(e)),
             };
@@ -643,7 +668,7 @@ async fn dispatch(conn: &Arc<Conn>, pdu: &[u8], identity: &mut Arc<Identity>) ->
             let audit = audit(conn, identity, &req.dn, || {
                 crate::logs::modify_change(shared, &req)
             });
-            let fut = match writes_allowed(conn) {
+            let fut = match may_write(conn, identity) {
                 Ok(()) => ops::modify::submit(shared, identity, &req).await,
                 Err(e) => ops::ready(Err(e)),
             };
@@ -662,7 +687,7 @@ async fn dispatch(conn: &Arc<Conn>, pdu: &[u8], identity: &mut Arc<Identity>) ->
                 }
             });
             let audit = audit(conn, identity, &req.dn, || crate::logs::modrdn_change(&req));
-            let fut = match writes_allowed(conn) {
+            let fut = match may_write(conn, identity) {
                 Ok(()) => ops::modrdn::submit(shared, identity, &req),
                 Err(e) => ops::ready(Err(e)),
             };

@@ -5,16 +5,19 @@
 //! on the data (parent, existence) and stamps the server-kept attributes.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use proto::{AddRequest, ResultCode};
-use schema::NormDn;
+use schema::{AttrId, NormDn};
 use store::{Attr, EntryId, Txn};
 
 use crate::error::{LdapError, LdapResult};
+use crate::ops::values::ValueSet;
 use crate::ops::{
-    authorize_new, check_entry, check_user_modifiable, checked_values, detached, generalized_time,
-    hash_passwords, on_blocking_pool, ready, set_operational, submit_write, Pending,
+    authorize_new, check_attribute_count, check_entry, check_user_modifiable, detached,
+    generalized_time, hash_passwords, on_blocking_pool, push_checked, ready, set_operational,
+    submit_write, Pending,
 };
 use crate::state::{resolve_attr, Identity, Shared};
 
@@ -71,12 +74,18 @@ pub(crate) fn build(
             "cannot add the root DSE",
         ));
     }
-    let mut attrs: Vec<Attr> = Vec::with_capacity(input.len() + 6);
+    if !trusted {
+        check_attribute_count(shared, "attributes", input.len())?;
+    }
+    // Values of one type listed more than once join (and must still be distinct): the sets
+    // are found by (type, options) through a map, so repeats cost no scan of earlier ones.
+    let mut sets: Vec<(AttrId, String, ValueSet)> = Vec::with_capacity(input.len());
+    let mut at: HashMap<(AttrId, String), usize> = HashMap::with_capacity(input.len());
     for (desc, values) in input {
         let (ty, options) = resolve_attr(schema, desc)?;
-        let name = schema.attr(ty).name().to_string();
+        let name = schema.attr(ty).name();
         if !trusted {
-            check_user_modifiable(schema, ty, &name)?;
+            check_user_modifiable(schema, ty, name)?;
         }
         if values.is_empty() {
             return Err(LdapError::new(
@@ -84,17 +93,15 @@ pub(crate) fn build(
                 format!("{name}: no values for attribute type"),
             ));
         }
-        // The same type listed twice: its values join (and must still be distinct).
-        let mut all: Vec<Cow<'_, [u8]>> = Vec::new();
-        if let Some(pos) = attrs
-            .iter()
-            .position(|a| a.ty == ty && *a.options == *options)
-        {
-            let prev = attrs.remove(pos);
-            all.extend(prev.values.iter().map(|v| Cow::Owned(v.to_vec())));
-        }
-        all.extend(values.iter().cloned());
-        let (mut vals, norm) = checked_values(shared, ty, &name, &all, "")?;
+        let i = *at.entry((ty, options)).or_insert_with_key(|(ty, options)| {
+            sets.push((*ty, options.clone(), ValueSet::default()));
+            sets.len() - 1
+        });
+        push_checked(shared, &mut sets[i].2, ty, name, values, "")?;
+    }
+    let mut attrs: Vec<Attr> = Vec::with_capacity(sets.len() + 6);
+    for (ty, options, set) in sets {
+        let (mut vals, norm) = set.into_parts();
         let a = if ty == shared.known.user_password {
             // Hashing changes the values: normalize what is stored.
             hash_passwords(&shared.config.password_hash, &mut vals);

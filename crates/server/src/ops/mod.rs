@@ -16,6 +16,7 @@ pub mod modify;
 pub mod modrdn;
 pub mod sasl;
 pub mod search;
+pub(crate) mod values;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -29,6 +30,7 @@ use store::{Attr, Txn};
 use crate::acl::Rights;
 use crate::error::{LdapError, LdapResult};
 use crate::state::{Identity, Shared};
+use values::ValueSet;
 
 /// A write on its way through the writer.
 pub(crate) type Pending = Pin<Box<dyn Future<Output = LdapResult<()>> + Send>>;
@@ -207,18 +209,33 @@ pub(crate) async fn on_blocking_pool<T: Send + 'static>(
 /// its equality-normalized form (computed to find repeats, and kept so that building the
 /// attribute need not normalize again). `context` prefixes messages as slapd does (e.g.
 /// "modify/add").
-#[allow(clippy::type_complexity)]
 pub(crate) fn checked_values(
     shared: &Shared,
     ty: AttrId,
     name: &str,
     raw: &[std::borrow::Cow<'_, [u8]>],
     context: &str,
-) -> LdapResult<(Vec<Box<[u8]>>, Vec<Box<[u8]>>)> {
+) -> LdapResult<values::Parts> {
+    let mut set = ValueSet::default();
+    push_checked(shared, &mut set, ty, name, raw, context)?;
+    Ok(set.into_parts())
+}
+
+/// Adds the values of `raw` to `set` as `checked_values` checks them; a value whose normalized
+/// form is already in the set (from `raw` or from before) is attributeOrValueExists. Linear in
+/// the number of values (`ValueSet`), and bounded by `max_values_per_attribute`.
+pub(crate) fn push_checked(
+    shared: &Shared,
+    set: &mut ValueSet,
+    ty: AttrId,
+    name: &str,
+    raw: &[std::borrow::Cow<'_, [u8]>],
+    context: &str,
+) -> LdapResult<()> {
     let schema = &*shared.schema;
-    let mut out: Vec<Box<[u8]>> = Vec::with_capacity(raw.len());
-    let mut norms: Vec<Box<[u8]>> = Vec::with_capacity(raw.len());
-    for (i, v) in raw.iter().enumerate() {
+    check_value_count(shared, name, set.len() + raw.len())?;
+    for v in raw {
+        let i = set.len();
         let invalid = || {
             LdapError::new(
                 ResultCode::InvalidAttributeSyntax,
@@ -239,16 +256,38 @@ pub(crate) fn checked_values(
             .normalize_eq(ty, v)
             .map_err(|_| invalid())?
             .into_boxed_slice();
-        if norms.contains(&n) {
+        if !set.insert(v.as_ref().into(), n) {
             return Err(LdapError::new(
                 ResultCode::AttributeOrValueExists,
                 format!("{context}{name}: value #{i} provided more than once"),
             ));
         }
-        norms.push(n);
-        out.push(v.as_ref().into());
     }
-    Ok((out, norms))
+    Ok(())
+}
+
+/// `max_values_per_attribute`: the values one attribute of a request may carry.
+pub(crate) fn check_value_count(shared: &Shared, name: &str, n: usize) -> LdapResult<()> {
+    let max = shared.config.max_values_per_attribute;
+    if max > 0 && n > max {
+        return Err(LdapError::new(
+            ResultCode::AdminLimitExceeded,
+            format!("{name}: {n} values, more than the server allows in one request ({max}, max_values_per_attribute)"),
+        ));
+    }
+    Ok(())
+}
+
+/// `max_attributes_per_request`: the attributes of an add, or the changes of a modify.
+pub(crate) fn check_attribute_count(shared: &Shared, what: &str, n: usize) -> LdapResult<()> {
+    let max = shared.config.max_attributes_per_request;
+    if max > 0 && n > max {
+        return Err(LdapError::new(
+            ResultCode::AdminLimitExceeded,
+            format!("{n} {what}, more than the server allows in one request ({max}, max_attributes_per_request)"),
+        ));
+    }
+    Ok(())
 }
 
 /// Refuses changes to attributes the server keeps itself.

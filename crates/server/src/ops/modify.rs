@@ -10,10 +10,11 @@ use store::{Attr, Txn};
 
 use crate::acl::Rights;
 use crate::error::{LdapError, LdapResult};
+use crate::ops::values::ValueSet;
 use crate::ops::{
-    authorize, check_entry, check_user_modifiable, checked_values, hash_passwords,
-    on_blocking_pool, rdn_values_present, ready, stamp_modified, structural_of, submit_write,
-    Pending,
+    authorize, check_attribute_count, check_entry, check_user_modifiable, check_value_count,
+    checked_values, hash_passwords, on_blocking_pool, rdn_values_present, ready, stamp_modified,
+    structural_of, submit_write, Pending,
 };
 use crate::state::{resolve_attr, Identity, Shared};
 
@@ -40,6 +41,7 @@ fn context(op: ModOp) -> &'static str {
 pub(crate) fn prepare(shared: &Shared, req: &ModifyRequest<'_>) -> LdapResult<(NormDn, Vec<Mod>)> {
     let schema = &*shared.schema;
     let (_, ndn) = shared.parse_dn(&req.dn)?;
+    check_attribute_count(shared, "changes", req.changes.len())?;
     let mut mods = Vec::with_capacity(req.changes.len());
     for ch in &req.changes {
         let (ty, options) = resolve_attr(schema, &ch.attr.name)?;
@@ -142,16 +144,20 @@ pub(crate) fn apply(
                 match pos {
                     Some(p) => {
                         let a = &mut attrs[p];
+                        check_value_count(shared, &m.name, a.values.len() + new.values.len())?;
+                        let mut set = ValueSet::from_parts(
+                            std::mem::take(&mut a.values),
+                            std::mem::take(&mut a.norm),
+                        );
                         for (i, (val, norm)) in new.values.into_iter().zip(new.norm).enumerate() {
-                            if a.find(&norm).is_some() {
+                            if !set.insert(val, norm) {
                                 return Err(LdapError::new(
                                     ResultCode::AttributeOrValueExists,
                                     format!("{ctx}{}: value #{i} already exists", m.name),
                                 ));
                             }
-                            a.values.push(val);
-                            a.norm.push(norm);
                         }
+                        (a.values, a.norm) = set.into_parts();
                     }
                     None => attrs.push(new),
                 }
@@ -167,17 +173,27 @@ pub(crate) fn apply(
                     attrs.remove(p);
                 } else {
                     let a = &mut attrs[p];
+                    let mut set = ValueSet::from_parts(
+                        std::mem::take(&mut a.values),
+                        std::mem::take(&mut a.norm),
+                    );
+                    // Marked, then removed in one pass: a value named twice is not found the
+                    // second time, as when values were removed one by one.
+                    let mut gone = vec![false; set.len()];
                     for (i, val) in m.values.iter().enumerate() {
                         let norm = schema.normalize_eq(m.ty, val).unwrap_or_default();
-                        let Some(at) = a.find(&norm) else {
-                            return Err(LdapError::new(
-                                ResultCode::NoSuchAttribute,
-                                format!("{ctx}{}: value #{i} not found", m.name),
-                            ));
-                        };
-                        a.values.remove(at);
-                        a.norm.remove(at);
+                        match set.find(&norm) {
+                            Some(at) if !gone[at] => gone[at] = true,
+                            _ => {
+                                return Err(LdapError::new(
+                                    ResultCode::NoSuchAttribute,
+                                    format!("{ctx}{}: value #{i} not found", m.name),
+                                ))
+                            }
+                        }
                     }
+                    set.remove_marked(&gone);
+                    (a.values, a.norm) = set.into_parts();
                     if a.values.is_empty() {
                         attrs.remove(p);
                     }

@@ -288,6 +288,16 @@ fn prepare(
     req: &SearchRequest<'_>,
     who: &Identity,
 ) -> LdapResult<Prepared> {
+    let max_attrs = shared.config.max_requested_attributes;
+    if max_attrs > 0 && req.attributes.len() > max_attrs {
+        return Err(LdapError::new(
+            ResultCode::AdminLimitExceeded,
+            format!(
+                "{} attributes requested, more than the server allows ({max_attrs}, max_requested_attributes)",
+                req.attributes.len()
+            ),
+        ));
+    }
     let root = req.base.is_empty();
     let base = if root {
         NormDn {

@@ -2,6 +2,8 @@
 //! when the handle drops. Administrator `cn=admin,dc=example,dc=com`, password `secret`.
 #![allow(dead_code)]
 
+pub mod raw;
+
 use std::net::SocketAddr;
 use std::process::Command;
 use std::sync::Arc;
