@@ -51,6 +51,7 @@ pub const KEYS: &[&str] = &[
     "max_attributes_per_request",
     "max_requested_attributes",
     "max_controls_per_request",
+    "max_paged_searches",
     "max_connections",
     "max_connections_per_ip",
     "idle_timeout",
@@ -107,6 +108,7 @@ pub struct Settings {
     pub max_attributes_per_request: Option<usize>,
     pub max_requested_attributes: Option<usize>,
     pub max_controls_per_request: Option<usize>,
+    pub max_paged_searches: Option<usize>,
     pub max_connections: Option<usize>,
     pub max_connections_per_ip: Option<usize>,
     pub idle_timeout: Option<u64>,
@@ -201,6 +203,7 @@ pub fn merge(args: &ServeArgs, file: Settings) -> Result<Settings, ConfigError> 
         max_attributes_per_request: file.max_attributes_per_request,
         max_requested_attributes: file.max_requested_attributes,
         max_controls_per_request: file.max_controls_per_request,
+        max_paged_searches: file.max_paged_searches,
         max_connections: file.max_connections,
         max_connections_per_ip: file.max_connections_per_ip,
         idle_timeout: file.idle_timeout,
@@ -314,6 +317,7 @@ pub fn parse_file(path: &Path, text: &str) -> Result<Settings, ConfigError> {
             "max_requested_attributes" => {
                 s.max_requested_attributes = Some(integer(value, 0).map_err(bad)?)
             }
+            "max_paged_searches" => s.max_paged_searches = Some(integer(value, 1).map_err(bad)?),
             "max_controls_per_request" => {
                 s.max_controls_per_request = Some(integer(value, 0).map_err(bad)?)
             }

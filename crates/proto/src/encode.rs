@@ -16,21 +16,7 @@ impl LdapMessage<'_> {
         let m = w.start(SEQUENCE);
         w.write_integer(INTEGER, i64::from(self.id));
         encode_op(&mut w, &self.op);
-        if !self.controls.is_empty() {
-            let c = w.start(context_constructed(0));
-            for ctl in &self.controls {
-                let s = w.start(SEQUENCE);
-                w.write_octets(OCTET_STRING, &ctl.oid);
-                if ctl.critical {
-                    w.write_bool(BOOLEAN, true);
-                }
-                if let Some(v) = &ctl.value {
-                    w.write_octets(OCTET_STRING, v);
-                }
-                w.end(s);
-            }
-            w.end(c);
-        }
+        crate::controls::encode_controls(&mut w, &self.controls);
         w.end(m);
     }
 
@@ -264,12 +250,24 @@ where
 /// Appends a response PDU made of an LDAPResult only. `op_tag` is the application tag
 /// *number* of the response, e.g. [`tags::SEARCH_RESULT_DONE`] (5).
 pub fn encode_result(out: &mut Vec<u8>, msg_id: i32, op_tag: u8, result: &LdapResult<'_>) {
+    encode_result_with(out, msg_id, op_tag, result, &[]);
+}
+
+/// [`encode_result`] with response controls (paged results cookie, pre/post-read entries…).
+pub fn encode_result_with(
+    out: &mut Vec<u8>,
+    msg_id: i32,
+    op_tag: u8,
+    result: &LdapResult<'_>,
+    controls: &[Control<'_>],
+) {
     let mut w = Writer::new(out);
     let m = w.start(SEQUENCE);
     w.write_integer(INTEGER, i64::from(msg_id));
     let op = w.start(constructed(op_tag));
     result_components(&mut w, result);
     w.end(op);
+    crate::controls::encode_controls(&mut w, controls);
     w.end(m);
 }
 
@@ -281,12 +279,25 @@ pub fn encode_extended_response(
     oid: Option<&[u8]>,
     value: Option<&[u8]>,
 ) {
+    encode_extended_response_with(out, msg_id, result, oid, value, &[]);
+}
+
+/// [`encode_extended_response`] with response controls.
+pub fn encode_extended_response_with(
+    out: &mut Vec<u8>,
+    msg_id: i32,
+    result: &LdapResult<'_>,
+    oid: Option<&[u8]>,
+    value: Option<&[u8]>,
+    controls: &[Control<'_>],
+) {
     let mut w = Writer::new(out);
     let m = w.start(SEQUENCE);
     w.write_integer(INTEGER, i64::from(msg_id));
     let op = w.start(constructed(tags::EXTENDED_RESPONSE));
     extended_response_components(&mut w, result, oid, value);
     w.end(op);
+    crate::controls::encode_controls(&mut w, controls);
     w.end(m);
 }
 

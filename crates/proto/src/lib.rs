@@ -21,6 +21,8 @@
 //! - `result`: [`ResultCode`] numbers and names.
 //! - [`tags`], [`oids`]: protocol constants.
 //! - [`passwd`]: the Password Modify extended operation values (RFC 3062).
+//! - [`controls`]: control values, one module per control; response controls are encoded by
+//!   [`encode_result_with`] and [`encode_extended_response_with`].
 //!
 //! Tests: `tests/vectors/` holds PDUs captured from OpenLDAP's clients (re-run
 //! `tests/vectors/capture.py` to refresh them); `fuzz/` (outside the workspace) fuzzes the
@@ -30,6 +32,7 @@
 
 use std::borrow::Cow;
 
+pub mod controls;
 mod decode;
 mod encode;
 mod error;
@@ -41,7 +44,10 @@ pub mod passwd;
 mod result;
 pub mod tags;
 
-pub use encode::{encode_extended_response, encode_result, encode_search_entry};
+pub use encode::{
+    encode_extended_response, encode_extended_response_with, encode_result, encode_result_with,
+    encode_search_entry,
+};
 pub use error::{DecodeError, DecodeErrorKind, FilterParseError, FrameError};
 pub use frame::frame;
 pub use passwd::{encode_passwd_modify_response, PasswdModifyRequest, PasswdModifyResponse};
@@ -94,6 +100,8 @@ pub enum ResultCode {
     NoSuchOperation = 119,
     TooLate = 120,
     CannotCancel = 121,
+    /// RFC 4528
+    AssertionFailed = 122,
 }
 
 /// The LDAPResult components of every response.

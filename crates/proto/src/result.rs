@@ -66,6 +66,7 @@ const TABLE: &[(ResultCode, &str)] = &[
     (ResultCode::NoSuchOperation, "noSuchOperation"),
     (ResultCode::TooLate, "tooLate"),
     (ResultCode::CannotCancel, "cannotCancel"),
+    (ResultCode::AssertionFailed, "assertionFailed"),
 ];
 
 impl ResultCode {
@@ -109,7 +110,11 @@ mod tests {
         for c in ResultCode::all() {
             assert_eq!(ResultCode::from_u32(c as u32), Some(c));
         }
-        assert_eq!(ResultCode::all().count(), 43);
+        assert_eq!(ResultCode::all().count(), 44);
+        assert_eq!(
+            ResultCode::AssertionFailed.to_string(),
+            "assertionFailed (122)"
+        );
         assert_eq!(ResultCode::from_u32(9), None);
         assert_eq!(ResultCode::NoSuchObject.name(), "noSuchObject");
         assert_eq!(

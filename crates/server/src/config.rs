@@ -77,6 +77,9 @@ pub struct Config {
     /// Attribute names a search may request (0 = no limit); more: adminLimitExceeded.
     /// Default 1,000.
     pub max_requested_attributes: usize,
+    /// Paged searches (RFC 2696) one connection may have open between pages; opening one more
+    /// drops the oldest (its cookie is then refused). Default 8.
+    pub max_paged_searches: usize,
     /// Controls one request may carry (0 = no limit); more: adminLimitExceeded. Default 32.
     pub max_controls_per_request: usize,
     /// Connections open at once; more are refused with a Notice of Disconnection (busy).
@@ -135,6 +138,7 @@ impl Default for Config {
             max_attributes_per_request: 10_000,
             max_requested_attributes: 1_000,
             max_controls_per_request: 32,
+            max_paged_searches: 8,
             max_connections: 10_000,
             max_connections_per_ip: 1_000,
             idle_timeout: 0,

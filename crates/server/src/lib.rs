@@ -14,11 +14,14 @@ pub mod acl;
 pub mod bulk;
 pub mod config;
 pub mod connlimit;
+mod controls;
 pub mod error;
 pub mod lockout;
 pub mod logs;
+mod op;
 mod ops;
 mod persistence;
+mod reply;
 mod session;
 pub mod state;
 pub mod tls;
@@ -301,10 +304,7 @@ fn virtual_entry(dn: &str, ndn: NormDn, attrs: Vec<Option<Attr>>) -> Entry {
 
 fn root_dse(schema: &Schema, config: &Config) -> Entry {
     let contexts: Vec<&[u8]> = config.suffixes.iter().map(|s| s.as_bytes()).collect();
-    let controls: Vec<&[u8]> = session::SUPPORTED_CONTROLS
-        .iter()
-        .map(|s| s.as_bytes())
-        .collect();
+    let controls: Vec<&[u8]> = controls::supported().map(str::as_bytes).collect();
     let version = format!("Linden {}", env!("CARGO_PKG_VERSION"));
     virtual_entry(
         "",
@@ -453,7 +453,7 @@ fn add_as_admin(
     let who = shared.config.admin_dn.clone();
     shared
         .store
-        .write_blocking(move |txn| ops::add::apply(&sh, txn, &who, e))?
+        .write_blocking(move |txn| ops::add::apply(&sh, txn, &who, e, None))?
 }
 
 /// Loads the demo organisation, unless the directory already holds more than its suffixes.

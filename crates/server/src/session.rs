@@ -12,271 +12,20 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
-use proto::{tags, Control, LdapMessage, ProtocolOp, ResultCode};
+use proto::{tags, LdapMessage, ProtocolOp, ResultCode};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot, Semaphore};
 
-use crate::tls::TlsInfo;
-
-use crate::error::{wire_result, LdapError};
+use crate::controls::OpKind;
+use crate::error::LdapError;
+use crate::op::{Next, Op};
 use crate::ops;
+use crate::reply::{notice_of_disconnection, result_pdu, write_loop, Conn, OUT_QUEUE};
 use crate::state::{Counters, Identity, Shared};
-
-/// Response bytes queued per connection before producers wait (back-pressure on slow readers).
-const OUT_QUEUE: usize = 256;
-/// Bytes a search encodes before handing them to the write task.
-pub(crate) const FLUSH_BYTES: usize = 32 * 1024;
-
-/// Controls Linden understands; any other control marked critical is refused.
-pub const SUPPORTED_CONTROLS: &[&str] = &[proto::oids::MANAGE_DSA_IT];
-
-/// State shared between a connection's read loop and the tasks it starts.
-pub(crate) struct Conn {
-    pub shared: Arc<Shared>,
-    pub out: mpsc::Sender<Vec<u8>>,
-    /// Running searches by message id, for Abandon.
-    pub running: Mutex<HashMap<i32, Arc<AtomicBool>>>,
-    pub permits: Arc<Semaphore>,
-    /// The client's address.
-    pub peer: SocketAddr,
-    /// Set once the connection runs over TLS (LDAPS, or after StartTLS).
-    pub tls: Option<TlsInfo>,
-    /// Connection number, for the access and audit logs.
-    pub id: u64,
-    /// ` conn=N` and ` client=ADDR:PORT` for access-log lines, formatted once.
-    log_tag: (String, String),
-    /// Response bytes that may still be queued, in KiB (`max_buffered_bytes`): taken by
-    /// producers, returned by the write task; closed when the connection is gone.
-    pub buffered: Arc<Semaphore>,
-}
-
-/// Queue permits (KiB) a response of `len` bytes takes; at most the whole budget, so that one
-/// large message cannot wait forever.
-fn kib(len: usize, budget: usize) -> u32 {
-    u32::try_from(len.div_ceil(1024).clamp(1, budget.max(1))).unwrap_or(u32::MAX)
-}
-
-impl Conn {
-    /// The start of an access-log line for operation `op` by `who`, if the access log is on.
-    pub(crate) fn log_start(
-        &self,
-        op: i32,
-        who: &Identity,
-        what: impl FnOnce(&mut String),
-    ) -> Option<AccessLine> {
-        if !self.shared.access_log.enabled() {
-            return None;
-        }
-        let mut line = crate::logs::access_prefix(&self.log_tag.0, op, &self.log_tag.1, &who.dn);
-        what(&mut line);
-        Some(AccessLine {
-            line,
-            start: std::time::Instant::now(),
-        })
-    }
-
-    /// Ends and queues an access-log line.
-    pub(crate) fn log_end(&self, l: Option<AccessLine>, rc: ResultCode, entries: Option<u64>) {
-        if let Some(l) = l {
-            self.shared.access_log.write(crate::logs::access_finish(
-                l.line,
-                rc,
-                entries,
-                l.start.elapsed(),
-            ));
-        }
-    }
-
-    /// Ends an access-log line for an operation that was abandoned (no result was sent).
-    pub(crate) fn log_abandoned(&self, l: Option<AccessLine>) {
-        if let Some(l) = l {
-            let mut line = l.line;
-            line.push_str(&format!(
-                " result=abandoned etime_us={}\n",
-                l.start.elapsed().as_micros()
-            ));
-            self.shared.access_log.write(line.into_bytes());
-        }
-    }
-
-    /// Queues an access-log line for an event without a result (connection, abandon, unbind).
-    fn log_event(&self, op: i32, who: &Identity, what: &str) {
-        if self.shared.access_log.enabled() {
-            let mut line =
-                crate::logs::access_prefix(&self.log_tag.0, op, &self.log_tag.1, &who.dn);
-            line.push(' ');
-            line.push_str(what);
-            line.push('\n');
-            self.shared.access_log.write(line.into_bytes());
-        }
-    }
-}
-
-/// An access-log line waiting for its operation's result.
-pub(crate) struct AccessLine {
-    line: String,
-    start: std::time::Instant,
-}
-
-/// The result code a response carries.
-pub(crate) fn code_of(r: Result<(), &LdapError>) -> ResultCode {
-    match r {
-        Ok(()) => ResultCode::Success,
-        Err(e) => e.code,
-    }
-}
-
-impl Conn {
-    /// Queues response bytes, waiting while the connection's buffer is full; false when the
-    /// connection is gone.
-    pub async fn send(&self, bytes: Vec<u8>) -> bool {
-        let n = kib(bytes.len(), self.shared.config.max_buffered_bytes / 1024);
-        match self.buffered.acquire_many(n).await {
-            Ok(p) => p.forget(),
-            Err(_) => return false,
-        }
-        self.out.send(bytes).await.is_ok()
-    }
-
-    /// `send` from a blocking-pool thread (searches run there).
-    pub fn send_blocking(&self, bytes: Vec<u8>) -> bool {
-        tokio::runtime::Handle::current().block_on(self.send(bytes))
-    }
-
-    /// Whether requests are still being worked on (writes awaiting the writer, searches).
-    pub(crate) fn busy(&self) -> bool {
-        self.permits.available_permits() < self.shared.config.max_outstanding.max(1)
-            || self.running.lock().map(|m| !m.is_empty()).unwrap_or(true)
-    }
-}
-
-/// `require_tls_for_writes`: changes only over TLS.
-pub(crate) fn writes_allowed(conn: &Conn) -> Result<(), LdapError> {
-    if conn.shared.config.require_tls_for_writes && conn.tls.is_none() {
-        return Err(LdapError::new(
-            ResultCode::ConfidentialityRequired,
-            "changes require TLS (use StartTLS or ldaps)",
-        ));
-    }
-    Ok(())
-}
-
-/// Whether `who` may send changes at all: over TLS where `require_tls_for_writes` asks for it,
-/// and never anonymously (as slapd, whatever the access rules say). Checked before the
-/// request's DN and values are looked at, so a refused change costs only its decoding.
-pub(crate) fn may_write(conn: &Conn, who: &Identity) -> Result<(), LdapError> {
-    writes_allowed(conn)?;
-    if who.is_anonymous() {
-        return Err(crate::ops::denied(who, true, "write"));
-    }
-    Ok(())
-}
-
-/// Encodes an LDAPResult-only response.
-pub(crate) fn result_pdu(id: i32, tag: u8, r: Result<(), &LdapError>) -> Vec<u8> {
-    let mut out = Vec::with_capacity(64);
-    encode_result_into(&mut out, id, tag, r);
-    out
-}
-
-pub(crate) fn encode_result_into(out: &mut Vec<u8>, id: i32, tag: u8, r: Result<(), &LdapError>) {
-    proto::encode_result(out, id, tag, &wire_result(r));
-}
-
-/// The Notice of Disconnection (RFC 4511 §4.4.1) sent before closing on a protocol error.
-fn notice_of_disconnection(code: ResultCode, message: &str) -> Vec<u8> {
-    let mut out = Vec::with_capacity(96);
-    let e = LdapError::new(code, message);
-    proto::encode_extended_response(
-        &mut out,
-        0,
-        &wire_result(Err(&e)),
-        Some(proto::oids::NOTICE_OF_DISCONNECTION.as_bytes()),
-        None,
-    );
-    out
-}
-
-/// Writes what the connection's channel carries, coalescing whatever is waiting into one
-/// `write_all`. When `handover` fires (StartTLS), it writes what is queued and returns the
-/// write half so the stream can be wrapped in TLS; otherwise it runs until the channel closes.
-/// Every write must complete within `write_timeout` (a client that stops reading is
-/// disconnected); bytes written return their permits to `buffered`.
-async fn write_loop<W: AsyncWrite + Unpin>(
-    mut wr: W,
-    mut rx: mpsc::Receiver<Vec<u8>>,
-    mut handover: oneshot::Receiver<()>,
-    buffered: Arc<Semaphore>,
-    budget: usize,
-    write_timeout: Option<std::time::Duration>,
-    peer: SocketAddr,
-) -> Option<W> {
-    let written = async |wr: &mut W, bytes: &[u8]| -> bool {
-        let w = wr.write_all(bytes);
-        match write_timeout {
-            Some(t) => match tokio::time::timeout(t, w).await {
-                Ok(r) => r.is_ok(),
-                Err(_) => {
-                    tracing::info!(%peer, "disconnecting a client that left responses unread for {} s", t.as_secs());
-                    false
-                }
-            },
-            None => w.await.is_ok(),
-        }
-    };
-    let mut batch: Vec<u8> = Vec::with_capacity(64 * 1024);
-    let mut may_hand_over = true;
-    loop {
-        let first = tokio::select! {
-            biased;
-            m = rx.recv() => match m {
-                Some(b) => b,
-                None => break,
-            },
-            r = &mut handover, if may_hand_over => {
-                if r.is_err() {
-                    may_hand_over = false;
-                    continue;
-                }
-                while let Ok(b) = rx.try_recv() {
-                    buffered.add_permits(kib(b.len(), budget) as usize);
-                    if !written(&mut wr, &b).await {
-                        buffered.close();
-                        return None;
-                    }
-                }
-                return wr.flush().await.ok().map(|_| wr);
-            }
-        };
-        batch.clear();
-        batch.extend_from_slice(&first);
-        let mut permits = kib(first.len(), budget) as usize;
-        while batch.len() < 256 * 1024 {
-            match rx.try_recv() {
-                Ok(more) => {
-                    permits += kib(more.len(), budget) as usize;
-                    batch.extend_from_slice(&more)
-                }
-                Err(_) => break,
-            }
-        }
-        let ok = written(&mut wr, &batch).await;
-        buffered.add_permits(permits);
-        if !ok {
-            // Producers waiting for room give up; the read loop sees the closed channel.
-            buffered.close();
-            rx.close();
-            return None;
-        }
-    }
-    buffered.close();
-    let _ = wr.shutdown().await;
-    None
-}
+use crate::tls::TlsInfo;
 
 /// The response tag for a request tag, for refusing a request before it runs.
 fn response_tag(op: &ProtocolOp<'_>) -> Option<u8> {
@@ -291,20 +40,6 @@ fn response_tag(op: &ProtocolOp<'_>) -> Option<u8> {
         ProtocolOp::ExtendedRequest(_) => tags::EXTENDED_RESPONSE,
         _ => return None,
     })
-}
-
-fn unsupported_critical(controls: &[Control<'_>]) -> Option<String> {
-    controls
-        .iter()
-        .find(|c| c.critical && !SUPPORTED_CONTROLS.iter().any(|s| s.as_bytes() == &*c.oid))
-        .map(|c| String::from_utf8_lossy(&c.oid).into_owned())
-}
-
-pub(crate) enum Next {
-    Continue,
-    Close,
-    /// The StartTLS response is queued: hand the stream to TLS.
-    StartTls,
 }
 
 /// Answers a connection over a limit with a Notice of Disconnection (busy) and closes it.
@@ -428,6 +163,7 @@ where
         id: conn_id,
         log_tag: crate::logs::conn_tag(conn_id, peer),
         buffered,
+        paged: Mutex::new(Default::default()),
     });
     let mut identity = Arc::new(Identity::default());
     conn.log_event(
@@ -450,6 +186,7 @@ where
                     start = end;
                     match next {
                         Next::Continue => {}
+                        Next::Bound(who) => identity = who,
                         Next::Close => break 'conn,
                         Next::StartTls => {
                             // RFC 4511 §4.14.1: the client sends nothing more until the TLS
@@ -531,35 +268,45 @@ async fn dispatch(conn: &Arc<Conn>, pdu: &[u8], identity: &mut Arc<Identity>) ->
         }
     };
     let id = msg.id;
+    let kind = OpKind::of(&msg.op);
     let max_controls = conn.shared.config.max_controls_per_request;
-    if max_controls > 0 && msg.controls.len() > max_controls {
-        if let Some(tag) = response_tag(&msg.op) {
-            let e = LdapError::new(
-                ResultCode::AdminLimitExceeded,
-                format!(
-                    "{} controls, more than the server allows in one request ({max_controls}, max_controls_per_request)",
-                    msg.controls.len()
-                ),
-            );
-            conn.send(result_pdu(id, tag, Err(&e))).await;
+    let controls = if max_controls > 0 && msg.controls.len() > max_controls {
+        Err(LdapError::new(
+            ResultCode::AdminLimitExceeded,
+            format!(
+                "{} controls, more than the server allows in one request ({max_controls}, max_controls_per_request)",
+                msg.controls.len()
+            ),
+        ))
+    } else {
+        crate::controls::parse(&msg.controls, kind, &limits)
+    };
+    let controls = match controls {
+        Ok(c) => c,
+        Err(e) => {
+            if let Some(tag) = response_tag(&msg.op) {
+                let log = conn.log_start(id, identity, |l| describe(l, &msg.op));
+                conn.send(result_pdu(id, tag, Err(&e))).await;
+                conn.log_end(log, e.code, None);
+            }
+            return Next::Continue;
         }
-        return Next::Continue;
-    }
-    if let Some(oid) = unsupported_critical(&msg.controls) {
-        if let Some(tag) = response_tag(&msg.op) {
-            let e = LdapError::new(
-                ResultCode::UnavailableCriticalExtension,
-                format!("critical control {oid} is not supported"),
-            );
-            conn.send(result_pdu(id, tag, Err(&e))).await;
-        }
-        return Next::Continue;
-    }
+    };
     let shared = &conn.shared;
+    // The context of the operation, for the connection's identity as it is when it starts.
+    let op = |identity: &Arc<Identity>| Op {
+        id,
+        conn: conn.clone(),
+        bound: identity.clone(),
+        who: identity.clone(),
+        controls,
+        response: Vec::new(),
+        log: conn.log_start(id, identity, |l| describe(l, &msg.op)),
+    };
     match msg.op {
         ProtocolOp::UnbindRequest => {
             conn.log_event(id, identity, "UNBIND");
-            return Next::Close;
+            Next::Close
         }
         ProtocolOp::AbandonRequest(target) => {
             Counters::bump(&shared.counters.abandon);
@@ -569,193 +316,125 @@ async fn dispatch(conn: &Arc<Conn>, pdu: &[u8], identity: &mut Arc<Identity>) ->
                     flag.store(true, std::sync::atomic::Ordering::Relaxed);
                 }
             }
+            Next::Continue
         }
-        ProtocolOp::BindRequest(req) => {
+        ProtocolOp::BindRequest(ref req) => {
             Counters::bump(&shared.counters.bind);
-            // A bind resets the connection's identity first (RFC 4511 §4.2.1), then sets it on success.
+            // A bind resets the connection's identity first (RFC 4511 §4.2.1), then sets it
+            // on success.
             *identity = Arc::new(Identity::default());
-            let log = conn.log_start(id, identity, |l| {
-                l.push_str(" BIND dn=");
-                crate::logs::quote(l, &req.name);
-                match &req.auth {
-                    proto::BindAuth::Simple(_) => l.push_str(" method=simple"),
-                    proto::BindAuth::Sasl { mechanism, .. } => {
-                        l.push_str(" method=sasl mech=");
-                        crate::logs::quote(l, mechanism);
-                    }
-                }
-            });
-            let r = ops::bind::bind(shared, &req, conn.peer.ip(), conn.tls.as_ref()).await;
-            let r = match r {
-                Ok(who) => {
-                    *identity = Arc::new(who);
-                    Ok(())
-                }
-                Err(e) => Err(e),
-            };
-            conn.log_end(log, code_of(r.as_ref().map(|_| ())), None);
-            conn.send(result_pdu(id, tags::BIND_RESPONSE, r.as_ref().map(|_| ())))
-                .await;
+            ops::bind::handle(op(identity), req).await
         }
-        ProtocolOp::SearchRequest(req) => {
+        ProtocolOp::SearchRequest(ref req) => {
             Counters::bump(&shared.counters.search);
-            ops::search::start(conn, id, &req, identity.clone()).await;
+            ops::search::handle(op(identity), req).await
         }
-        ProtocolOp::CompareRequest(req) => {
+        ProtocolOp::CompareRequest(ref req) => {
             Counters::bump(&shared.counters.compare);
-            let log = conn.log_start(id, identity, |l| {
-                l.push_str(" COMPARE dn=");
-                crate::logs::quote(l, &req.dn);
-                l.push_str(" attr=");
-                crate::logs::quote(l, &req.attr);
-            });
-            let r = ops::compare::compare(shared, identity, &req);
-            let rc = match &r {
-                Ok(true) => ResultCode::CompareTrue,
-                Ok(false) => ResultCode::CompareFalse,
-                Err(e) => e.code,
-            };
-            conn.log_end(log, rc, None);
-            let out = match r {
-                Ok(true) => result_pdu(
-                    id,
-                    tags::COMPARE_RESPONSE,
-                    Err(&LdapError::new(ResultCode::CompareTrue, "")),
-                ),
-                Ok(false) => result_pdu(
-                    id,
-                    tags::COMPARE_RESPONSE,
-                    Err(&LdapError::new(ResultCode::CompareFalse, "")),
-                ),
-                Err(e) => result_pdu(id, tags::COMPARE_RESPONSE, Err(&e)),
-            };
-            conn.send(out).await;
+            ops::compare::handle(op(identity), req).await
         }
-        ProtocolOp::AddRequest(req) => {
+        ProtocolOp::AddRequest(ref req) => {
             Counters::bump(&shared.counters.add);
-            let log = conn.log_start(id, identity, |l| {
-                l.push_str(" ADD dn=");
-                crate::logs::quote(l, &req.dn);
-            });
-            let audit = audit(conn, identity, &req.dn, || {
-                crate::logs::add_change(shared, &req)
-            });
-            let fut = match may_write(conn, identity) {
-                Ok(()) => ops::add::submit(shared, identity, &req).await,
-                Err(e) => ops::ready(Err(e)),
-            };
-            respond_later(conn, id, tags::ADD_RESPONSE, fut, log, audit).await;
+            ops::add::handle(op(identity), req).await
         }
-        ProtocolOp::DelRequest(dn) => {
+        ProtocolOp::DelRequest(ref dn) => {
             Counters::bump(&shared.counters.delete);
-            let log = conn.log_start(id, identity, |l| {
-                l.push_str(" DELETE dn=");
-                crate::logs::quote(l, &dn);
-            });
-            let audit = audit(conn, identity, &dn, || ldif::ChangeRecord::Delete);
-            let fut = match may_write(conn, identity) {
-                Ok(()) => ops::delete::submit(shared, identity, &dn),
-                Err(e) => ops::ready(Err(e)),
-            };
-            respond_later(conn, id, tags::DEL_RESPONSE, fut, log, audit).await;
+            ops::delete::handle(op(identity), dn).await
         }
-        ProtocolOp::ModifyRequest(req) => {
+        ProtocolOp::ModifyRequest(ref req) => {
             Counters::bump(&shared.counters.modify);
-            let log = conn.log_start(id, identity, |l| {
-                l.push_str(" MODIFY dn=");
-                crate::logs::quote(l, &req.dn);
-            });
-            let audit = audit(conn, identity, &req.dn, || {
-                crate::logs::modify_change(shared, &req)
-            });
-            let fut = match may_write(conn, identity) {
-                Ok(()) => ops::modify::submit(shared, identity, &req).await,
-                Err(e) => ops::ready(Err(e)),
-            };
-            respond_later(conn, id, tags::MODIFY_RESPONSE, fut, log, audit).await;
+            ops::modify::handle(op(identity), req).await
         }
-        ProtocolOp::ModifyDnRequest(req) => {
+        ProtocolOp::ModifyDnRequest(ref req) => {
             Counters::bump(&shared.counters.modrdn);
-            let log = conn.log_start(id, identity, |l| {
-                l.push_str(" MODRDN dn=");
-                crate::logs::quote(l, &req.dn);
-                l.push_str(" newrdn=");
-                crate::logs::quote(l, &req.new_rdn);
-                if let Some(sup) = &req.new_superior {
-                    l.push_str(" newsuperior=");
-                    crate::logs::quote(l, sup);
-                }
-            });
-            let audit = audit(conn, identity, &req.dn, || crate::logs::modrdn_change(&req));
-            let fut = match may_write(conn, identity) {
-                Ok(()) => ops::modrdn::submit(shared, identity, &req),
-                Err(e) => ops::ready(Err(e)),
-            };
-            respond_later(conn, id, tags::MODIFY_DN_RESPONSE, fut, log, audit).await;
+            ops::modrdn::handle(op(identity), req).await
         }
-        ProtocolOp::ExtendedRequest(req) => {
+        ProtocolOp::ExtendedRequest(ref req) => {
             Counters::bump(&shared.counters.extended);
-            return ops::extended::handle(conn, id, &req, identity).await;
+            ops::extended::handle(op(identity), req).await
         }
-        other => {
+        _ => {
             // A response PDU, or an operation a client may not send.
-            let _ = other;
             let _ = conn
                 .send(notice_of_disconnection(
                     ResultCode::ProtocolError,
                     "unexpected PDU: not a request",
                 ))
                 .await;
-            return Next::Close;
+            Next::Close
         }
     }
-    Next::Continue
 }
 
-/// The audit record of a change, if the audit log is on (written once the change succeeds).
-pub(crate) fn audit(
-    conn: &Conn,
-    who: &Identity,
-    dn: &[u8],
-    change: impl FnOnce() -> ldif::ChangeRecord,
-) -> Option<Vec<u8>> {
-    conn.shared.audit_log.enabled().then(|| {
-        crate::logs::audit_record(
-            conn.id,
-            conn.peer,
-            &who.dn,
-            &String::from_utf8_lossy(dn),
-            &change(),
-        )
-    })
-}
-
-/// Queues the result of a write once the writer has committed it, without holding up the read
-/// loop. The write was already handed to the writer (in arrival order) when `fut` was made.
-/// On success the audit record (if any) is logged; the access line always is.
-pub(crate) async fn respond_later(
-    conn: &Arc<Conn>,
-    id: i32,
-    tag: u8,
-    fut: impl std::future::Future<Output = Result<(), LdapError>> + Send + 'static,
-    log: Option<AccessLine>,
-    audit: Option<Vec<u8>>,
-) {
-    let Ok(permit) = conn.permits.clone().acquire_owned().await else {
-        return;
-    };
-    let conn = conn.clone();
-    tokio::spawn(async move {
-        let r = fut.await;
-        conn.send(result_pdu(id, tag, r.as_ref().map(|_| ()))).await;
-        if r.is_ok() {
-            if let Some(a) = audit {
-                conn.shared.audit_log.write(a);
+/// The access-log description of a request (after ` conn=N op=N client=… dn=…`).
+fn describe(l: &mut String, op: &ProtocolOp<'_>) {
+    use crate::logs::quote;
+    use std::fmt::Write as _;
+    match op {
+        ProtocolOp::BindRequest(req) => {
+            l.push_str(" BIND dn=");
+            quote(l, &req.name);
+            match &req.auth {
+                proto::BindAuth::Simple(_) => l.push_str(" method=simple"),
+                proto::BindAuth::Sasl { mechanism, .. } => {
+                    l.push_str(" method=sasl mech=");
+                    quote(l, mechanism);
+                }
             }
         }
-        conn.log_end(log, code_of(r.as_ref().map(|_| ())), None);
-        drop(permit);
-    });
+        ProtocolOp::SearchRequest(req) => {
+            l.push_str(" SEARCH base=");
+            quote(l, &req.base);
+            l.push_str(match req.scope {
+                proto::Scope::Base => " scope=base",
+                proto::Scope::One => " scope=one",
+                proto::Scope::Subtree => " scope=sub",
+            });
+            l.push_str(" filter=");
+            quote(l, req.filter.to_string().as_bytes());
+            l.push_str(" attrs=");
+            let attrs: Vec<&[u8]> = req.attributes.iter().map(|a| &**a).collect();
+            quote(l, &attrs.join(&b' '));
+            if req.size_limit > 0 || req.time_limit > 0 {
+                let _ = write!(
+                    l,
+                    " sizelimit={} timelimit={}",
+                    req.size_limit, req.time_limit
+                );
+            }
+        }
+        ProtocolOp::CompareRequest(req) => {
+            l.push_str(" COMPARE dn=");
+            quote(l, &req.dn);
+            l.push_str(" attr=");
+            quote(l, &req.attr);
+        }
+        ProtocolOp::AddRequest(req) => {
+            l.push_str(" ADD dn=");
+            quote(l, &req.dn);
+        }
+        ProtocolOp::DelRequest(dn) => {
+            l.push_str(" DELETE dn=");
+            quote(l, dn);
+        }
+        ProtocolOp::ModifyRequest(req) => {
+            l.push_str(" MODIFY dn=");
+            quote(l, &req.dn);
+        }
+        ProtocolOp::ModifyDnRequest(req) => {
+            l.push_str(" MODRDN dn=");
+            quote(l, &req.dn);
+            l.push_str(" newrdn=");
+            quote(l, &req.new_rdn);
+            if let Some(sup) = &req.new_superior {
+                l.push_str(" newsuperior=");
+                quote(l, sup);
+            }
+        }
+        ProtocolOp::ExtendedRequest(req) => {
+            l.push_str(" EXTENDED oid=");
+            quote(l, &req.oid);
+        }
+        _ => {}
+    }
 }
-
-pub(crate) use Next as DispatchNext;

@@ -8,16 +8,17 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use proto::{AddRequest, ResultCode};
+use proto::{tags, AddRequest, ResultCode};
 use schema::{AttrId, NormDn};
 use store::{Attr, EntryId, Txn};
 
 use crate::error::{LdapError, LdapResult};
+use crate::op::{Next, Op};
 use crate::ops::values::ValueSet;
 use crate::ops::{
     authorize_new, check_attribute_count, check_entry, check_user_modifiable, detached,
     generalized_time, hash_passwords, on_blocking_pool, push_checked, ready, set_operational,
-    submit_write, Pending,
+    submit_write, Assertion, Pending,
 };
 use crate::state::{resolve_attr, Identity, Shared};
 
@@ -262,7 +263,18 @@ impl Stamps {
 }
 
 /// Places a built entry in the tree: under its parent, or as a naming context.
-pub(crate) fn apply(shared: &Shared, txn: &mut Txn, who: &str, mut e: NewEntry) -> LdapResult<()> {
+pub(crate) fn apply(
+    shared: &Shared,
+    txn: &mut Txn,
+    who: &str,
+    mut e: NewEntry,
+    assertion: Option<&Assertion>,
+) -> LdapResult<()> {
+    if let Some(a) = assertion {
+        // As slapd: an add's assertion is checked against the entry to be added.
+        let probe = detached(e.dn.clone(), e.ndn.clone(), e.attrs.clone());
+        a.check(shared, txn.version(), &probe)?;
+    }
     let (dn, root) = match locate(shared, txn.version(), &e.ndn.norm)? {
         Site::Under(_, pdn) => (stored_dn(&e.dn[..e.rdn_len], pdn), false),
         Site::Root => (e.dn, true),
@@ -283,7 +295,23 @@ fn has_cleartext_password(shared: &Shared, input: &[InputAttr<'_>]) -> bool {
 
 /// Builds the entry and hands it to the writer. The read loop awaits this, so writes still
 /// reach the writer in arrival order.
-pub(crate) async fn submit(shared: &Arc<Shared>, who: &Identity, req: &AddRequest<'_>) -> Pending {
+pub(crate) async fn handle(mut op: Op, req: &AddRequest<'_>) -> Next {
+    let audit = op.audit(&req.dn, || crate::logs::add_change(op.shared(), req));
+    let assertion = Assertion::take(&mut op);
+    let fut = match op.may_write() {
+        Ok(()) => submit(op.shared(), &op.who, req, assertion).await,
+        Err(e) => ready(Err(e)),
+    };
+    op.finish_later(tags::ADD_RESPONSE, fut, audit).await;
+    Next::Continue
+}
+
+async fn submit(
+    shared: &Arc<Shared>,
+    who: &Identity,
+    req: &AddRequest<'_>,
+    assertion: Option<Assertion>,
+) -> Pending {
     let input: Vec<InputAttr<'_>> = req
         .attributes
         .iter()
@@ -318,5 +346,7 @@ pub(crate) async fn submit(shared: &Arc<Shared>, who: &Identity, req: &AddReques
     }
     let sh = shared.clone();
     let who = who.dn.clone();
-    submit_write(shared, move |txn| apply(&sh, txn, &who, e))
+    submit_write(shared, move |txn| {
+        apply(&sh, txn, &who, e, assertion.as_ref())
+    })
 }

@@ -7,17 +7,30 @@
 use std::net::IpAddr;
 use std::sync::Arc;
 
-use proto::{BindAuth, BindRequest, ResultCode};
+use proto::{tags, BindAuth, BindRequest, ResultCode};
 use schema::NormDn;
 
 use crate::acl::Rights;
 use crate::error::{LdapError, LdapResult};
+use crate::op::{Next, Op};
 use crate::ops::sasl;
 use crate::state::{Identity, Shared};
 use crate::tls::TlsInfo;
 
 fn invalid() -> LdapError {
     LdapError::new(ResultCode::InvalidCredentials, "invalid credentials")
+}
+
+pub(crate) async fn handle(op: Op, req: &BindRequest<'_>) -> Next {
+    let conn = op.conn.clone();
+    let r = bind(&conn.shared, req, conn.peer.ip(), conn.tls.as_ref()).await;
+    let (r, who) = match r {
+        Ok(who) => (Ok(()), who),
+        Err(e) => (Err(e), Identity::default()),
+    };
+    op.finish(tags::BIND_RESPONSE, r.as_ref().map(|_| ()), None)
+        .await;
+    Next::Bound(Arc::new(who))
 }
 
 pub async fn bind(

@@ -1,12 +1,31 @@
 //! Compare (RFC 4511 §4.10): does the entry hold this value, by the attribute's equality rule?
 
-use proto::{CompareRequest, ResultCode};
+use proto::{tags, CompareRequest, ResultCode};
+
+use crate::op::{Next, Op};
+use crate::ops::{check_assertion, Assertion};
 
 use crate::acl::Rights;
 use crate::error::{LdapError, LdapResult};
 use crate::state::{resolve_attr, Identity, Shared};
 
-pub fn compare(shared: &Shared, who: &Identity, req: &CompareRequest<'_>) -> LdapResult<bool> {
+pub(crate) async fn handle(mut op: Op, req: &CompareRequest<'_>) -> Next {
+    let assertion = Assertion::take(&mut op);
+    let e = match compare(op.shared(), &op.who, req, assertion.as_ref()) {
+        Ok(true) => LdapError::new(ResultCode::CompareTrue, ""),
+        Ok(false) => LdapError::new(ResultCode::CompareFalse, ""),
+        Err(e) => e,
+    };
+    op.finish(tags::COMPARE_RESPONSE, Err(&e), None).await;
+    Next::Continue
+}
+
+fn compare(
+    shared: &Shared,
+    who: &Identity,
+    req: &CompareRequest<'_>,
+    assertion: Option<&Assertion>,
+) -> LdapResult<bool> {
     let schema = &*shared.schema;
     let (_, ndn) = shared.parse_dn(&req.dn)?;
     let (ty, _) = resolve_attr(schema, &req.attr)?;
@@ -16,6 +35,7 @@ pub fn compare(shared: &Shared, who: &Identity, req: &CompareRequest<'_>) -> Lda
     let e = v
         .lookup(&ndn)
         .ok_or_else(|| shared.no_such_object(&v, &ndn))?;
+    check_assertion(assertion, shared, &v, e)?;
     if schema.attr(ty).equality.is_none() {
         return Err(LdapError::new(
             ResultCode::InappropriateMatching,

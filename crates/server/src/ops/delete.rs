@@ -2,14 +2,31 @@
 
 use std::sync::Arc;
 
-use proto::ResultCode;
+use proto::{tags, ResultCode};
 
 use crate::acl::Rights;
 use crate::error::LdapError;
-use crate::ops::{authorize, ready, submit_write, Pending};
+use crate::op::{Next, Op};
+use crate::ops::{authorize, check_assertion, ready, submit_write, Assertion, Pending};
 use crate::state::{Identity, Shared};
 
-pub(crate) fn submit(shared: &Arc<Shared>, who: &Identity, dn: &[u8]) -> Pending {
+pub(crate) async fn handle(mut op: Op, dn: &[u8]) -> Next {
+    let audit = op.audit(dn, || ldif::ChangeRecord::Delete);
+    let assertion = Assertion::take(&mut op);
+    let fut = match op.may_write() {
+        Ok(()) => submit(op.shared(), &op.who, dn, assertion),
+        Err(e) => ready(Err(e)),
+    };
+    op.finish_later(tags::DEL_RESPONSE, fut, audit).await;
+    Next::Continue
+}
+
+fn submit(
+    shared: &Arc<Shared>,
+    who: &Identity,
+    dn: &[u8],
+    assertion: Option<Assertion>,
+) -> Pending {
     let ndn = match shared.parse_dn(dn) {
         Ok((_, ndn)) => ndn,
         Err(e) => return ready(Err(e)),
@@ -30,6 +47,7 @@ pub(crate) fn submit(shared: &Arc<Shared>, who: &Identity, dn: &[u8]) -> Pending
     submit_write(shared, move |txn| {
         let v = txn.version();
         let e = v.lookup(&ndn).ok_or_else(|| sh.no_such_object(v, &ndn))?;
+        check_assertion(assertion.as_ref(), &sh, v, e)?;
         if v.num_children(e.id) > 0 {
             return Err(LdapError::new(
                 ResultCode::NotAllowedOnNonLeaf,

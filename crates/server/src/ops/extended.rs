@@ -7,50 +7,51 @@ use proto::{oids, ExtendedRequest, ResultCode};
 
 use crate::acl::Rights;
 use crate::error::{wire_result, LdapError, LdapResult};
+use crate::op::{writes_allowed, Next, Op};
 use crate::ops::{on_blocking_pool, set_operational, stamp_modified};
-use crate::session::{Conn, DispatchNext};
+use crate::reply::Conn;
 use crate::state::{Identity, Shared};
 
-/// The encoded response and its result code (for the access log).
-fn send_ext(id: i32, r: Result<Option<Vec<u8>>, &LdapError>) -> (Vec<u8>, ResultCode) {
+/// Sends the extended response with the operation's response controls and ends it.
+async fn finish_ext(op: Op, r: Result<Option<Vec<u8>>, &LdapError>) {
     let mut out = Vec::with_capacity(96);
     let (res, value, rc) = match r {
         Ok(v) => (wire_result(Ok(())), v, ResultCode::Success),
         Err(e) => (wire_result(Err(e)), None, e.code),
     };
-    proto::encode_extended_response(&mut out, id, &res, None, value.as_deref());
-    (out, rc)
+    proto::encode_extended_response_with(
+        &mut out,
+        op.id,
+        &res,
+        None,
+        value.as_deref(),
+        &op.response,
+    );
+    op.finish_with(out, rc, None).await;
 }
 
-pub(crate) async fn handle(
-    conn: &Arc<Conn>,
-    id: i32,
-    req: &ExtendedRequest<'_>,
-    who: &Identity,
-) -> DispatchNext {
-    let shared = &conn.shared;
+pub(crate) async fn handle(op: Op, req: &ExtendedRequest<'_>) -> Next {
+    let shared = op.shared().clone();
+    let who = op.who.clone();
     let oid = String::from_utf8_lossy(&req.oid).into_owned();
-    let log = conn.log_start(id, who, |l| {
-        l.push_str(" EXTENDED oid=");
-        crate::logs::quote(l, oid.as_bytes());
-    });
     if oid == oids::START_TLS {
-        let (next, rc) = start_tls(conn, id).await;
-        conn.log_end(log, rc, None);
+        let conn = op.conn.clone();
+        let (next, out, rc) = start_tls(&conn, op.id);
+        op.finish_with(out, rc, None).await;
         return next;
     }
-    let (out, rc) = match oid.as_str() {
+    match oid.as_str() {
         oids::WHO_AM_I => {
             let authz = if who.is_anonymous() {
                 String::new()
             } else {
                 format!("dn:{}", who.dn)
             };
-            send_ext(id, Ok(Some(authz.into_bytes())))
+            finish_ext(op, Ok(Some(authz.into_bytes()))).await;
         }
         oids::PASSWORD_MODIFY => {
-            let r = match crate::session::writes_allowed(conn) {
-                Ok(()) => password_modify(shared, who, req.value.as_deref()).await,
+            let r = match writes_allowed(&op.conn) {
+                Ok(()) => password_modify(&shared, &who, req.value.as_deref()).await,
                 Err(e) => Err(e),
             };
             if r.is_ok() {
@@ -61,44 +62,38 @@ pub(crate) async fn handle(
                     .and_then(|v| proto::PasswdModifyRequest::decode(v).ok())
                     .and_then(|p| p.user_identity.map(|u| u.to_vec()))
                     .unwrap_or_else(|| who.dn.clone().into_bytes());
-                if let Some(a) =
-                    crate::session::audit(conn, who, &target, crate::logs::password_change)
-                {
+                if let Some(a) = op.audit(&target, crate::logs::password_change) {
                     shared.audit_log.write(a);
                 }
             }
             match r {
-                Ok(generated) => send_ext(
-                    id,
-                    Ok(generated.map(|g| proto::encode_passwd_modify_response(g.as_bytes()))),
-                ),
-                Err(e) => send_ext(id, Err(&e)),
+                Ok(generated) => {
+                    let value =
+                        generated.map(|g| proto::encode_passwd_modify_response(g.as_bytes()));
+                    finish_ext(op, Ok(value)).await
+                }
+                Err(e) => finish_ext(op, Err(&e)).await,
             }
         }
-        crate::SNAPSHOT_OID => {
-            let r = snapshot(shared, who).await;
-            match r {
-                Ok(name) => send_ext(id, Ok(Some(name.into_bytes()))),
-                Err(e) => send_ext(id, Err(&e)),
-            }
-        }
+        crate::SNAPSHOT_OID => match snapshot(&shared, &who).await {
+            Ok(name) => finish_ext(op, Ok(Some(name.into_bytes()))).await,
+            Err(e) => finish_ext(op, Err(&e)).await,
+        },
         _ => {
             let e = LdapError::new(
                 ResultCode::ProtocolError,
                 format!("unsupported extended operation {oid}"),
             );
-            send_ext(id, Err(&e))
+            finish_ext(op, Err(&e)).await;
         }
-    };
-    conn.send(out).await;
-    conn.log_end(log, rc, None);
-    DispatchNext::Continue
+    }
+    Next::Continue
 }
 
 /// StartTLS (RFC 4511 §4.14, RFC 4513 §3): answers success with the StartTLS OID as response
 /// name, then the session hands the stream to TLS. Refused while other operations are in
 /// progress (their responses would straddle the switch) and on connections already secured.
-async fn start_tls(conn: &Arc<Conn>, id: i32) -> (DispatchNext, ResultCode) {
+fn start_tls(conn: &Arc<Conn>, id: i32) -> (Next, Vec<u8>, ResultCode) {
     let shared = &conn.shared;
     let refuse = |code: ResultCode, msg: &str| {
         let e = LdapError::new(code, msg);
@@ -137,11 +132,9 @@ async fn start_tls(conn: &Arc<Conn>, id: i32) -> (DispatchNext, ResultCode) {
             Some(oids::START_TLS.as_bytes()),
             None,
         );
-        conn.send(out).await;
-        return (DispatchNext::StartTls, ResultCode::Success);
+        return (Next::StartTls, out, ResultCode::Success);
     };
-    conn.send(out).await;
-    (DispatchNext::Continue, rc)
+    (Next::Continue, out, rc)
 }
 
 /// Linden's snapshot operation: the administrator asks for a snapshot now; the response value

@@ -14,12 +14,11 @@ pub mod delete;
 pub mod extended;
 pub mod modify;
 pub mod modrdn;
+pub(crate) mod paged;
 pub mod sasl;
 pub mod search;
 pub(crate) mod values;
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -32,8 +31,7 @@ use crate::error::{LdapError, LdapResult};
 use crate::state::{Identity, Shared};
 use values::ValueSet;
 
-/// A write on its way through the writer.
-pub(crate) type Pending = Pin<Box<dyn Future<Output = LdapResult<()>> + Send>>;
+pub(crate) use crate::op::{denied, Pending};
 
 pub(crate) fn ready(r: LdapResult<()>) -> Pending {
     Box::pin(async move { r })
@@ -51,22 +49,6 @@ pub(crate) fn submit_write(
             Err(e) => Err(e.into()),
         }
     })
-}
-
-/// The refusal of an operation on an entry the requester can see but may not change.
-/// Anonymous writers get slapd's strongerAuthRequired; everyone else insufficientAccessRights.
-pub(crate) fn denied(who: &Identity, write: bool, what: &str) -> LdapError {
-    if write && who.is_anonymous() {
-        LdapError::new(
-            ResultCode::StrongerAuthRequired,
-            "modifications require authentication",
-        )
-    } else {
-        LdapError::new(
-            ResultCode::InsufficientAccessRights,
-            format!("no {what} access"),
-        )
-    }
 }
 
 /// Checks that `who` holds, on the existing entry `ndn` in version `v`, each right of `needs`
@@ -134,6 +116,64 @@ pub(crate) fn authorize_new(
     } else {
         Err(denied(who, true, what))
     }
+}
+
+/// An assertion control (RFC 4528) on its way to the entry it is checked against: in the
+/// writer's job for changes (against the version being changed), inline for reads.
+pub(crate) struct Assertion {
+    who: Arc<Identity>,
+    filter: proto::Filter<'static>,
+}
+
+impl Assertion {
+    /// The assertion of an operation, if it carries one.
+    pub(crate) fn take(op: &mut crate::op::Op) -> Option<Assertion> {
+        op.controls.assertion.take().map(|filter| Assertion {
+            who: op.who.clone(),
+            filter,
+        })
+    }
+
+    /// assertionFailed unless `e` matches the filter as a search by the requester would see
+    /// it: attributes they may not search in `e` are Undefined, so the answer reveals nothing
+    /// a search would not.
+    pub(crate) fn check(
+        &self,
+        shared: &Shared,
+        v: &store::Version,
+        e: &store::Entry,
+    ) -> LdapResult<()> {
+        let schema = &*shared.schema;
+        let filter = if self.who.is_admin {
+            search::compile(schema, &mut |_| true, &self.filter)
+        } else {
+            let view = shared.acl.view(schema, v, &self.who);
+            let access = view.entry(&shared.acl, schema, e);
+            search::compile(
+                schema,
+                &mut |ty| access.can(Some(ty), Rights::SEARCH),
+                &self.filter,
+            )
+        };
+        if filter.eval(schema, e) == store::Tri::True {
+            Ok(())
+        } else {
+            Err(LdapError::new(
+                ResultCode::AssertionFailed,
+                "the entry does not match the assertion control's filter",
+            ))
+        }
+    }
+}
+
+/// `Assertion::check` for an optional assertion.
+pub(crate) fn check_assertion(
+    a: Option<&Assertion>,
+    shared: &Shared,
+    v: &store::Version,
+    e: &store::Entry,
+) -> LdapResult<()> {
+    a.map_or(Ok(()), |a| a.check(shared, v, e))
 }
 
 /// An entry not (yet) in the tree, for evaluating access rules against it.

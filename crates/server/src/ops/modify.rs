@@ -4,17 +4,18 @@
 
 use std::sync::Arc;
 
-use proto::{ModOp, ModifyRequest, ResultCode};
+use proto::{tags, ModOp, ModifyRequest, ResultCode};
 use schema::{AttrId, NormDn};
 use store::{Attr, Txn};
 
 use crate::acl::Rights;
 use crate::error::{LdapError, LdapResult};
+use crate::op::{Next, Op};
 use crate::ops::values::ValueSet;
 use crate::ops::{
-    authorize, check_attribute_count, check_entry, check_user_modifiable, check_value_count,
-    checked_values, hash_passwords, on_blocking_pool, rdn_values_present, ready, stamp_modified,
-    structural_of, submit_write, Pending,
+    authorize, check_assertion, check_attribute_count, check_entry, check_user_modifiable,
+    check_value_count, checked_values, hash_passwords, on_blocking_pool, rdn_values_present, ready,
+    stamp_modified, structural_of, submit_write, Assertion, Pending,
 };
 use crate::state::{resolve_attr, Identity, Shared};
 
@@ -121,11 +122,13 @@ pub(crate) fn apply(
     who: &str,
     ndn: &NormDn,
     mods: Vec<Mod>,
+    assertion: Option<&Assertion>,
 ) -> LdapResult<()> {
     let schema = &*shared.schema;
     let k = &shared.known;
     let v = txn.version();
     let e = v.lookup(ndn).ok_or_else(|| shared.no_such_object(v, ndn))?;
+    check_assertion(assertion, shared, v, e)?;
     let id = e.id;
     let old_structural = e
         .attr(k.structural_object_class)
@@ -269,10 +272,22 @@ pub(crate) fn apply(
 
 /// Checks the request and hands it to the writer. The read loop awaits this, so writes still
 /// reach the writer in arrival order.
-pub(crate) async fn submit(
+pub(crate) async fn handle(mut op: Op, req: &ModifyRequest<'_>) -> Next {
+    let audit = op.audit(&req.dn, || crate::logs::modify_change(op.shared(), req));
+    let assertion = Assertion::take(&mut op);
+    let fut = match op.may_write() {
+        Ok(()) => submit(op.shared(), &op.who, req, assertion).await,
+        Err(e) => ready(Err(e)),
+    };
+    op.finish_later(tags::MODIFY_RESPONSE, fut, audit).await;
+    Next::Continue
+}
+
+async fn submit(
     shared: &Arc<Shared>,
     who: &Identity,
     req: &ModifyRequest<'_>,
+    assertion: Option<Assertion>,
 ) -> Pending {
     let (ndn, mods) = match prepare(shared, req) {
         Ok(p) => p,
@@ -297,5 +312,7 @@ pub(crate) async fn submit(
     };
     let sh = shared.clone();
     let who = who.dn.clone();
-    submit_write(shared, move |txn| apply(&sh, txn, &who, &ndn, mods))
+    submit_write(shared, move |txn| {
+        apply(&sh, txn, &who, &ndn, mods, assertion.as_ref())
+    })
 }

@@ -3,15 +3,16 @@
 
 use std::sync::Arc;
 
-use proto::{ModifyDnRequest, ResultCode};
+use proto::{tags, ModifyDnRequest, ResultCode};
 use schema::{Dn, NormDn};
 use store::{Attr, Txn};
 
 use crate::acl::Rights;
 use crate::error::{LdapError, LdapResult};
+use crate::op::{Next, Op};
 use crate::ops::{
-    authorize, authorize_new, check_entry, detached, rdn_values_present, ready, stamp_modified,
-    submit_write, Pending,
+    authorize, authorize_new, check_assertion, check_entry, detached, rdn_values_present, ready,
+    stamp_modified, submit_write, Assertion, Pending,
 };
 use crate::state::{Identity, Shared};
 
@@ -45,13 +46,20 @@ pub(crate) fn prepare(shared: &Shared, req: &ModifyDnRequest<'_>) -> LdapResult<
     })
 }
 
-pub(crate) fn apply(shared: &Shared, txn: &mut Txn, who: &str, r: Rename) -> LdapResult<()> {
+pub(crate) fn apply(
+    shared: &Shared,
+    txn: &mut Txn,
+    who: &str,
+    r: Rename,
+    assertion: Option<&Assertion>,
+) -> LdapResult<()> {
     let schema = &*shared.schema;
     let v = txn.version();
     let e = v
         .lookup(&r.ndn)
         .ok_or_else(|| shared.no_such_object(v, &r.ndn))?
         .clone();
+    check_assertion(assertion, shared, v, &e)?;
     if shared.is_suffix(e.ndn_str()) {
         return Err(LdapError::new(
             ResultCode::UnwillingToPerform,
@@ -186,7 +194,12 @@ fn authorize_rename(shared: &Shared, who: &Identity, r: &Rename) -> LdapResult<(
     authorize_new(shared, &v, who, &probe, "add")
 }
 
-pub(crate) fn submit(shared: &Arc<Shared>, who: &Identity, req: &ModifyDnRequest<'_>) -> Pending {
+fn submit(
+    shared: &Arc<Shared>,
+    who: &Identity,
+    req: &ModifyDnRequest<'_>,
+    assertion: Option<Assertion>,
+) -> Pending {
     let r = match prepare(shared, req) {
         Ok(r) => r,
         Err(e) => return ready(Err(e)),
@@ -196,5 +209,18 @@ pub(crate) fn submit(shared: &Arc<Shared>, who: &Identity, req: &ModifyDnRequest
     }
     let sh = shared.clone();
     let who = who.dn.clone();
-    submit_write(shared, move |txn| apply(&sh, txn, &who, r))
+    submit_write(shared, move |txn| {
+        apply(&sh, txn, &who, r, assertion.as_ref())
+    })
+}
+
+pub(crate) async fn handle(mut op: Op, req: &ModifyDnRequest<'_>) -> Next {
+    let audit = op.audit(&req.dn, || crate::logs::modrdn_change(req));
+    let assertion = Assertion::take(&mut op);
+    let fut = match op.may_write() {
+        Ok(()) => submit(op.shared(), &op.who, req, assertion),
+        Err(e) => ready(Err(e)),
+    };
+    op.finish_later(tags::MODIFY_DN_RESPONSE, fut, audit).await;
+    Next::Continue
 }

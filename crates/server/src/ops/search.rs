@@ -17,7 +17,9 @@ use store::{Entry, Filter, Tri};
 
 use crate::acl::{self, Rights};
 use crate::error::{LdapError, LdapResult};
-use crate::session::{encode_result_into, result_pdu, Conn, FLUSH_BYTES};
+use crate::op::{Next, Op};
+use crate::ops::{check_assertion, paged, Assertion};
+use crate::reply::{Conn, FLUSH_BYTES};
 use crate::state::{Identity, Shared};
 
 /// Compiles a wire filter against the schema (see `store::filter` for the Undefined rules).
@@ -280,6 +282,8 @@ struct Prepared {
     untyped: bool,
     /// The index candidates, once planned against the version the search runs on.
     cands: Option<store::RoaringBitmap>,
+    /// The assertion control, checked against the base entry.
+    assertion: Option<Assertion>,
 }
 
 fn prepare(
@@ -362,43 +366,59 @@ fn prepare(
         check,
         untyped,
         cands: None,
+        assertion: None,
     })
 }
 
-pub(crate) async fn start(conn: &Arc<Conn>, id: i32, req: &SearchRequest<'_>, who: Arc<Identity>) {
-    let shared = &conn.shared;
-    let log = conn.log_start(id, &who, |l| {
-        use std::fmt::Write as _;
-        l.push_str(" SEARCH base=");
-        crate::logs::quote(l, &req.base);
-        l.push_str(match req.scope {
-            proto::Scope::Base => " scope=base",
-            proto::Scope::One => " scope=one",
-            proto::Scope::Subtree => " scope=sub",
-        });
-        l.push_str(" filter=");
-        crate::logs::quote(l, req.filter.to_string().as_bytes());
-        l.push_str(" attrs=");
-        let attrs: Vec<&[u8]> = req.attributes.iter().map(|a| &**a).collect();
-        crate::logs::quote(l, &attrs.join(&b' '));
-        if req.size_limit > 0 || req.time_limit > 0 {
-            let _ = write!(
-                l,
-                " sizelimit={} timelimit={}",
-                req.size_limit, req.time_limit
-            );
+pub(crate) async fn handle(mut op: Op, req: &SearchRequest<'_>) -> Next {
+    let shared = op.shared().clone();
+    let assertion = Assertion::take(&mut op);
+    let paged = op.controls.paged.take();
+    // Later pages of a paged search run on the version of its first page.
+    let mut paging = None;
+    if let Some(pr) = paged {
+        let key = request_key(req, &op.who);
+        let mut cursor = None;
+        if !pr.cookie.is_empty() {
+            let taken = match op.conn.paged.lock() {
+                Ok(mut open) => open.take(&pr.cookie, key),
+                Err(_) => Err(LdapError::new(
+                    ResultCode::Other,
+                    "paged results state lost",
+                )),
+            };
+            match taken {
+                Ok(c) => cursor = Some(c),
+                Err(e) => {
+                    op.finish(tags::SEARCH_RESULT_DONE, Err(&e), Some(0)).await;
+                    return Next::Continue;
+                }
+            }
         }
-    });
-    let v = shared.store.read();
-    let p = match prepare(shared, &v, req, &who) {
+        if pr.size == 0 {
+            // Size 0 ends a paged search (RFC 2696 §3); its state is gone with the cursor. As
+            // slapd, the result carries no paged results control.
+            op.finish(tags::SEARCH_RESULT_DONE, Ok(()), Some(0)).await;
+            return Next::Continue;
+        }
+        paging = Some(Paging {
+            size: pr.size,
+            key,
+            cursor,
+        });
+    }
+    let v = match paging.as_ref().and_then(|p| p.cursor.as_ref()) {
+        Some(c) => c.version.clone(),
+        None => shared.store.read(),
+    };
+    let mut p = match prepare(&shared, &v, req, &op.who) {
         Ok(p) => p,
         Err(e) => {
-            conn.send(result_pdu(id, tags::SEARCH_RESULT_DONE, Err(&e)))
-                .await;
-            conn.log_end(log, e.code, Some(0));
-            return;
+            op.finish(tags::SEARCH_RESULT_DONE, Err(&e), Some(0)).await;
+            return Next::Continue;
         }
     };
+    p.assertion = assertion;
     // The server-held entries: root DSE and subschema subentry, base scope only.
     let virtual_entry = if p.root && p.scope == store::Scope::Base {
         Some(&shared.root_dse)
@@ -408,62 +428,171 @@ pub(crate) async fn start(conn: &Arc<Conn>, id: i32, req: &SearchRequest<'_>, wh
         None
     };
     if let Some(e) = virtual_entry {
+        if let Some(pg) = &paging {
+            op.response.push(paged_control(0, Vec::new()));
+            let _ = pg;
+        }
         let mut out = Vec::with_capacity(1024);
         let mut n = 0;
-        if p.filter.eval(&shared.schema, e) == store::Tri::True {
-            encode_entry(shared, None, &mut out, id, e, &p.sel, None);
+        let r = check_assertion(p.assertion.as_ref(), &shared, &v, e);
+        if r.is_ok() && p.filter.eval(&shared.schema, e) == store::Tri::True {
+            encode_entry(&shared, None, &mut out, op.id, e, &p.sel, None);
             n = 1;
         }
-        encode_result_into(&mut out, id, tags::SEARCH_RESULT_DONE, Ok(()));
-        conn.send(out).await;
-        conn.log_end(log, ResultCode::Success, Some(n));
-        return;
+        op.encode_result_into(&mut out, tags::SEARCH_RESULT_DONE, r.as_ref().map(|_| ()));
+        let rc = crate::op::code_of(r.as_ref().map(|_| ()));
+        op.finish_with(out, rc, Some(n)).await;
+        return Next::Continue;
     }
     // Small searches (one base entry, or few index candidates) run right here: cheaper than a
-    // hop to the blocking pool, and they cannot hold up the connection for long.
-    let mut p = p;
+    // hop to the blocking pool, and they cannot hold up the connection for long. A paged
+    // search's first page walks the whole result set, so it is never small.
     let base_only = p.scope == store::Scope::Base && !p.root;
     if !base_only {
         p.cands = v.candidates(&shared.schema, &p.filter);
     }
     let small = base_only
-        || p.cands
-            .as_ref()
-            .is_some_and(|c| c.len() <= INLINE_CANDIDATES);
+        || (paging.as_ref().is_none_or(|pg| pg.cursor.is_some())
+            && p.cands
+                .as_ref()
+                .is_some_and(|c| c.len() <= INLINE_CANDIDATES));
     if small {
         let mut pending: Vec<Vec<u8>> = Vec::new();
-        let done = run(conn, &v, id, &p, &AtomicBool::new(false), &mut |b| {
-            pending.push(b);
-            true
-        });
+        let ran = execute(
+            &op.conn,
+            &v,
+            op.id,
+            &p,
+            &AtomicBool::new(false),
+            &mut |b| {
+                pending.push(b);
+                true
+            },
+            paging.as_mut(),
+        );
         for b in pending {
-            conn.send(b).await;
+            op.conn.send(b).await;
         }
-        if let Some((rc, n)) = done {
-            conn.log_end(log, rc, Some(n));
+        if let Some(ran) = ran {
+            let (pdu, rc, n) = ran.finish(&mut op, paging);
+            op.finish_with(pdu, rc, Some(n)).await;
         }
-        return;
+        return Next::Continue;
     }
-    let Ok(permit) = conn.permits.clone().acquire_owned().await else {
-        return;
+    let Ok(permit) = op.conn.permits.clone().acquire_owned().await else {
+        return Next::Continue;
     };
     let flag = Arc::new(AtomicBool::new(false));
-    if let Ok(mut m) = conn.running.lock() {
-        m.insert(id, flag.clone());
+    if let Ok(mut m) = op.conn.running.lock() {
+        m.insert(op.id, flag.clone());
     }
-    let conn = conn.clone();
+    let rt = tokio::runtime::Handle::current();
     tokio::task::spawn_blocking(move || {
-        let done = run(&conn, &v, id, &p, &flag, &mut |b| conn.send_blocking(b));
-        match done {
-            Some((rc, n)) => conn.log_end(log, rc, Some(n)),
+        let conn = op.conn.clone();
+        let id = op.id;
+        let ran = execute(
+            &conn,
+            &v,
+            id,
+            &p,
+            &flag,
+            &mut |b| conn.send_blocking(b),
+            paging.as_mut(),
+        );
+        match ran {
+            Some(ran) => {
+                let (pdu, rc, n) = ran.finish(&mut op, paging);
+                rt.block_on(op.finish_with(pdu, rc, Some(n)));
+            }
             // Abandoned (or the client went away): no result was sent.
-            None => conn.log_abandoned(log),
+            None => conn.log_abandoned(op.log.take()),
         }
         if let Ok(mut m) = conn.running.lock() {
             m.remove(&id);
         }
         drop(permit);
     });
+    Next::Continue
+}
+
+/// A paged search's page in the making.
+struct Paging {
+    /// Entries this page may hold.
+    size: u64,
+    /// The request's fingerprint (`request_key`).
+    key: u64,
+    /// The walk so far; `None` on the first page.
+    cursor: Option<paged::Cursor>,
+}
+
+/// The paged results response control: the result set's size and the next page's cookie.
+fn paged_control(size: u64, cookie: Vec<u8>) -> proto::Control<'static> {
+    let value = proto::controls::PagedResults {
+        size: i64::try_from(size).unwrap_or(i64::MAX),
+        cookie: cookie.into(),
+    };
+    proto::Control {
+        oid: proto::oids::PAGED_RESULTS.as_bytes().into(),
+        critical: false,
+        value: Some(value.to_vec().into()),
+    }
+}
+
+/// A fingerprint of everything in a search request but its controls, and of the requester:
+/// the later pages of a paged search must repeat the first page's request (RFC 2696 §3).
+fn request_key(req: &SearchRequest<'_>, who: &Identity) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = rustc_hash::FxHasher::default();
+    req.base.hash(&mut h);
+    (req.scope as u8).hash(&mut h);
+    (req.deref as u8).hash(&mut h);
+    req.size_limit.hash(&mut h);
+    req.time_limit.hash(&mut h);
+    req.types_only.hash(&mut h);
+    req.filter.to_string().hash(&mut h);
+    req.attributes.hash(&mut h);
+    who.dn.hash(&mut h);
+    h.finish()
+}
+
+/// What a search sent, with the bytes not yet handed to the connection.
+struct Ran {
+    outcome: Result<(), LdapError>,
+    sent: u64,
+    out: Vec<u8>,
+}
+
+impl Ran {
+    /// The final bytes (the last entries and the SearchResultDone, with the paged results
+    /// control when paging), the result code and the number of entries, for `Op::finish_with`.
+    fn finish(mut self, op: &mut Op, paging: Option<Paging>) -> (Vec<u8>, ResultCode, u64) {
+        if let Some(pg) = paging {
+            // Another page follows only if entries are left and the walk did not fail.
+            let next = match pg.cursor {
+                Some(c) if self.outcome.is_ok() && !c.left.is_empty() => {
+                    let total = c.sent + c.left.len();
+                    let max = op.conn.shared.config.max_paged_searches;
+                    let cookie = op
+                        .conn
+                        .paged
+                        .lock()
+                        .map(|mut open| open.keep(c, max))
+                        .unwrap_or_default();
+                    (total, cookie)
+                }
+                Some(c) => (c.sent + c.left.len(), Vec::new()),
+                None => (0, Vec::new()),
+            };
+            op.response.push(paged_control(next.0, next.1));
+        }
+        op.encode_result_into(
+            &mut self.out,
+            tags::SEARCH_RESULT_DONE,
+            self.outcome.as_ref().map(|_| ()),
+        );
+        let rc = crate::op::code_of(self.outcome.as_ref().map(|_| ()));
+        (self.out, rc, self.sent)
+    }
 }
 
 /// Whether the entry still matches once the filter attributes the requester may not search in
@@ -503,71 +632,46 @@ fn has_untyped_extensible(f: &Filter) -> bool {
 /// Searches whose index candidates are at most this many run inline in the read loop.
 const INLINE_CANDIDATES: u64 = 64;
 
-/// Runs a prepared search on version `v`, handing encoded entries and the result to `sink`
-/// (false from the sink: the connection is gone), unless abandoned.
-fn run(
-    conn: &Conn,
+/// What `walk` hands each entry it finds: the entry and the requester's access to it.
+type Visit<'v> = dyn FnMut(&Arc<Entry>, Option<acl::EntryAccess<'_>>) -> ControlFlow<()> + 'v;
+
+/// How a walk over the scope ended.
+enum Walked {
+    Done,
+    TimedOut,
+    /// The visitor stopped it, or the search was abandoned.
+    Stopped,
+}
+
+/// Walks the search's scope on version `v`, handing `visit` each matching entry the requester
+/// may see (with their access to it; `None` for the administrator).
+fn walk(
+    shared: &Shared,
     v: &store::Version,
-    id: i32,
     p: &Prepared,
+    bases: &[Arc<Entry>],
     abandoned: &AtomicBool,
-    sink: &mut dyn FnMut(Vec<u8>) -> bool,
-) -> Option<(ResultCode, u64)> {
-    let shared = &*conn.shared;
+    visit: &mut Visit<'_>,
+) -> Walked {
     let schema = &*shared.schema;
-    // The bases to walk: the named entry, or every naming context for the root.
-    let mut bases: Vec<Arc<Entry>> = Vec::new();
     let mut scope = p.scope;
-    if p.root {
-        for s in &shared.suffixes {
-            if let Some(e) = v.lookup(s) {
-                bases.push(e.clone());
-            }
-        }
-        if scope == store::Scope::One {
-            scope = store::Scope::Base;
-        }
-    } else {
-        match v.lookup(&p.base) {
-            Some(e) if p.view.entry(&shared.acl, schema, e).visible() => bases.push(e.clone()),
-            _ => {
-                let e = shared.no_such_object_for(v, &p.base, &p.view);
-                sink(result_pdu(id, tags::SEARCH_RESULT_DONE, Err(&e)));
-                return Some((e.code, 0));
-            }
-        }
+    if p.root && scope == store::Scope::One {
+        scope = store::Scope::Base;
     }
-    let mut out: Vec<u8> = Vec::with_capacity(16 * 1024);
-    let mut sent: u64 = 0;
-    let mut outcome: Result<(), LdapError> = Ok(());
-    let mut gone = false;
-    'bases: for base in &bases {
-        let mut visit = |e: &Arc<Entry>| -> ControlFlow<()> {
-            // Hidden entries are skipped before the size check, so that a limit reached
-            // never hints at entries the requester may not see.
+    for base in bases {
+        let mut stopped = false;
+        let mut check = |e: &Arc<Entry>| -> ControlFlow<()> {
+            // Hidden entries are skipped before the visitor sees them, so that a limit
+            // reached never hints at entries the requester may not see.
             let access = (!p.view.is_admin()).then(|| p.view.entry(&shared.acl, schema, e));
             if let Some(a) = &access {
                 if !a.visible() || !searchable_here(schema, p, a, e) {
                     return ControlFlow::Continue(());
                 }
             }
-            if p.size_limit > 0 && sent >= p.size_limit {
-                outcome = Err(LdapError::new(
-                    ResultCode::SizeLimitExceeded,
-                    "size limit exceeded",
-                ));
-                return ControlFlow::Break(());
-            }
-            encode_entry(shared, Some(v), &mut out, id, e, &p.sel, access.as_ref());
-            sent += 1;
-            if out.len() >= FLUSH_BYTES {
-                if !sink(std::mem::take(&mut out)) {
-                    gone = true;
-                    return ControlFlow::Break(());
-                }
-                out.reserve(16 * 1024);
-            }
-            ControlFlow::Continue(())
+            let r = visit(e, access);
+            stopped |= r.is_break();
+            r
         };
         let mut timed_out = false;
         let tick = || {
@@ -586,28 +690,163 @@ fn run(
             scope,
             &p.filter,
             p.cands.as_ref(),
-            &mut visit,
+            &mut check,
             tick,
         );
         if timed_out {
-            outcome = Err(LdapError::new(
-                ResultCode::TimeLimitExceeded,
-                "time limit exceeded",
-            ));
+            return Walked::TimedOut;
         }
-        if outcome.is_err() || gone || abandoned.load(Ordering::Relaxed) {
-            break 'bases;
+        if stopped || abandoned.load(Ordering::Relaxed) {
+            return Walked::Stopped;
         }
     }
+    Walked::Done
+}
+
+/// Runs a prepared search on version `v`, handing encoded entries to `sink` (false from the
+/// sink: the connection is gone); `None` if abandoned or gone (nothing more is sent). With
+/// `paging`, sends the next page of the paged search and leaves its cursor there.
+fn execute(
+    conn: &Conn,
+    v: &Arc<store::Version>,
+    id: i32,
+    p: &Prepared,
+    abandoned: &AtomicBool,
+    sink: &mut dyn FnMut(Vec<u8>) -> bool,
+    paging: Option<&mut Paging>,
+) -> Option<Ran> {
+    let shared = &*conn.shared;
+    let schema = &*shared.schema;
+    let mut ran = Ran {
+        outcome: Ok(()),
+        sent: 0,
+        out: Vec::with_capacity(16 * 1024),
+    };
+    // The bases to walk: the named entry, or every naming context for the root.
+    let mut bases: Vec<Arc<Entry>> = Vec::new();
+    if p.root {
+        for s in &shared.suffixes {
+            if let Some(e) = v.lookup(s) {
+                bases.push(e.clone());
+            }
+        }
+    } else {
+        match v.lookup(&p.base) {
+            Some(e) if p.view.entry(&shared.acl, schema, e).visible() => bases.push(e.clone()),
+            _ => {
+                ran.outcome = Err(shared.no_such_object_for(v, &p.base, &p.view));
+                return Some(ran);
+            }
+        }
+    }
+    // The assertion control is checked against the base entry (the root DSE for the root).
+    if let Some(a) = &p.assertion {
+        let target = bases.first().map_or(&shared.root_dse, |b| &**b);
+        let target = if p.root { &shared.root_dse } else { target };
+        if let Err(e) = a.check(shared, v, target) {
+            ran.outcome = Err(e);
+            return Some(ran);
+        }
+    }
+    let mut gone = false;
+    let walked = match paging {
+        Some(pg) => {
+            let walked = match &pg.cursor {
+                Some(_) => Walked::Done,
+                None => {
+                    // The first page: every entry the search matches, by id.
+                    let mut left = store::RoaringBitmap::new();
+                    let w = walk(shared, v, p, &bases, abandoned, &mut |e, _| {
+                        left.insert(e.id);
+                        ControlFlow::Continue(())
+                    });
+                    pg.cursor = Some(paged::Cursor {
+                        key: pg.key,
+                        version: v.clone(),
+                        left,
+                        sent: 0,
+                    });
+                    w
+                }
+            };
+            if let (Walked::Done, Some(c)) = (&walked, pg.cursor.as_mut()) {
+                let mut last = None;
+                for eid in c.left.iter() {
+                    if ran.sent >= pg.size {
+                        break;
+                    }
+                    // The size limit bounds the whole paged walk, as slapd's does.
+                    if p.size_limit > 0 && c.sent >= p.size_limit {
+                        ran.outcome = Err(LdapError::new(
+                            ResultCode::SizeLimitExceeded,
+                            "size limit exceeded",
+                        ));
+                        break;
+                    }
+                    last = Some(eid);
+                    let Some(e) = v.get(eid) else { continue };
+                    let access = (!p.view.is_admin()).then(|| p.view.entry(&shared.acl, schema, e));
+                    encode_entry(
+                        shared,
+                        Some(v),
+                        &mut ran.out,
+                        id,
+                        e,
+                        &p.sel,
+                        access.as_ref(),
+                    );
+                    ran.sent += 1;
+                    c.sent += 1;
+                    if ran.out.len() >= FLUSH_BYTES {
+                        if !sink(std::mem::take(&mut ran.out)) {
+                            gone = true;
+                            break;
+                        }
+                        ran.out.reserve(16 * 1024);
+                    }
+                }
+                if let Some(last) = last {
+                    c.left.remove_range(..=last);
+                }
+            }
+            walked
+        }
+        None => walk(shared, v, p, &bases, abandoned, &mut |e, access| {
+            if p.size_limit > 0 && ran.sent >= p.size_limit {
+                ran.outcome = Err(LdapError::new(
+                    ResultCode::SizeLimitExceeded,
+                    "size limit exceeded",
+                ));
+                return ControlFlow::Break(());
+            }
+            encode_entry(
+                shared,
+                Some(v),
+                &mut ran.out,
+                id,
+                e,
+                &p.sel,
+                access.as_ref(),
+            );
+            ran.sent += 1;
+            if ran.out.len() >= FLUSH_BYTES {
+                if !sink(std::mem::take(&mut ran.out)) {
+                    gone = true;
+                    return ControlFlow::Break(());
+                }
+                ran.out.reserve(16 * 1024);
+            }
+            ControlFlow::Continue(())
+        }),
+    };
     if gone || abandoned.load(Ordering::Relaxed) {
         return None;
     }
-    encode_result_into(
-        &mut out,
-        id,
-        tags::SEARCH_RESULT_DONE,
-        outcome.as_ref().map(|_| ()),
-    );
-    sink(out);
-    Some((crate::session::code_of(outcome.as_ref().map(|_| ())), sent))
+    if let Walked::TimedOut = walked {
+        ran.outcome = Err(LdapError::new(
+            ResultCode::TimeLimitExceeded,
+            "time limit exceeded",
+        ));
+    }
+    Some(ran)
 }

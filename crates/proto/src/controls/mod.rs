@@ -1,0 +1,32 @@
+//! Request and response control values, one module per control. Each module decodes the
+//! control's value from borrowed bytes (rejecting trailing bytes) and encodes its response
+//! value in one pass; the server's control registry decides which operations take which.
+
+pub mod paged;
+
+pub use paged::PagedResults;
+
+use ber::tag::{BOOLEAN, OCTET_STRING, SEQUENCE};
+use ber::Writer;
+
+use crate::Control;
+
+/// Appends the `controls [0] Controls` element of an LDAPMessage (nothing when empty).
+pub(crate) fn encode_controls(w: &mut Writer<'_>, controls: &[Control<'_>]) {
+    if controls.is_empty() {
+        return;
+    }
+    let c = w.start(crate::tags::context_constructed(0));
+    for ctl in controls {
+        let s = w.start(SEQUENCE);
+        w.write_octets(OCTET_STRING, &ctl.oid);
+        if ctl.critical {
+            w.write_bool(BOOLEAN, true);
+        }
+        if let Some(v) = &ctl.value {
+            w.write_octets(OCTET_STRING, v);
+        }
+        w.end(s);
+    }
+    w.end(c);
+}

@@ -1,0 +1,157 @@
+//! One operation context (design.md seam 1). Every request the read loop dispatches becomes an
+//! `Op` — message id, the connection's reply half, the bound and the effective identity, the
+//! parsed request controls, the response controls the operation adds, and its access-log line —
+//! and every operation has the shape `handle(op, request) -> Next`. Results leave through
+//! `Op::finish`, which attaches the response controls and ends the log line, so no operation
+//! encodes a result or writes a log line of its own.
+
+use std::sync::Arc;
+
+use proto::{Control, ResultCode};
+
+use crate::controls::RequestControls;
+use crate::error::{wire_result, LdapError, LdapResult};
+use crate::reply::{AccessLine, Conn};
+use crate::state::Identity;
+
+/// What the read loop does after an operation was dispatched.
+pub(crate) enum Next {
+    Continue,
+    Close,
+    /// The StartTLS response is queued: hand the stream to TLS.
+    StartTls,
+    /// A bind ended: the connection's identity is now this one (anonymous after a failure).
+    Bound(Arc<Identity>),
+}
+
+pub(crate) struct Op {
+    pub id: i32,
+    pub conn: Arc<Conn>,
+    /// Who the connection is bound as.
+    #[allow(
+        dead_code,
+        reason = "differs from `who` once proxied authorization (RFC 4370) lands"
+    )]
+    pub bound: Arc<Identity>,
+    /// Whom the operation acts for: access control, stamps and logs use this one. The bound
+    /// identity until proxied authorization (RFC 4370) says otherwise.
+    pub who: Arc<Identity>,
+    pub controls: RequestControls,
+    /// Controls attached to the operation's final response.
+    pub response: Vec<Control<'static>>,
+    pub log: Option<AccessLine>,
+}
+
+/// A write handed to the writer, answered when its batch is durable (`Op::finish_later`).
+pub(crate) type Pending =
+    std::pin::Pin<Box<dyn std::future::Future<Output = LdapResult<()>> + Send>>;
+
+impl Op {
+    pub fn shared(&self) -> &Arc<crate::state::Shared> {
+        &self.conn.shared
+    }
+
+    /// Encodes the final response (an LDAPResult-only PDU with tag `tag`) with the response
+    /// controls.
+    pub fn result_pdu(&self, tag: u8, r: Result<(), &LdapError>) -> Vec<u8> {
+        let mut out = Vec::with_capacity(64);
+        self.encode_result_into(&mut out, tag, r);
+        out
+    }
+
+    pub fn encode_result_into(&self, out: &mut Vec<u8>, tag: u8, r: Result<(), &LdapError>) {
+        proto::encode_result_with(out, self.id, tag, &wire_result(r), &self.response);
+    }
+
+    /// Sends the final response and ends the access-log line (`entries` for searches).
+    pub async fn finish(self, tag: u8, r: Result<(), &LdapError>, entries: Option<u64>) {
+        let pdu = self.result_pdu(tag, r);
+        self.finish_with(pdu, code_of(r), entries).await;
+    }
+
+    /// Sends an already encoded final response carrying result code `rc`.
+    pub async fn finish_with(self, pdu: Vec<u8>, rc: ResultCode, entries: Option<u64>) {
+        self.conn.send(pdu).await;
+        self.conn.log_end(self.log, rc, entries);
+    }
+
+    /// Answers a write once the writer has committed it, without holding up the read loop. The
+    /// write was already handed to the writer (in arrival order) when `fut` was made. On
+    /// success the audit record (if any) is logged; the access line always is.
+    pub async fn finish_later(self, tag: u8, fut: Pending, audit: Option<Vec<u8>>) {
+        let Ok(permit) = self.conn.permits.clone().acquire_owned().await else {
+            return;
+        };
+        tokio::spawn(async move {
+            let r = fut.await;
+            if r.is_ok() {
+                if let Some(a) = audit {
+                    self.conn.shared.audit_log.write(a);
+                }
+            }
+            self.finish(tag, r.as_ref().map(|_| ()), None).await;
+            drop(permit);
+        });
+    }
+
+    /// The audit record of a change, if the audit log is on (written once the change succeeds).
+    pub fn audit(&self, dn: &[u8], change: impl FnOnce() -> ldif::ChangeRecord) -> Option<Vec<u8>> {
+        let conn = &self.conn;
+        conn.shared.audit_log.enabled().then(|| {
+            crate::logs::audit_record(
+                conn.id,
+                conn.peer,
+                &self.who.dn,
+                &String::from_utf8_lossy(dn),
+                &change(),
+            )
+        })
+    }
+
+    /// Whether the operation may change anything: over TLS where `require_tls_for_writes`
+    /// asks for it, and never anonymously (as slapd, whatever the access rules say). Checked
+    /// before the request's DN and values are looked at, so a refused change costs only its
+    /// decoding.
+    pub fn may_write(&self) -> LdapResult<()> {
+        writes_allowed(&self.conn)?;
+        if self.who.is_anonymous() {
+            return Err(denied(&self.who, true, "write"));
+        }
+        Ok(())
+    }
+}
+
+/// The refusal of an operation on an entry the requester can see but may not change.
+/// Anonymous writers get slapd's strongerAuthRequired; everyone else insufficientAccessRights.
+pub(crate) fn denied(who: &Identity, write: bool, what: &str) -> LdapError {
+    if write && who.is_anonymous() {
+        LdapError::new(
+            ResultCode::StrongerAuthRequired,
+            "modifications require authentication",
+        )
+    } else {
+        LdapError::new(
+            ResultCode::InsufficientAccessRights,
+            format!("no {what} access"),
+        )
+    }
+}
+
+/// `require_tls_for_writes`: changes only over TLS.
+pub(crate) fn writes_allowed(conn: &Conn) -> LdapResult<()> {
+    if conn.shared.config.require_tls_for_writes && conn.tls.is_none() {
+        return Err(LdapError::new(
+            ResultCode::ConfidentialityRequired,
+            "changes require TLS (use StartTLS or ldaps)",
+        ));
+    }
+    Ok(())
+}
+
+/// The result code a response carries.
+pub(crate) fn code_of(r: Result<(), &LdapError>) -> ResultCode {
+    match r {
+        Ok(()) => ResultCode::Success,
+        Err(e) => e.code,
+    }
+}
