@@ -2,6 +2,12 @@
 //! abandon and unbind. Every read has a deadline so a misbehaving server fails a test instead of
 //! hanging it, and after each hostile case a well-behaved client on another connection must
 //! still be served.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed unwrap is a failed test"
+)]
 
 mod common;
 
