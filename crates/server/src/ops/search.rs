@@ -555,6 +555,11 @@ fn run(
                     gone = true;
                     return ControlFlow::Break(());
                 }
+                // The sink may have waited for a slow reader, long enough to be abandoned:
+                // stop now rather than at the next tick, up to TICK_EVERY entries later.
+                if abandoned.load(Ordering::Relaxed) {
+                    return ControlFlow::Break(());
+                }
                 out.reserve(16 * 1024);
             }
             ControlFlow::Continue(())
