@@ -1,5 +1,11 @@
 //! `linden bench` without the rest of the server: `cargo run --release -p bench --example bench
 //! -- search --url ldap://127.0.0.1:3389 --connections 8 --depth 32`.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "developer tool: a failed step ends the run with its message"
+)]
 
 use clap::Parser;
 use std::process::ExitCode;

@@ -1,4 +1,10 @@
 //! `linden gen`: deterministic, well-formed LDIF with the reference attributes.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed unwrap is a failed test"
+)]
 
 use base64::Engine;
 use bench::gen::{GenArgs, PasswordScheme};

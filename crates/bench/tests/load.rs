@@ -1,5 +1,11 @@
 //! `linden bench` against a small fake LDAP server on 127.0.0.1:0 that counts what it answers:
 //! the operation counts the generator reports must equal what the server saw.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed unwrap is a failed test"
+)]
 
 use bench::load::{BenchArgs, Summary};
 use clap::Parser;

@@ -4,6 +4,11 @@
 //! `fuzz/` (cargo-fuzz, nightly) calls these from libFuzzer; `tests/corpus.rs` replays the
 //! corpus in `fuzz/corpus/<target>/` and runs a short seeded mutation loop on stable, so every
 //! `cargo test` exercises them.
+#![allow(
+    clippy::panic,
+    reason = "a fuzz target reports a broken invariant by panicking, which is what libFuzzer and \
+              tests/corpus.rs catch; this crate is test support, not part of the server"
+)]
 
 use std::sync::OnceLock;
 

@@ -5,6 +5,12 @@
 //!
 //! `cargo test -p fuzzing -- --ignored write_seeds` rewrites the seed files from the vectors
 //! below; `scripts/fuzz.sh` runs the real fuzzer (cargo-fuzz, nightly) and grows the corpus.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed unwrap is a failed test"
+)]
 
 use std::path::{Path, PathBuf};
 

@@ -1,4 +1,10 @@
 //! Real files: `slapcat` output and the server's demo data.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed unwrap is a failed test"
+)]
 
 use ldif::{Reader, Record};
 

@@ -1,4 +1,10 @@
 //! Reader behaviour: accepted syntax, and every error with its line number.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed unwrap is a failed test"
+)]
 
 use ldif::{ChangeRecord, Control, ErrorKind, LdifError, Mod, ModOp, Reader, Record};
 

@@ -1,5 +1,11 @@
 //! Writer output: what it looks like, and that reading it gives back what
 //! was written.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed unwrap is a failed test"
+)]
 
 use ldif::{ChangeRecord, Control, Mod, ModOp, Reader, Record, Writer};
 use proptest::collection::vec;

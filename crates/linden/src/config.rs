@@ -1,18 +1,26 @@
 //! Settings for `linden serve` (and `linden import`): the TOML file, merged with the command
 //! line.
 //!
-//! The file is read as a plain TOML table and each key converted by hand rather than through
-//! `#[derive(Deserialize)]`, so that every error is one line naming the file, the key and the
-//! offending value, which is what a person editing the file needs.
+//! `Settings` is the file's schema: each key is one field, declared once with the function
+//! that reads and checks its value (`de::*`). Serde derives the list of keys from it (unknown
+//! keys are refused), and the field is also where the flags are merged in. A key is read from
+//! its `toml::Value` by the helpers below, so that every error is one line naming the file,
+//! the key and the offending value, which is what a person editing the file needs.
 //!
 //! Precedence: flag, then environment (only `LINDEN_ADMIN_PASSWORD`, folded into the flag by
 //! clap), then file, then default. Defaults are not applied here: a field left `None` takes the value from
 //! `server::Config::default()`, so each default is written down in one place.
+//!
+//! A new key is: its `server::Config` field and default, one field here with its reader, the
+//! line of `serve::server_config` that applies it, and its entry in docs/configuration.md (a
+//! test checks that every key is documented). A flag, if it has one, is a field of
+//! `cli::ServeArgs` and a line of `merge`.
 
 use std::fmt;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
+use serde::Deserialize;
 use tracing_subscriber::EnvFilter;
 
 use crate::bulk::ImportArgs;
@@ -30,113 +38,261 @@ impl fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
-/// Every key the file may hold, in the order the documentation lists them.
-pub const KEYS: &[&str] = &[
-    "listen",
-    "data",
-    "suffix",
-    "admin_dn",
-    "admin_password",
-    "demo",
-    "max_pdu_size",
-    "max_outstanding",
-    "size_limit",
-    "time_limit",
-    "size_limit_anonymous",
-    "time_limit_anonymous",
-    "access",
-    "max_ber_depth",
-    "max_filter_depth",
-    "max_values_per_attribute",
-    "max_attributes_per_request",
-    "max_requested_attributes",
-    "max_controls_per_request",
-    "max_paged_searches",
-    "max_connections",
-    "max_connections_per_ip",
-    "idle_timeout",
-    "max_buffered_bytes",
-    "write_timeout",
-    "access_log",
-    "audit_log",
-    "ldaps_listen",
-    "tls_cert",
-    "tls_key",
-    "tls_client_ca",
-    "require_tls_for_bind",
-    "require_tls_for_writes",
-    "password_hash",
-    "argon2_memory_kib",
-    "argon2_iterations",
-    "argon2_parallelism",
-    "pbkdf2_iterations",
-    "crypt_rounds",
-    "bind_failures_per_dn",
-    "bind_failures_per_ip",
-    "bind_lockout_seconds",
-    "indexes",
-    "durability",
-    "snapshot_interval",
-    "snapshot_log_bytes",
-    "snapshot_cpu_share",
-    "log_level",
-];
-
 /// The log filter used when neither `--log-level` nor `log_level` is given.
 pub const DEFAULT_LOG_LEVEL: &str = "info";
 
-/// Settings after merging; `None` means "use the server's default".
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
+/// The configuration file's keys, and the settings after merging the flags over them; `None`
+/// means "use the server's default". The fields are in the order the documentation lists them.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Settings {
+    #[serde(default, deserialize_with = "de::listen")]
     pub listen: Option<SocketAddr>,
+    #[serde(default, deserialize_with = "de::path")]
     pub data: Option<PathBuf>,
+    #[serde(rename = "suffix", default, deserialize_with = "de::suffixes")]
     pub suffixes: Option<Vec<String>>,
+    #[serde(default, deserialize_with = "de::string")]
     pub admin_dn: Option<String>,
     /// Cleartext, only until it is hashed by `password::resolve`.
+    #[serde(default, deserialize_with = "de::string")]
     pub admin_password: Option<String>,
+    #[serde(default, deserialize_with = "de::boolean")]
     pub demo: bool,
+    #[serde(default, deserialize_with = "de::int::<1, _, _>")]
     pub max_pdu_size: Option<usize>,
+    #[serde(default, deserialize_with = "de::int::<1, _, _>")]
     pub max_outstanding: Option<usize>,
+    #[serde(default, deserialize_with = "de::int::<0, _, _>")]
     pub size_limit: Option<u64>,
+    #[serde(default, deserialize_with = "de::int::<0, _, _>")]
     pub time_limit: Option<u64>,
+    #[serde(default, deserialize_with = "de::int::<0, _, _>")]
     pub size_limit_anonymous: Option<u64>,
+    #[serde(default, deserialize_with = "de::int::<0, _, _>")]
     pub time_limit_anonymous: Option<u64>,
+    #[serde(default, deserialize_with = "de::access")]
     pub access: Option<Vec<server::acl::RuleSpec>>,
+    #[serde(default, deserialize_with = "de::int::<8, _, _>")]
     pub max_ber_depth: Option<usize>,
+    #[serde(default, deserialize_with = "de::int::<1, _, _>")]
     pub max_filter_depth: Option<usize>,
+    #[serde(default, deserialize_with = "de::int::<0, _, _>")]
     pub max_values_per_attribute: Option<usize>,
+    #[serde(default, deserialize_with = "de::int::<0, _, _>")]
     pub max_attributes_per_request: Option<usize>,
+    #[serde(default, deserialize_with = "de::int::<0, _, _>")]
     pub max_requested_attributes: Option<usize>,
+    #[serde(default, deserialize_with = "de::int::<0, _, _>")]
     pub max_controls_per_request: Option<usize>,
+    #[serde(default, deserialize_with = "de::int::<1, _, _>")]
     pub max_paged_searches: Option<usize>,
+    #[serde(default, deserialize_with = "de::int::<1, _, _>")]
     pub max_connections: Option<usize>,
+    #[serde(default, deserialize_with = "de::int::<1, _, _>")]
     pub max_connections_per_ip: Option<usize>,
+    #[serde(default, deserialize_with = "de::int::<0, _, _>")]
     pub idle_timeout: Option<u64>,
+    #[serde(default, deserialize_with = "de::int::<65536, _, _>")]
     pub max_buffered_bytes: Option<usize>,
+    #[serde(default, deserialize_with = "de::int::<0, _, _>")]
     pub write_timeout: Option<u64>,
+    #[serde(default, deserialize_with = "de::log_target")]
     pub access_log: Option<server::logs::LogTarget>,
+    #[serde(default, deserialize_with = "de::log_target")]
     pub audit_log: Option<server::logs::LogTarget>,
+    #[serde(default, deserialize_with = "de::ldaps_listen")]
     pub ldaps_listen: Option<SocketAddr>,
+    #[serde(default, deserialize_with = "de::path")]
     pub tls_cert: Option<PathBuf>,
+    #[serde(default, deserialize_with = "de::path")]
     pub tls_key: Option<PathBuf>,
+    #[serde(default, deserialize_with = "de::path")]
     pub tls_client_ca: Option<PathBuf>,
+    #[serde(default, deserialize_with = "de::boolean")]
     pub require_tls_for_bind: bool,
+    #[serde(default, deserialize_with = "de::boolean")]
     pub require_tls_for_writes: bool,
+    #[serde(default, deserialize_with = "de::password_hash")]
     pub password_hash: Option<pwhash::Scheme>,
+    #[serde(default, deserialize_with = "de::int::<8, _, _>")]
     pub argon2_memory_kib: Option<u32>,
+    #[serde(default, deserialize_with = "de::int::<1, _, _>")]
     pub argon2_iterations: Option<u32>,
+    #[serde(default, deserialize_with = "de::int::<1, _, _>")]
     pub argon2_parallelism: Option<u32>,
+    #[serde(default, deserialize_with = "de::int::<1000, _, _>")]
     pub pbkdf2_iterations: Option<u32>,
+    #[serde(default, deserialize_with = "de::int::<1000, _, _>")]
     pub crypt_rounds: Option<u32>,
+    #[serde(default, deserialize_with = "de::int::<0, _, _>")]
     pub bind_failures_per_dn: Option<u32>,
+    #[serde(default, deserialize_with = "de::int::<0, _, _>")]
     pub bind_failures_per_ip: Option<u32>,
+    #[serde(default, deserialize_with = "de::int::<1, _, _>")]
     pub bind_lockout_seconds: Option<u64>,
+    #[serde(default, deserialize_with = "de::strings")]
     pub indexes: Option<Vec<String>>,
+    #[serde(default, deserialize_with = "de::durability")]
     pub durability: Option<server::Durability>,
+    #[serde(default, deserialize_with = "de::int::<0, _, _>")]
     pub snapshot_interval: Option<u64>,
+    #[serde(default, deserialize_with = "de::int::<0, _, _>")]
     pub snapshot_log_bytes: Option<u64>,
+    #[serde(default, deserialize_with = "de::percent")]
     pub snapshot_cpu_share: Option<u32>,
+    /// Empty when not given.
+    #[serde(default, deserialize_with = "de::log_level")]
     pub log_level: String,
+}
+
+/// How each key's value is read: from its `toml::Value`, by the helpers at the end of this
+/// file, with their messages.
+mod de {
+    use std::net::SocketAddr;
+    use std::path::PathBuf;
+
+    use serde::de::{Deserializer, Error as _};
+    use serde::Deserialize;
+
+    fn with<'de, D: Deserializer<'de>, T>(
+        d: D,
+        read: impl FnOnce(&toml::Value) -> Result<T, String>,
+    ) -> Result<T, D::Error> {
+        let v = toml::Value::deserialize(d)?;
+        read(&v).map_err(D::Error::custom)
+    }
+
+    fn address(v: &toml::Value, example: &str) -> Result<Option<SocketAddr>, String> {
+        let s = super::string(v)?;
+        s.parse().map(Some).map_err(|_| {
+            format!("invalid socket address '{s}' (expected ADDR:PORT, e.g. {example})")
+        })
+    }
+
+    pub fn listen<'de, D: Deserializer<'de>>(d: D) -> Result<Option<SocketAddr>, D::Error> {
+        with(d, |v| address(v, "127.0.0.1:3389"))
+    }
+
+    pub fn ldaps_listen<'de, D: Deserializer<'de>>(d: D) -> Result<Option<SocketAddr>, D::Error> {
+        with(d, |v| address(v, "0.0.0.0:636"))
+    }
+
+    pub fn string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+        with(d, |v| super::string(v).map(Some))
+    }
+
+    pub fn path<'de, D: Deserializer<'de>>(d: D) -> Result<Option<PathBuf>, D::Error> {
+        with(d, |v| super::string(v).map(|s| Some(PathBuf::from(s))))
+    }
+
+    pub fn strings<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::Error> {
+        with(d, |v| super::strings(v).map(Some))
+    }
+
+    pub fn suffixes<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::Error> {
+        with(d, |v| match super::strings(v)? {
+            s if s.is_empty() => Err("at least one suffix is required".into()),
+            s => Ok(Some(s)),
+        })
+    }
+
+    pub fn boolean<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+        with(d, |v| {
+            v.as_bool()
+                .ok_or_else(|| format!("expected true or false, found {}", super::show(v)))
+        })
+    }
+
+    /// An integer of at least `MIN`.
+    pub fn int<'de, const MIN: i64, D: Deserializer<'de>, T: TryFrom<i64>>(
+        d: D,
+    ) -> Result<Option<T>, D::Error> {
+        with(d, |v| super::integer(v, MIN).map(Some))
+    }
+
+    pub fn percent<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+        with(d, |v| match super::integer(v, 1)? {
+            p if p > 100 => Err(format!("a percentage of one core: 1 to 100, found {p}")),
+            p => Ok(Some(p)),
+        })
+    }
+
+    pub fn log_target<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<server::logs::LogTarget>, D::Error> {
+        with(d, |v| {
+            super::string(v).map(|s| Some(server::logs::LogTarget::parse(&s)))
+        })
+    }
+
+    pub fn password_hash<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<pwhash::Scheme>, D::Error> {
+        with(d, |v| {
+            super::string(v)?
+                .parse()
+                .map(Some)
+                .map_err(|e: pwhash::UnknownScheme| e.to_string())
+        })
+    }
+
+    pub fn durability<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<server::Durability>, D::Error> {
+        with(d, |v| super::parse_durability(&super::string(v)?).map(Some))
+    }
+
+    pub fn log_level<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+        with(d, |v| {
+            let s = super::string(v)?;
+            super::check_log_level(&s)?;
+            Ok(s)
+        })
+    }
+
+    /// The `[[access]]` rules, checked as the server will check them. Their messages name the
+    /// rule and field themselves (`access[1].dn: ...`).
+    pub fn access<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<Vec<server::acl::RuleSpec>>, D::Error> {
+        with(d, |v| {
+            let rules = super::access_rules(v)?;
+            server::acl::check(&rules).map_err(|e| e.to_string())?;
+            Ok(Some(rules))
+        })
+    }
+}
+
+/// Every key the file may hold, in the order of `Settings`' fields (and of the documentation):
+/// the field names serde derived, read back by a deserializer that only asks for them.
+pub fn keys() -> &'static [&'static str] {
+    use serde::de::{Error as _, Visitor};
+
+    struct Fields(&'static [&'static str]);
+    impl<'de> serde::Deserializer<'de> for &mut Fields {
+        type Error = serde::de::value::Error;
+        fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
+            Err(Self::Error::custom("only the field names are wanted"))
+        }
+        fn deserialize_struct<V: Visitor<'de>>(
+            self,
+            _: &'static str,
+            fields: &'static [&'static str],
+            _: V,
+        ) -> Result<V::Value, Self::Error> {
+            self.0 = fields;
+            Err(Self::Error::custom("only the field names are wanted"))
+        }
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+            option unit unit_struct newtype_struct seq tuple tuple_struct map enum identifier
+            ignored_any
+        }
+    }
+    let mut f = Fields(&[]);
+    let _ = Settings::deserialize(&mut f);
+    f.0
 }
 
 /// Reads the file named by `--config`, if any, and merges it under the flags.
@@ -169,75 +325,42 @@ pub fn resolve_import(args: &ImportArgs) -> Result<Settings, ConfigError> {
     })
 }
 
-/// Applies the flags over the file's settings and checks what the flags alone cannot.
+/// Applies the flags over the file's settings and checks what the flags alone cannot. Keys
+/// without a flag keep the file's value.
 pub fn merge(args: &ServeArgs, file: Settings) -> Result<Settings, ConfigError> {
-    let log_level = match &args.log_level {
+    fn flag<T: Clone>(flag: &Option<T>, setting: &mut Option<T>) {
+        if let Some(v) = flag {
+            *setting = Some(v.clone());
+        }
+    }
+    let mut s = file;
+    s.log_level = match &args.log_level {
         Some(l) => {
             check_log_level(l).map_err(|e| ConfigError(format!("--log-level: {e}")))?;
             l.clone()
         }
-        None if file.log_level.is_empty() => DEFAULT_LOG_LEVEL.to_string(),
-        None => file.log_level,
+        None if s.log_level.is_empty() => DEFAULT_LOG_LEVEL.to_string(),
+        None => std::mem::take(&mut s.log_level),
     };
-    let s = Settings {
-        listen: args.listen.or(file.listen),
-        data: args.data.clone().or(file.data),
-        suffixes: if args.suffixes.is_empty() {
-            file.suffixes
-        } else {
-            Some(args.suffixes.clone())
-        },
-        admin_dn: args.admin_dn.clone().or(file.admin_dn),
-        admin_password: args.admin_password.clone().or(file.admin_password),
-        demo: args.demo || file.demo,
-        max_pdu_size: args.max_pdu_size.or(file.max_pdu_size),
-        max_outstanding: args.max_outstanding.or(file.max_outstanding),
-        size_limit: args.size_limit.or(file.size_limit),
-        time_limit: args.time_limit.or(file.time_limit),
-        size_limit_anonymous: file.size_limit_anonymous,
-        time_limit_anonymous: file.time_limit_anonymous,
-        access: file.access,
-        max_ber_depth: file.max_ber_depth,
-        max_filter_depth: file.max_filter_depth,
-        max_values_per_attribute: file.max_values_per_attribute,
-        max_attributes_per_request: file.max_attributes_per_request,
-        max_requested_attributes: file.max_requested_attributes,
-        max_controls_per_request: file.max_controls_per_request,
-        max_paged_searches: file.max_paged_searches,
-        max_connections: file.max_connections,
-        max_connections_per_ip: file.max_connections_per_ip,
-        idle_timeout: file.idle_timeout,
-        max_buffered_bytes: file.max_buffered_bytes,
-        write_timeout: file.write_timeout,
-        access_log: file.access_log,
-        audit_log: file.audit_log,
-        ldaps_listen: args.ldaps_listen.or(file.ldaps_listen),
-        tls_cert: file.tls_cert,
-        tls_key: file.tls_key,
-        tls_client_ca: file.tls_client_ca,
-        require_tls_for_bind: file.require_tls_for_bind,
-        require_tls_for_writes: file.require_tls_for_writes,
-        password_hash: file.password_hash,
-        argon2_memory_kib: file.argon2_memory_kib,
-        argon2_iterations: file.argon2_iterations,
-        argon2_parallelism: file.argon2_parallelism,
-        pbkdf2_iterations: file.pbkdf2_iterations,
-        crypt_rounds: file.crypt_rounds,
-        bind_failures_per_dn: file.bind_failures_per_dn,
-        bind_failures_per_ip: file.bind_failures_per_ip,
-        bind_lockout_seconds: file.bind_lockout_seconds,
-        indexes: file.indexes,
-        durability: match &args.durability {
-            Some(d) => {
-                Some(parse_durability(d).map_err(|e| ConfigError(format!("--durability: {e}")))?)
-            }
-            None => file.durability,
-        },
-        snapshot_interval: args.snapshot_interval.or(file.snapshot_interval),
-        snapshot_log_bytes: args.snapshot_log_bytes.or(file.snapshot_log_bytes),
-        snapshot_cpu_share: file.snapshot_cpu_share,
-        log_level,
-    };
+    flag(&args.listen, &mut s.listen);
+    flag(&args.data, &mut s.data);
+    if !args.suffixes.is_empty() {
+        s.suffixes = Some(args.suffixes.clone());
+    }
+    flag(&args.admin_dn, &mut s.admin_dn);
+    flag(&args.admin_password, &mut s.admin_password);
+    s.demo |= args.demo;
+    flag(&args.max_pdu_size, &mut s.max_pdu_size);
+    flag(&args.max_outstanding, &mut s.max_outstanding);
+    flag(&args.size_limit, &mut s.size_limit);
+    flag(&args.time_limit, &mut s.time_limit);
+    flag(&args.ldaps_listen, &mut s.ldaps_listen);
+    if let Some(d) = &args.durability {
+        s.durability =
+            Some(parse_durability(d).map_err(|e| ConfigError(format!("--durability: {e}")))?);
+    }
+    flag(&args.snapshot_interval, &mut s.snapshot_interval);
+    flag(&args.snapshot_log_bytes, &mut s.snapshot_log_bytes);
     if s.max_pdu_size == Some(0) {
         return Err(ConfigError("--max-pdu-size: must be at least 1".into()));
     }
@@ -268,153 +391,31 @@ pub fn parse_file(path: &Path, text: &str) -> Result<Settings, ConfigError> {
             .collect();
         ConfigError(format!("{name}{at}: invalid TOML: {}", message.join("; ")))
     })?;
-    let mut s = Settings::default();
+    // Key by key first, so that an error names the key it is about.
     for (key, value) in &table {
-        let bad = |what: String| ConfigError(format!("{name}: key '{key}': {what}"));
-        match key.as_str() {
-            "listen" => {
-                let v = string(value).map_err(bad)?;
-                let addr = v.parse::<SocketAddr>().map_err(|_| {
-                    bad(format!(
-                        "invalid socket address '{v}' (expected ADDR:PORT, e.g. 127.0.0.1:3389)"
-                    ))
-                })?;
-                s.listen = Some(addr);
-            }
-            "data" => s.data = Some(PathBuf::from(string(value).map_err(bad)?)),
-            "suffix" => {
-                let v = strings(value).map_err(bad)?;
-                if v.is_empty() {
-                    return Err(bad("at least one suffix is required".into()));
-                }
-                s.suffixes = Some(v);
-            }
-            "admin_dn" => s.admin_dn = Some(string(value).map_err(bad)?),
-            "admin_password" => s.admin_password = Some(string(value).map_err(bad)?),
-            "demo" => {
-                s.demo = value
-                    .as_bool()
-                    .ok_or_else(|| bad(format!("expected true or false, found {}", show(value))))?
-            }
-            "max_pdu_size" => s.max_pdu_size = Some(integer(value, 1).map_err(bad)?),
-            "max_outstanding" => s.max_outstanding = Some(integer(value, 1).map_err(bad)?),
-            "size_limit" => s.size_limit = Some(integer(value, 0).map_err(bad)?),
-            "time_limit" => s.time_limit = Some(integer(value, 0).map_err(bad)?),
-            "size_limit_anonymous" => {
-                s.size_limit_anonymous = Some(integer(value, 0).map_err(bad)?)
-            }
-            "time_limit_anonymous" => {
-                s.time_limit_anonymous = Some(integer(value, 0).map_err(bad)?)
-            }
-            "max_ber_depth" => s.max_ber_depth = Some(integer(value, 8).map_err(bad)?),
-            "max_filter_depth" => s.max_filter_depth = Some(integer(value, 1).map_err(bad)?),
-            "max_values_per_attribute" => {
-                s.max_values_per_attribute = Some(integer(value, 0).map_err(bad)?)
-            }
-            "max_attributes_per_request" => {
-                s.max_attributes_per_request = Some(integer(value, 0).map_err(bad)?)
-            }
-            "max_requested_attributes" => {
-                s.max_requested_attributes = Some(integer(value, 0).map_err(bad)?)
-            }
-            "max_paged_searches" => s.max_paged_searches = Some(integer(value, 1).map_err(bad)?),
-            "max_controls_per_request" => {
-                s.max_controls_per_request = Some(integer(value, 0).map_err(bad)?)
-            }
-            "max_connections" => s.max_connections = Some(integer(value, 1).map_err(bad)?),
-            "max_connections_per_ip" => {
-                s.max_connections_per_ip = Some(integer(value, 1).map_err(bad)?)
-            }
-            "idle_timeout" => s.idle_timeout = Some(integer(value, 0).map_err(bad)?),
-            "max_buffered_bytes" => {
-                s.max_buffered_bytes = Some(integer(value, 65536).map_err(bad)?)
-            }
-            "write_timeout" => s.write_timeout = Some(integer(value, 0).map_err(bad)?),
-            "access_log" => {
-                s.access_log = Some(server::logs::LogTarget::parse(&string(value).map_err(bad)?))
-            }
-            "audit_log" => {
-                s.audit_log = Some(server::logs::LogTarget::parse(&string(value).map_err(bad)?))
-            }
-            "ldaps_listen" => {
-                let v = string(value).map_err(bad)?;
-                s.ldaps_listen = Some(v.parse::<SocketAddr>().map_err(|_| {
-                    bad(format!(
-                        "invalid socket address '{v}' (expected ADDR:PORT, e.g. 0.0.0.0:636)"
-                    ))
-                })?);
-            }
-            "tls_cert" => s.tls_cert = Some(PathBuf::from(string(value).map_err(bad)?)),
-            "tls_key" => s.tls_key = Some(PathBuf::from(string(value).map_err(bad)?)),
-            "tls_client_ca" => s.tls_client_ca = Some(PathBuf::from(string(value).map_err(bad)?)),
-            "require_tls_for_bind" => {
-                s.require_tls_for_bind = value
-                    .as_bool()
-                    .ok_or_else(|| bad(format!("expected true or false, found {}", show(value))))?
-            }
-            "require_tls_for_writes" => {
-                s.require_tls_for_writes = value
-                    .as_bool()
-                    .ok_or_else(|| bad(format!("expected true or false, found {}", show(value))))?
-            }
-            "password_hash" => {
-                let v = string(value).map_err(bad)?;
-                s.password_hash = Some(
-                    v.parse()
-                        .map_err(|e: pwhash::UnknownScheme| bad(e.to_string()))?,
-                );
-            }
-            "argon2_memory_kib" => s.argon2_memory_kib = Some(integer(value, 8).map_err(bad)?),
-            "argon2_iterations" => s.argon2_iterations = Some(integer(value, 1).map_err(bad)?),
-            "argon2_parallelism" => s.argon2_parallelism = Some(integer(value, 1).map_err(bad)?),
-            "pbkdf2_iterations" => s.pbkdf2_iterations = Some(integer(value, 1000).map_err(bad)?),
-            "crypt_rounds" => s.crypt_rounds = Some(integer(value, 1000).map_err(bad)?),
-            "bind_failures_per_dn" => {
-                s.bind_failures_per_dn = Some(integer(value, 0).map_err(bad)?)
-            }
-            "bind_failures_per_ip" => {
-                s.bind_failures_per_ip = Some(integer(value, 0).map_err(bad)?)
-            }
-            "bind_lockout_seconds" => {
-                s.bind_lockout_seconds = Some(integer(value, 1).map_err(bad)?)
-            }
-            "access" => {
-                let rules = access_rules(value).map_err(|e| ConfigError(format!("{name}: {e}")))?;
-                server::acl::check(&rules).map_err(|e| ConfigError(format!("{name}: {e}")))?;
-                s.access = Some(rules);
-            }
-            "indexes" => s.indexes = Some(strings(value).map_err(bad)?),
-            "durability" => {
-                let v = string(value).map_err(bad)?;
-                s.durability = Some(parse_durability(&v).map_err(bad)?);
-            }
-            "snapshot_interval" => s.snapshot_interval = Some(integer(value, 0).map_err(bad)?),
-            "snapshot_log_bytes" => s.snapshot_log_bytes = Some(integer(value, 0).map_err(bad)?),
-            "snapshot_cpu_share" => {
-                let v: u32 = integer(value, 1).map_err(bad)?;
-                if v > 100 {
-                    return Err(bad(format!(
-                        "a percentage of one core: 1 to 100, found {v}"
-                    )));
-                }
-                s.snapshot_cpu_share = Some(v);
-            }
-            "log_level" => {
-                let v = string(value).map_err(bad)?;
-                check_log_level(&v).map_err(bad)?;
-                s.log_level = v;
-            }
-            _ => {
-                let at = key_line(text, key)
-                    .map(|l| format!(":{l}"))
-                    .unwrap_or_default();
-                return Err(ConfigError(format!(
-                    "{name}{at}: unknown key '{key}' (expected one of: {})",
-                    KEYS.join(", ")
-                )));
-            }
+        if !keys().contains(&key.as_str()) {
+            let at = key_line(text, key)
+                .map(|l| format!(":{l}"))
+                .unwrap_or_default();
+            return Err(ConfigError(format!(
+                "{name}{at}: unknown key '{key}' (expected one of: {})",
+                keys().join(", ")
+            )));
+        }
+        let one = toml::Table::from_iter([(key.clone(), value.clone())]);
+        if let Err(e) = toml::Value::Table(one).try_into::<Settings>() {
+            // Access rules name the rule and field themselves.
+            let key = if key == "access" {
+                String::new()
+            } else {
+                format!(" key '{key}':")
+            };
+            return Err(ConfigError(format!("{name}:{key} {}", e.message())));
         }
     }
+    let s: Settings = toml::Value::Table(table)
+        .try_into()
+        .map_err(|e: toml::de::Error| ConfigError(format!("{name}: {}", e.message())))?;
     // The cost parameters depend on each other (memory at least 8 KiB per lane).
     let d = pwhash::Cost::default();
     pwhash::Cost {
@@ -876,6 +877,57 @@ log_level = "debug"
         assert_eq!(s.listen, None);
         assert_eq!(s.log_level, DEFAULT_LOG_LEVEL);
         assert!(!s.demo);
+    }
+
+    /// The keys come from `Settings`' fields (renamed where the file says otherwise), and each
+    /// one is documented.
+    #[test]
+    fn every_key_is_a_field_and_documented() {
+        let keys = keys();
+        assert_eq!(&keys[..3], &["listen", "data", "suffix"]);
+        assert_eq!(keys.last(), Some(&"log_level"));
+        assert_eq!(keys.len(), 48, "{keys:?}");
+        let doc = include_str!("../../../docs/configuration.md");
+        for k in keys {
+            assert!(
+                doc.contains(&format!("`{k}`")),
+                "docs/configuration.md lacks `{k}`"
+            );
+        }
+    }
+
+    #[test]
+    fn every_kind_of_value_names_its_key() {
+        for (text, want) in [
+            ("tls_cert = 1", "linden.toml: key 'tls_cert': expected a string, found integer 1"),
+            ("indexes = 1", "linden.toml: key 'indexes': expected a string or an array"),
+            ("max_buffered_bytes = 1024", "linden.toml: key 'max_buffered_bytes': must be at least 65536, found 1024"),
+            ("write_timeout = 1.5", "linden.toml: key 'write_timeout': expected an integer, found float 1.5"),
+            (
+                "snapshot_cpu_share = 99999999999",
+                "linden.toml: key 'snapshot_cpu_share': 99999999999 is too large",
+            ),
+            ("require_tls_for_bind = 1", "linden.toml: key 'require_tls_for_bind': expected true or false"),
+            ("durability = \"fast\"", "linden.toml: key 'durability': invalid value 'fast'"),
+            ("ldaps_listen = \"x\"", "linden.toml: key 'ldaps_listen': invalid socket address 'x' (expected ADDR:PORT, e.g. 0.0.0.0:636)"),
+            ("listen.port = 1", "linden.toml: key 'listen': expected a string, found a table"),
+            ("access_log = []", "linden.toml: key 'access_log': expected a string, found an array"),
+        ] {
+            let e = parse(text).expect_err(text);
+            assert!(e.0.starts_with(want), "{text}: got {e}");
+            assert!(!e.0.contains('\n'), "{text}: got {e}");
+        }
+    }
+
+    #[test]
+    fn keys_without_a_flag_keep_the_file_value() {
+        let file =
+            parse("max_connections = 7\nrequire_tls_for_writes = true\naccess_log = \"stdout\"")
+                .expect("valid");
+        let s = merge(&ServeArgs::default(), file.clone()).expect("merge");
+        assert_eq!(s.max_connections, Some(7));
+        assert!(s.require_tls_for_writes);
+        assert_eq!(s.access_log, file.access_log);
     }
 
     #[test]

@@ -1,4 +1,10 @@
 //! `linden import`, `export` and `backup` as a user runs them.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed unwrap is a failed test"
+)]
 
 mod common;
 

@@ -1,5 +1,11 @@
 //! The `linden` binary as a user runs it: help text, configuration errors, and a real server on
 //! `127.0.0.1:0` checked with real clients (OpenLDAP's `ldapwhoami`, the `ldap3` crate).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed unwrap is a failed test"
+)]
 
 use std::io::{BufRead, BufReader, Read};
 use std::net::SocketAddr;

@@ -5,6 +5,12 @@
 //! success response arrived is applied to the model; a write sent but not answered (the server
 //! died) is "in doubt" and may or may not be applied — but only wholly. Every loop is bounded by
 //! a count and a deadline. Set LINDEN_CRASH_SEED to replay a run.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed unwrap is a failed test"
+)]
 
 mod common;
 

@@ -1,4 +1,10 @@
 //! RFC 4515 string form: examples from the RFC, ldapsearch conveniences, and errors.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed unwrap is a failed test"
+)]
 
 use proto::{Filter, FilterParseError};
 use std::borrow::Cow;

@@ -1,5 +1,11 @@
 //! Malformed input: every case must be an error (never a panic), with the message id exposed
 //! whenever the envelope was readable.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed unwrap is a failed test"
+)]
 
 use proto::*;
 

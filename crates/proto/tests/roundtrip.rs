@@ -1,5 +1,11 @@
 //! Property tests: every message encodes and decodes back to itself, and every filter survives
 //! both the wire form and the RFC 4515 string form.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed unwrap is a failed test"
+)]
 
 use proptest::collection::vec;
 use proptest::option;

@@ -1,5 +1,11 @@
 //! PDUs captured from OpenLDAP's command-line clients (see `vectors/capture.py`): each must
 //! decode, carry the fields the client was asked to send, and re-encode to identical bytes.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed unwrap is a failed test"
+)]
 
 use proto::*;
 use std::borrow::Cow;

@@ -1,5 +1,11 @@
 //! What one password verification costs per scheme at the default cost: the CPU a simple bind
 //! spends on the password. `cargo bench -p pwhash`.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "benchmark harness: a failed setup step ends the run"
+)]
 
 use criterion::{criterion_group, criterion_main, Criterion};
 

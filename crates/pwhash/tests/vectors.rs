@@ -1,6 +1,12 @@
 //! Known-good values from OpenLDAP 2.5 `slappasswd` (with the `pw-sha2`
 //! module for the SHA-2 schemes), so Linden accepts what an OpenLDAP
 //! directory stores.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed unwrap is a failed test"
+)]
 
 use proptest::prelude::*;
 use pwhash::{generate_password, hash, hash_with, is_hashed, verify, Cost, Policy, Scheme};

@@ -1,6 +1,12 @@
 //! Access control over real connections: the default policy, a matrix of subjects × targets ×
 //! operations under configured rules, the search-filter oracle, hidden entries answering
 //! exactly like absent ones, and size limits per identity.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed unwrap is a failed test"
+)]
 
 mod common;
 

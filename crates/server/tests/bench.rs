@@ -1,4 +1,10 @@
 //! `linden bench` against a real Linden: every operation it reports is one the server counted.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed unwrap is a failed test"
+)]
 
 mod common;
 

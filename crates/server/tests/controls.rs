@@ -1,6 +1,13 @@
 //! Request controls through the registry, over a real socket: Simple Paged Results (RFC 2696)
 //! and the assertion control (RFC 4528), with OpenLDAP's tools and raw PDUs.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed unwrap is a failed test"
+)]
+
 mod common;
 
 use std::borrow::Cow;

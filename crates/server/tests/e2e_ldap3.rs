@@ -3,6 +3,12 @@
 //! operations, schema checks, controls and the operation counters.
 //!
 //! Expected result codes are those of OpenLDAP slapd 2.5 (tests/conformance/README.md).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed unwrap is a failed test"
+)]
 
 mod common;
 

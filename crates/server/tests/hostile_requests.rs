@@ -2,6 +2,13 @@
 //! too many controls or requested attributes. Each is answered with the right code, cheaply,
 //! while other clients keep being served.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed unwrap is a failed test"
+)]
+
 mod common;
 
 use std::borrow::Cow;

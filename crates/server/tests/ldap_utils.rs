@@ -1,6 +1,12 @@
 //! OpenLDAP's command-line clients against a real Linden server: what an administrator would
 //! type, checked by exit code and output. The tools are required (scripts/install-test-deps.sh);
 //! a missing one fails the test with a pointer to the installer.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed unwrap is a failed test"
+)]
 
 mod common;
 

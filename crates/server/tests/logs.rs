@@ -1,4 +1,10 @@
 //! Access and audit logs written by a real server for operations from a real client.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed unwrap is a failed test"
+)]
 
 mod common;
 

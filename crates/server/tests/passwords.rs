@@ -1,4 +1,10 @@
 //! Password storage and failed-bind lockout over real connections.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed unwrap is a failed test"
+)]
 
 mod common;
 

@@ -3,6 +3,12 @@
 //!
 //! A test binary of its own: the Argon2 memory pool is per process, and these slow hashes
 //! would hold up the binds (and so the timing) of tests running beside them.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed unwrap is a failed test"
+)]
 
 mod common;
 

@@ -1,6 +1,12 @@
 //! TLS over real connections: StartTLS and LDAPS with the generated self-signed certificate,
 //! `require_tls_for_bind` / `require_tls_for_writes`, SASL EXTERNAL with a client certificate
 //! and SASL PLAIN, with ldap3 and with OpenLDAP's tools.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed unwrap is a failed test"
+)]
 
 mod common;
 

@@ -2,6 +2,12 @@
 //! abandon and unbind. Every read has a deadline so a misbehaving server fails a test instead of
 //! hanging it, and after each hostile case a well-behaved client on another connection must
 //! still be served.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed unwrap is a failed test"
+)]
 
 mod common;
 
@@ -592,8 +598,9 @@ fn pipelined_searches_all_answered_by_message_id() {
     assert_keeper_works(&mut keeper);
 }
 
-/// Adds `n` organizationalRole entries under `ou=bulk` over one pipelined raw connection.
-fn add_bulk(srv: &TestServer, n: i64) {
+/// Adds `n` organizationalRole entries under `ou=bulk`, each with `description`, over one
+/// pipelined raw connection.
+fn add_bulk(srv: &TestServer, n: i64, description: &str) {
     let mut c = Raw::connect(srv.addr);
     c.send(&bind_request(1, ADMIN_DN, ADMIN_PW));
     assert_eq!(c.expect_pdu().rc(), 0);
@@ -604,9 +611,8 @@ fn add_bulk(srv: &TestServer, n: i64) {
     ));
     assert_eq!(c.expect_pdu().rc(), 0);
     let mut next_id = 3;
-    let start = Instant::now();
     while next_id < n + 3 {
-        let hi = (next_id + 250).min(n + 3);
+        let hi = (next_id + 64).min(n + 3);
         let batch: Vec<u8> = (next_id..hi)
             .flat_map(|id| {
                 let cn = format!("e{id}");
@@ -616,7 +622,7 @@ fn add_bulk(srv: &TestServer, n: i64) {
                     &[
                         ("objectClass", &["organizationalRole"]),
                         ("cn", &[&cn]),
-                        ("description", &["bulk entry for abandon"]),
+                        ("description", &[description]),
                     ],
                 )
             })
@@ -633,77 +639,126 @@ fn add_bulk(srv: &TestServer, n: i64) {
             );
         }
         next_id = hi;
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "bulk add too slow"
-        );
+    }
+}
+
+/// A raw connection whose receive buffer is fixed at about `bytes` (the size the kernel
+/// reports back is returned): left alone, Linux may grow it up to `tcp_rmem`'s maximum
+/// (32 MiB on some systems) and the test would have to outsize that.
+fn connect_small_window(addr: SocketAddr, bytes: u32) -> (Raw, usize) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build()
+        .expect("runtime");
+    let (s, rcvbuf) = rt.block_on(async {
+        let sock = tokio::net::TcpSocket::new_v4().expect("socket");
+        sock.set_recv_buffer_size(bytes).expect("SO_RCVBUF");
+        let rcvbuf = sock.recv_buffer_size().expect("SO_RCVBUF") as usize;
+        let s = sock.connect(addr).await.expect("connect");
+        (s.into_std().expect("std stream"), rcvbuf)
+    });
+    s.set_nonblocking(false).expect("blocking");
+    s.set_read_timeout(Some(Duration::from_millis(200)))
+        .expect("read timeout");
+    s.set_write_timeout(Some(WAIT)).expect("write timeout");
+    (Raw { s, buf: Vec::new() }, rcvbuf)
+}
+
+/// The largest send buffer the kernel gives a socket that does not set SO_SNDBUF itself (the
+/// server does not): the maximum of Linux's `tcp_wmem` autotuning, or a generous guess elsewhere.
+fn max_auto_send_buffer() -> usize {
+    std::fs::read_to_string("/proc/sys/net/ipv4/tcp_wmem")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(2)?.parse().ok())
+        .unwrap_or(16 << 20)
+}
+
+/// Whether `dn` exists, by a base search on connection `k` with message id `id`.
+fn exists(k: &mut Raw, id: i64, dn: &str) -> bool {
+    k.send(&search_request(id, dn, 0, &["1.1"]));
+    let mut found = false;
+    loop {
+        let m = k.expect_pdu();
+        assert_eq!(m.id, id);
+        match m.tag {
+            SEARCH_ENTRY => found = true,
+            SEARCH_DONE => return found && m.rc() == 0,
+            tag => panic!("unexpected response tag {tag:#04x} to a search"),
+        }
     }
 }
 
 #[test]
 fn abandon_stops_a_running_search() {
-    const N: i64 = 2000;
-    let srv = TestServer::start(false);
+    // This must not depend on which thread wins: the search runs on the blocking pool, the
+    // Abandon is handled by the read loop, and a search that finished before the read loop
+    // reached the Abandon once failed this test on a busy machine. Here the search cannot
+    // finish before the Abandon is handled, by construction:
+    // - Its output is twice `capacity`, more than the server can pass on while the client reads
+    //   nothing: the connection's response budget (`max_buffered_bytes`), one chunk being
+    //   encoded and one being written, the server socket's send buffer (at most tcp_wmem's
+    //   maximum: the server does not set SO_SNDBUF) and the client's receive buffer (fixed
+    //   small). So the search blocks on back-pressure with entries still to send.
+    // - The read loop never waits for a search and an Abandon has no response to queue, so it
+    //   handles the Abandon, then the Add after it, while the search is blocked.
+    // - The client reads nothing on this connection until another connection sees the Add's
+    //   entry, which the read loop handed to the writer only after flagging the search.
+    // When the client then reads, the search wakes with the flag already set: it sends the
+    // chunk it was blocked on and stops, and never sends its SearchResultDone.
+    const VALUE: usize = 32 * 1024;
+    const BUDGET: usize = 64 * 1024;
+    const BULK: &str = "ou=bulk,dc=example,dc=com";
+    const MARKER: &str = "cn=after the abandon,dc=example,dc=com";
+    let srv = TestServer::start_with(|c| {
+        c.max_buffered_bytes = BUDGET;
+        // Leaving responses unread is the point here: no timeout may end the connection.
+        c.write_timeout = 0;
+    });
     let mut keeper = srv.admin();
-    add_bulk(&srv, N);
-    let total = N as usize + 1; // the entries plus ou=bulk
+    let (mut c, rcvbuf) = connect_small_window(srv.addr, 16 * 1024);
+    let capacity = max_auto_send_buffer() + rcvbuf + BUDGET + 4 * VALUE + (1 << 20);
+    // At least 200 entries, so that the search runs on the blocking pool (more than
+    // INLINE_CANDIDATES = 64 candidates), not inline in the read loop.
+    let n = (2 * capacity / VALUE).max(200);
+    add_bulk(&srv, n as i64, &"x".repeat(VALUE));
+    let total = n + 1; // the entries plus ou=bulk
     let abandons_before = srv
         .server
         .counters()
         .abandon
         .load(std::sync::atomic::Ordering::Relaxed);
 
-    let mut c = Raw::connect(srv.addr);
+    c.send(&bind_request(1, ADMIN_DN, ADMIN_PW));
+    assert_eq!(c.expect_pdu().rc(), 0);
     c.send(&cat(&[
-        &search_request(1, "ou=bulk,dc=example,dc=com", 2, &[]),
-        &abandon_request(2, 1),
-        &whoami_request(3),
+        &search_request(2, BULK, 2, &[]),
+        &abandon_request(3, 2),
+        &add_request(
+            4,
+            MARKER,
+            &[
+                ("objectClass", &["organizationalRole"]),
+                ("cn", &["after the abandon"]),
+            ],
+        ),
     ]));
-    let mut seen = 0usize;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        assert!(Instant::now() < deadline, "no WhoAmI response within 30 s");
-        let m = c.expect_pdu();
-        match (m.id, m.tag) {
-            (1, SEARCH_ENTRY) => seen += 1,
-            (1, SEARCH_DONE) => panic!(
-                "abandoned search sent its SearchResultDone (rc {}) after {seen} entries",
-                m.rc()
-            ),
-            (3, EXTENDED_RESPONSE) => {
-                assert_eq!(m.rc(), 0);
-                assert_eq!(
-                    m.field(0x8b).unwrap_or_default(),
-                    b"",
-                    "anonymous whoami is empty"
-                );
-                break;
-            }
-            (id, tag) => {
-                panic!("unexpected response id {id} tag {tag:#04x} (abandon has no response)")
-            }
-        }
-    }
-    // A short extra read: a few entries still in flight are tolerated, the Done is not.
-    loop {
-        match c.next(Duration::from_millis(500)) {
-            Event::Timeout => break,
-            Event::Pdu(m) if (m.id, m.tag) == (1, SEARCH_ENTRY) => seen += 1,
-            other => panic!("after the WhoAmI response: {other:?}"),
-        }
+    // Reading nothing on `c`, wait until the Add after the Abandon has been applied.
+    let mut k = Raw::connect(srv.addr);
+    k.send(&bind_request(1, ADMIN_DN, ADMIN_PW));
+    assert_eq!(k.expect_pdu().rc(), 0);
+    let deadline = Instant::now() + 3 * WAIT;
+    let mut id = 2;
+    while !exists(&mut k, id, MARKER) {
         assert!(
-            seen <= total,
-            "abandoned search sent {seen} entries; the subtree has {total}"
+            Instant::now() < deadline,
+            "the Add pipelined after the Abandon was not applied within {:?}; is the read \
+             loop blocked?",
+            3 * WAIT
         );
+        id += 1;
+        // Pacing of the poll only; nothing is ordered by it.
+        std::thread::sleep(Duration::from_millis(1));
     }
-    assert!(
-        seen <= total,
-        "abandoned search sent {seen} entries; the subtree has {total}"
-    );
-    assert!(
-        seen < total,
-        "search was not stopped: all {total} entries were sent"
-    );
     assert_eq!(
         srv.server
             .counters()
@@ -712,22 +767,68 @@ fn abandon_stops_a_running_search() {
         abandons_before + 1,
         "abandon counter"
     );
-    assert_keeper_works(&mut keeper);
 
-    // The subtree is intact and the connection is still usable for a full search.
-    c.send(&search_request(4, "ou=bulk,dc=example,dc=com", 2, &["1.1"]));
-    let mut n = 0;
+    // Now read: entries the search had queued, then the Add's response (an Abandon has none).
+    let mut seen = 0usize;
+    let mut entry_of_abandoned = |m: &Msg, when: &str| {
+        match (m.id, m.tag) {
+            (2, SEARCH_ENTRY) => seen += 1,
+            (2, SEARCH_DONE) => panic!(
+                "abandoned search sent its SearchResultDone (rc {}) {when}",
+                m.rc()
+            ),
+            _ => return false,
+        }
+        true
+    };
     loop {
         let m = c.expect_pdu();
-        assert_eq!(m.id, 4);
+        if entry_of_abandoned(&m, "before the Add's response") {
+            continue;
+        }
+        assert_eq!((m.id, m.tag), (4, ADD_RESPONSE), "abandon has no response");
+        assert_eq!(m.rc(), 0, "add after the abandon: {}", m.diagnostic());
+        break;
+    }
+    // The connection is still usable for a full search (the subtree is intact).
+    c.send(&search_request(5, BULK, 2, &["1.1"]));
+    let mut full = 0;
+    loop {
+        let m = c.expect_pdu();
+        if entry_of_abandoned(&m, "after the Add's response") {
+            continue;
+        }
+        assert_eq!(m.id, 5);
         if m.tag == SEARCH_DONE {
             assert_eq!(m.rc(), 0);
             break;
         }
-        n += 1;
-        assert!(n <= total);
+        full += 1;
+        assert!(full <= total);
     }
-    assert_eq!(n, total);
+    assert_eq!(full, total);
+    // After an Unbind the server closes the connection once every task that could still send
+    // on it is done, so reading to the end sees everything the abandoned search ever sent.
+    c.send(&unbind_request(6));
+    loop {
+        match c.next(WAIT) {
+            Event::Eof => break,
+            Event::Pdu(m) if entry_of_abandoned(&m, "after the Unbind") => {}
+            other => panic!("after the Unbind: {other:?}"),
+        }
+    }
+    // Without the Abandon every entry would have been sent; with it, the search stopped after
+    // what the buffers held and the one chunk it was blocked on.
+    assert!(
+        seen <= capacity / VALUE + 1,
+        "abandoned search sent {seen} entries; the buffers hold at most {}",
+        capacity / VALUE
+    );
+    assert!(
+        seen < total,
+        "search was not stopped: all {total} entries were sent"
+    );
+    assert_keeper_works(&mut keeper);
 }
 
 #[test]

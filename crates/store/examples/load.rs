@@ -1,5 +1,11 @@
 //! Loads N generated inetOrgPerson entries into a store and reports time, resident memory per
 //! entry and the cost of indexed lookups: `cargo run --release -p store --example load -- 1000000`.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "developer tool: a failed step ends the run with its message"
+)]
 
 use std::ops::ControlFlow;
 use std::sync::Arc;

@@ -1,6 +1,12 @@
 //! Persistence formats and recovery rules: codec round trips, log batches read back, torn tails
 //! cut at every byte, corruption reported with file and offset, snapshots in parallel chunks,
 //! sequence gaps refused, `verify` and `prune`.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed unwrap is a failed test"
+)]
 
 mod persist_util;
 

@@ -6,6 +6,12 @@
 //! (`write_v1_fixtures` when version 1 was current, `write_v2_fixtures` for version 2); never
 //! regenerate them for an existing version: a format change gets a new version number, a new
 //! fixture directory, and keeps loading the old ones.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed unwrap is a failed test"
+)]
 
 mod persist_util;
 

@@ -3,6 +3,12 @@
 //! unsynced bytes lost, kept, or half kept. After each crash, recovery must hold every
 //! acknowledged batch, each batch wholly or not at all, and the workload must then run to the
 //! end from the recovered state. Write and fsync failures poison the writer.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed unwrap is a failed test"
+)]
 
 mod persist_util;
 

@@ -1,5 +1,11 @@
 //! The log wired to the real `Store` through its `Journal` hook, the way the writer will use it:
 //! every batch's touched entries become one log batch; recovery rebuilds the same directory.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed unwrap is a failed test"
+)]
 
 mod common;
 mod persist_util;

@@ -1,6 +1,12 @@
 //! The store against the built-in schema: versions are isolated, indexes follow every change,
 //! subtree renames rewrite descendants, filters are three-valued, and an indexed equality
 //! search examines only the entries that match.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed unwrap is a failed test"
+)]
 
 use std::ops::ControlFlow;
 use std::sync::Arc;

@@ -798,7 +798,8 @@ fn execute(
                     ran.sent += 1;
                     c.sent += 1;
                     if ran.out.len() >= FLUSH_BYTES {
-                        if !sink(std::mem::take(&mut ran.out)) {
+                        if !sink(std::mem::take(&mut ran.out)) || abandoned.load(Ordering::Relaxed)
+                        {
                             gone = true;
                             break;
                         }
@@ -832,6 +833,11 @@ fn execute(
             if ran.out.len() >= FLUSH_BYTES {
                 if !sink(std::mem::take(&mut ran.out)) {
                     gone = true;
+                    return ControlFlow::Break(());
+                }
+                // The sink may have waited for a slow reader, long enough to be abandoned:
+                // stop now rather than at the next tick, up to TICK_EVERY entries later.
+                if abandoned.load(Ordering::Relaxed) {
                     return ControlFlow::Break(());
                 }
                 ran.out.reserve(16 * 1024);
