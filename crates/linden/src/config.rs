@@ -87,6 +87,8 @@ pub struct Settings {
     pub max_controls_per_request: Option<usize>,
     #[serde(default, deserialize_with = "de::int::<1, _, _>")]
     pub max_paged_searches: Option<usize>,
+    #[serde(default, deserialize_with = "de::server_id")]
+    pub server_id: Option<u16>,
     #[serde(default, deserialize_with = "de::int::<1, _, _>")]
     pub max_connections: Option<usize>,
     #[serde(default, deserialize_with = "de::int::<1, _, _>")]
@@ -209,6 +211,13 @@ mod de {
         d: D,
     ) -> Result<Option<T>, D::Error> {
         with(d, |v| super::integer(v, MIN).map(Some))
+    }
+
+    pub fn server_id<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u16>, D::Error> {
+        with(d, |v| match super::integer::<u16>(v, 0)? {
+            n if n > 4095 => Err(format!("a server id: 0 to 4095, found {n}")),
+            n => Ok(Some(n)),
+        })
     }
 
     pub fn percent<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
@@ -886,7 +895,7 @@ log_level = "debug"
         let keys = keys();
         assert_eq!(&keys[..3], &["listen", "data", "suffix"]);
         assert_eq!(keys.last(), Some(&"log_level"));
-        assert_eq!(keys.len(), 48, "{keys:?}");
+        assert_eq!(keys.len(), 49, "{keys:?}");
         let doc = include_str!("../../../docs/configuration.md");
         for k in keys {
             assert!(

@@ -236,15 +236,33 @@ where
     let mut w = Writer::new(out);
     let m = w.start(SEQUENCE);
     w.write_integer(INTEGER, i64::from(msg_id));
+    search_entry_op(&mut w, dn, attrs);
+    w.end(m);
+}
+
+/// Appends a bare SearchResultEntry (`[APPLICATION 4]`, no LDAPMessage around it): the value
+/// of the pre-read and post-read response controls (RFC 4527).
+pub fn encode_search_entry_op<'v, A, V>(out: &mut Vec<u8>, dn: &[u8], attrs: A)
+where
+    A: IntoIterator<Item = (&'v [u8], V)>,
+    V: IntoIterator<Item = &'v [u8]>,
+{
+    search_entry_op(&mut Writer::new(out), dn, attrs);
+}
+
+fn search_entry_op<'v, A, V>(w: &mut Writer<'_>, dn: &[u8], attrs: A)
+where
+    A: IntoIterator<Item = (&'v [u8], V)>,
+    V: IntoIterator<Item = &'v [u8]>,
+{
     let op = w.start(constructed(tags::SEARCH_RESULT_ENTRY));
     w.write_octets(OCTET_STRING, dn);
     let list = w.start(SEQUENCE);
     for (name, values) in attrs {
-        attribute(&mut w, name, values);
+        attribute(w, name, values);
     }
     w.end(list);
     w.end(op);
-    w.end(m);
 }
 
 /// Appends a response PDU made of an LDAPResult only. `op_tag` is the application tag

@@ -46,7 +46,7 @@ pub mod tags;
 
 pub use encode::{
     encode_extended_response, encode_extended_response_with, encode_result, encode_result_with,
-    encode_search_entry,
+    encode_search_entry, encode_search_entry_op,
 };
 pub use error::{DecodeError, DecodeErrorKind, FilterParseError, FrameError};
 pub use frame::frame;

@@ -80,6 +80,9 @@ pub struct Config {
     /// Paged searches (RFC 2696) one connection may have open between pages; opening one more
     /// drops the oldest (its cookie is then refused). Default 8.
     pub max_paged_searches: usize,
+    /// This server's id in entryCSN values (0–4095), unique among servers that replicate
+    /// with each other, as OpenLDAP's `serverID`. Default 0.
+    pub server_id: u16,
     /// Controls one request may carry (0 = no limit); more: adminLimitExceeded. Default 32.
     pub max_controls_per_request: usize,
     /// Connections open at once; more are refused with a Notice of Disconnection (busy).
@@ -139,6 +142,7 @@ impl Default for Config {
             max_requested_attributes: 1_000,
             max_controls_per_request: 32,
             max_paged_searches: 8,
+            server_id: 0,
             max_connections: 10_000,
             max_connections_per_ip: 1_000,
             idle_timeout: 0,

@@ -65,6 +65,10 @@ pub(crate) struct RequestControls {
     pub paged: Option<PagedRequest>,
     /// Assertion (RFC 4528): the operation runs only if its target entry matches.
     pub assertion: Option<proto::Filter<'static>>,
+    /// Pre-read (RFC 4527): the attributes of the entry before the change to return.
+    pub pre_read: Option<Vec<Vec<u8>>>,
+    /// Post-read (RFC 4527): the attributes of the entry after the change to return.
+    pub post_read: Option<Vec<Vec<u8>>>,
 }
 
 /// One supported control.
@@ -73,6 +77,16 @@ struct Spec {
     /// `OpKind` bits of the operations it applies to.
     ops: u16,
     parse: fn(&mut RequestControls, &Control<'_>, &DecodeLimits) -> LdapResult<()>,
+}
+
+fn read_selection(c: &Control<'_>, what: &str) -> LdapResult<Vec<Vec<u8>>> {
+    let v = c
+        .value
+        .as_deref()
+        .ok_or_else(|| protocol(format!("{what} control value is absent")))?;
+    proto::controls::readentry::decode_selection(v)
+        .map(|s| s.into_iter().map(|a| a.into_owned()).collect())
+        .map_err(|_| protocol(format!("{what} control could not be decoded")))
 }
 
 const REGISTRY: &[Spec] = &[
@@ -120,6 +134,22 @@ const REGISTRY: &[Spec] = &[
             let f = proto::Filter::decode(v, limits)
                 .map_err(|e| protocol(format!("assertion control: invalid filter ({e})")))?;
             rc.assertion = Some(f.into_owned());
+            Ok(())
+        },
+    },
+    Spec {
+        oid: oids::PRE_READ,
+        ops: OpKind::Delete as u16 | OpKind::Modify as u16 | OpKind::ModDn as u16,
+        parse: |rc, c, _| {
+            rc.pre_read = Some(read_selection(c, "preread")?);
+            Ok(())
+        },
+    },
+    Spec {
+        oid: oids::POST_READ,
+        ops: OpKind::Add as u16 | OpKind::Modify as u16 | OpKind::ModDn as u16,
+        parse: |rc, c, _| {
+            rc.post_read = Some(read_selection(c, "postread")?);
             Ok(())
         },
     },

@@ -55,6 +55,7 @@ impl From<store::StoreError> for LdapError {
             S::AlreadyExists(_) => ResultCode::EntryAlreadyExists,
             S::NoParent(_) | S::NoSuchEntry => ResultCode::NoSuchObject,
             S::NotLeaf(_) => ResultCode::NotAllowedOnNonLeaf,
+            S::Failed(_) => ResultCode::Other,
         };
         LdapError::new(code, e.to_string())
     }

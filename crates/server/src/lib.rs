@@ -15,11 +15,13 @@ pub mod bulk;
 pub mod config;
 pub mod connlimit;
 mod controls;
+mod csn;
 pub mod error;
 pub mod lockout;
 pub mod logs;
 mod op;
 mod ops;
+pub mod overlays;
 mod persistence;
 mod reply;
 mod session;
@@ -147,6 +149,8 @@ impl Server {
             Mode::Memory => (logs::LogSink::off(), logs::LogSink::off()),
         };
         let lockout_config = config.lockout;
+        let server_id = config.server_id;
+        let overlays = overlays::chain(&config, &schema).map_err(StartError::Config)?;
         let dummy_password = config.password_hash.hash(b"linden-dummy-password");
         let shared = Arc::new(Shared {
             config,
@@ -166,6 +170,8 @@ impl Server {
             subschema,
             counters: Counters::default(),
             persistence,
+            overlays,
+            csn: csn::Clock::new(server_id),
         });
         Ok(Server { shared })
     }
@@ -453,7 +459,10 @@ fn add_as_admin(
     let who = shared.config.admin_dn.clone();
     shared
         .store
-        .write_blocking(move |txn| ops::add::apply(&sh, txn, &who, e, None))?
+        .write_blocking(move |txn| {
+            ops::write_job(&sh, txn, |txn| ops::add::apply(&sh, txn, &who, e, None))
+        })?
+        .map(|_| ())
 }
 
 /// Loads the demo organisation, unless the directory already holds more than its suffixes.

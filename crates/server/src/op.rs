@@ -11,6 +11,7 @@ use proto::{Control, ResultCode};
 
 use crate::controls::RequestControls;
 use crate::error::{wire_result, LdapError, LdapResult};
+use crate::overlays::Applied;
 use crate::reply::{AccessLine, Conn};
 use crate::state::Identity;
 
@@ -44,7 +45,7 @@ pub(crate) struct Op {
 
 /// A write handed to the writer, answered when its batch is durable (`Op::finish_later`).
 pub(crate) type Pending =
-    std::pin::Pin<Box<dyn std::future::Future<Output = LdapResult<()>> + Send>>;
+    std::pin::Pin<Box<dyn std::future::Future<Output = LdapResult<Applied>> + Send>>;
 
 impl Op {
     pub fn shared(&self) -> &Arc<crate::state::Shared> {
@@ -73,25 +74,6 @@ impl Op {
     pub async fn finish_with(self, pdu: Vec<u8>, rc: ResultCode, entries: Option<u64>) {
         self.conn.send(pdu).await;
         self.conn.log_end(self.log, rc, entries);
-    }
-
-    /// Answers a write once the writer has committed it, without holding up the read loop. The
-    /// write was already handed to the writer (in arrival order) when `fut` was made. On
-    /// success the audit record (if any) is logged; the access line always is.
-    pub async fn finish_later(self, tag: u8, fut: Pending, audit: Option<Vec<u8>>) {
-        let Ok(permit) = self.conn.permits.clone().acquire_owned().await else {
-            return;
-        };
-        tokio::spawn(async move {
-            let r = fut.await;
-            if r.is_ok() {
-                if let Some(a) = audit {
-                    self.conn.shared.audit_log.write(a);
-                }
-            }
-            self.finish(tag, r.as_ref().map(|_| ()), None).await;
-            drop(permit);
-        });
     }
 
     /// The audit record of a change, if the audit log is on (written once the change succeeds).

@@ -28,6 +28,7 @@ pub struct Known {
     pub has_subordinates: AttrId,
     pub num_subordinates: AttrId,
     pub subschema_subentry: AttrId,
+    pub entry_csn: AttrId,
 }
 
 impl Known {
@@ -50,6 +51,7 @@ impl Known {
             has_subordinates: get("hasSubordinates")?,
             num_subordinates: get("numSubordinates")?,
             subschema_subentry: get("subschemaSubentry")?,
+            entry_csn: get("entryCSN")?,
         })
     }
 }
@@ -98,6 +100,10 @@ pub struct Shared {
     pub counters: Counters,
     /// `None` for a memory-only server (bulk import).
     pub(crate) persistence: Option<crate::persistence::Persistence>,
+    /// The overlays every change passes through, in order (`overlays`).
+    pub overlays: Vec<Box<dyn crate::overlays::Overlay>>,
+    /// entryCSN values for changes.
+    pub csn: crate::csn::Clock,
 }
 
 /// Who a connection is bound as.

@@ -37,6 +37,10 @@ pub enum StoreError {
     NotLeaf(String),
     #[error("no such entry")]
     NoSuchEntry,
+    /// The operation's own code panicked in the writer: it changed nothing and the writer
+    /// goes on with the next operation.
+    #[error("the server failed while applying this change ({0}); nothing was changed")]
+    Failed(String),
 }
 
 /// Where a batch becomes durable. The writer calls `commit` once per batch, after applying it
@@ -75,14 +79,30 @@ where
 {
     Box::new(move |txn: &mut Txn| {
         let saved = (txn.work.clone(), txn.touched.len());
-        let r = f(txn);
-        if r.is_err() {
+        // A panic in one operation fails that operation only: the working copy is restored
+        // as for an error, and the writer thread lives on for the others.
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(txn)));
+        let r = match r {
+            Ok(r) => Ok(r),
+            Err(p) => {
+                let why = p
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| p.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "panic".to_string());
+                tracing::error!(
+                    "a write operation panicked in the writer and was rolled back: {why}"
+                );
+                Err(StoreError::Failed(why))
+            }
+        };
+        if !matches!(r, Ok(Ok(_))) {
             txn.work = saved.0;
             txn.touched.truncate(saved.1);
         }
-        Box::new(move |failed: Option<StoreError>| match failed {
-            None => send(Ok(r)),
-            Some(e) => send(Err(e)),
+        Box::new(move |failed: Option<StoreError>| match (failed, r) {
+            (None, r) => send(r),
+            (Some(e), _) => send(Err(e)),
         })
     })
 }

@@ -243,6 +243,43 @@ fn failed_operation_changes_nothing() {
 }
 
 #[test]
+fn a_panicking_operation_fails_alone_and_the_writer_lives_on() {
+    let (schema, store) = setup(3);
+    let s2 = schema.clone();
+    let r = store.write_blocking(move |txn| {
+        let s = &*s2;
+        let dn = "uid=half,ou=people,dc=example,dc=com";
+        txn.add(dn.into(), ndn(s, dn), person(s, "half"), false)?;
+        if txn.version().len() > 0 {
+            panic!("a bug in an operation");
+        }
+        Ok::<_, store::StoreError>(())
+    });
+    match r {
+        Err(store::StoreError::Failed(why)) => assert!(why.contains("a bug"), "{why}"),
+        other => panic!("expected Failed, got {:?}", other.map(|_| ())),
+    }
+    assert!(store
+        .read()
+        .lookup(&ndn(&schema, "uid=half,ou=people,dc=example,dc=com"))
+        .is_none());
+    // The next operation is applied.
+    let s2 = schema.clone();
+    store
+        .write_blocking(move |txn| {
+            let s = &*s2;
+            let dn = "uid=after,ou=people,dc=example,dc=com";
+            txn.add(dn.into(), ndn(s, dn), person(s, "after"), false)
+        })
+        .expect("writer")
+        .expect("added");
+    assert!(store
+        .read()
+        .lookup(&ndn(&schema, "uid=after,ou=people,dc=example,dc=com"))
+        .is_some());
+}
+
+#[test]
 fn delete_refuses_non_leaf_and_indexes_follow_changes() {
     let (schema, store) = setup(3);
     let s2 = schema.clone();

@@ -3,6 +3,7 @@
 //! value in one pass; the server's control registry decides which operations take which.
 
 pub mod paged;
+pub mod readentry;
 
 pub use paged::PagedResults;
 

@@ -17,8 +17,8 @@ use crate::op::{Next, Op};
 use crate::ops::values::ValueSet;
 use crate::ops::{
     authorize_new, check_attribute_count, check_entry, check_user_modifiable, detached,
-    generalized_time, hash_passwords, on_blocking_pool, push_checked, ready, set_operational,
-    submit_write, Assertion, Pending,
+    finish_write, generalized_time, hash_passwords, on_blocking_pool, push_checked, refused,
+    set_operational, submit_write, Applied, Assertion, Pending,
 };
 use crate::state::{resolve_attr, Identity, Shared};
 
@@ -269,7 +269,7 @@ pub(crate) fn apply(
     who: &str,
     mut e: NewEntry,
     assertion: Option<&Assertion>,
-) -> LdapResult<()> {
+) -> LdapResult<Applied> {
     if let Some(a) = assertion {
         // As slapd: an add's assertion is checked against the entry to be added.
         let probe = detached(e.dn.clone(), e.ndn.clone(), e.attrs.clone());
@@ -281,8 +281,20 @@ pub(crate) fn apply(
     };
     let stamps = Stamps::new(shared, who, &generalized_time(txn.now()));
     stamp_new(shared, &mut e.attrs, &stamps);
-    txn.add(dn, e.ndn, e.attrs, root)?;
-    Ok(())
+    if !e.attrs.iter().any(|a| a.ty == shared.known.entry_csn) {
+        let csn = shared.csn.next(txn.now());
+        set_operational(
+            &shared.schema,
+            &mut e.attrs,
+            shared.known.entry_csn,
+            csn.as_bytes(),
+        );
+    }
+    let id = txn.add(dn, e.ndn, e.attrs, root)?;
+    Ok(Applied {
+        before: None,
+        after: txn.version().get(id).cloned(),
+    })
 }
 
 /// Whether `build` will hash a userPassword value of `input` (one not hashed already).
@@ -300,9 +312,9 @@ pub(crate) async fn handle(mut op: Op, req: &AddRequest<'_>) -> Next {
     let assertion = Assertion::take(&mut op);
     let fut = match op.may_write() {
         Ok(()) => submit(op.shared(), &op.who, req, assertion).await,
-        Err(e) => ready(Err(e)),
+        Err(e) => refused(e),
     };
-    op.finish_later(tags::ADD_RESPONSE, fut, audit).await;
+    finish_write(op, tags::ADD_RESPONSE, fut, audit).await;
     Next::Continue
 }
 
@@ -336,12 +348,12 @@ async fn submit(
     };
     let e = match built {
         Ok(e) => e,
-        Err(e) => return ready(Err(e)),
+        Err(e) => return refused(e),
     };
     if !who.is_admin {
         let probe = detached(e.dn.clone(), e.ndn.clone(), e.attrs.clone());
         if let Err(err) = authorize_new(shared, &shared.store.read(), who, &probe, "add") {
-            return ready(Err(err));
+            return refused(err);
         }
     }
     let sh = shared.clone();

@@ -7,7 +7,9 @@ use proto::{tags, ResultCode};
 use crate::acl::Rights;
 use crate::error::LdapError;
 use crate::op::{Next, Op};
-use crate::ops::{authorize, check_assertion, ready, submit_write, Assertion, Pending};
+use crate::ops::{
+    authorize, check_assertion, finish_write, refused, submit_write, Applied, Assertion, Pending,
+};
 use crate::state::{Identity, Shared};
 
 pub(crate) async fn handle(mut op: Op, dn: &[u8]) -> Next {
@@ -15,9 +17,9 @@ pub(crate) async fn handle(mut op: Op, dn: &[u8]) -> Next {
     let assertion = Assertion::take(&mut op);
     let fut = match op.may_write() {
         Ok(()) => submit(op.shared(), &op.who, dn, assertion),
-        Err(e) => ready(Err(e)),
+        Err(e) => refused(e),
     };
-    op.finish_later(tags::DEL_RESPONSE, fut, audit).await;
+    finish_write(op, tags::DEL_RESPONSE, fut, audit).await;
     Next::Continue
 }
 
@@ -29,7 +31,7 @@ fn submit(
 ) -> Pending {
     let ndn = match shared.parse_dn(dn) {
         Ok((_, ndn)) => ndn,
-        Err(e) => return ready(Err(e)),
+        Err(e) => return refused(e),
     };
     let needs = [(None, Rights::DELETE)];
     if let Err(e) = authorize(
@@ -41,7 +43,7 @@ fn submit(
         true,
         "delete",
     ) {
-        return ready(Err(e));
+        return refused(e);
     }
     let sh = shared.clone();
     submit_write(shared, move |txn| {
@@ -55,7 +57,10 @@ fn submit(
             ));
         }
         let id = e.id;
-        txn.delete(id)?;
-        Ok(())
+        let before = txn.delete(id)?;
+        Ok(Applied {
+            before: Some(before),
+            after: None,
+        })
     })
 }

@@ -50,30 +50,16 @@ pub(crate) async fn handle(op: Op, req: &ExtendedRequest<'_>) -> Next {
             finish_ext(op, Ok(Some(authz.into_bytes()))).await;
         }
         oids::PASSWORD_MODIFY => {
-            let r = match writes_allowed(&op.conn) {
-                Ok(()) => password_modify(&shared, &who, req.value.as_deref()).await,
-                Err(e) => Err(e),
+            // Checking the old password and committing take a hash and an fsync: the answer
+            // comes from a task of its own, so the connection's later requests go on.
+            let Ok(permit) = op.conn.permits.clone().acquire_owned().await else {
+                return Next::Continue;
             };
-            if r.is_ok() {
-                // The target is the request's user identity or the requester.
-                let target = req
-                    .value
-                    .as_deref()
-                    .and_then(|v| proto::PasswdModifyRequest::decode(v).ok())
-                    .and_then(|p| p.user_identity.map(|u| u.to_vec()))
-                    .unwrap_or_else(|| who.dn.clone().into_bytes());
-                if let Some(a) = op.audit(&target, crate::logs::password_change) {
-                    shared.audit_log.write(a);
-                }
-            }
-            match r {
-                Ok(generated) => {
-                    let value =
-                        generated.map(|g| proto::encode_passwd_modify_response(g.as_bytes()));
-                    finish_ext(op, Ok(value)).await
-                }
-                Err(e) => finish_ext(op, Err(&e)).await,
-            }
+            let value = req.value.as_deref().map(<[u8]>::to_vec);
+            tokio::spawn(async move {
+                password_modify_op(op, shared, who, value).await;
+                drop(permit);
+            });
         }
         crate::SNAPSHOT_OID => match snapshot(&shared, &who).await {
             Ok(name) => finish_ext(op, Ok(Some(name.into_bytes()))).await,
@@ -88,6 +74,38 @@ pub(crate) async fn handle(op: Op, req: &ExtendedRequest<'_>) -> Next {
         }
     }
     Next::Continue
+}
+
+/// Password Modify (RFC 3062) from its task: checked, committed through the write path, and
+/// answered.
+async fn password_modify_op(
+    op: Op,
+    shared: Arc<Shared>,
+    who: Arc<Identity>,
+    value: Option<Vec<u8>>,
+) {
+    let r = match writes_allowed(&op.conn) {
+        Ok(()) => password_modify(&shared, &who, value.as_deref()).await,
+        Err(e) => Err(e),
+    };
+    if r.is_ok() {
+        // The target is the request's user identity or the requester.
+        let target = value
+            .as_deref()
+            .and_then(|v| proto::PasswdModifyRequest::decode(v).ok())
+            .and_then(|p| p.user_identity.map(|u| u.to_vec()))
+            .unwrap_or_else(|| who.dn.clone().into_bytes());
+        if let Some(a) = op.audit(&target, crate::logs::password_change) {
+            shared.audit_log.write(a);
+        }
+    }
+    match r {
+        Ok(generated) => {
+            let value = generated.map(|g| proto::encode_passwd_modify_response(g.as_bytes()));
+            finish_ext(op, Ok(value)).await
+        }
+        Err(e) => finish_ext(op, Err(&e)).await,
+    }
 }
 
 /// StartTLS (RFC 4511 §4.14, RFC 4513 §3): answers success with the StartTLS OID as response
@@ -276,10 +294,17 @@ async fn password_modify(
                     ));
                 }
             }
-            let mut attrs = e.to_attrs();
-            set_operational(schema, &mut attrs, user_password, &hashed);
-            stamp_modified(&sh, &mut attrs, &who_dn, txn.now());
-            txn.replace_attrs(id, attrs)?;
+            let before = e.clone();
+            crate::ops::write_job(&sh, txn, |txn| {
+                let mut attrs = before.to_attrs();
+                set_operational(schema, &mut attrs, user_password, &hashed);
+                stamp_modified(&sh, &mut attrs, &who_dn, txn.now());
+                txn.replace_attrs(id, attrs)?;
+                Ok(crate::ops::Applied {
+                    after: txn.version().get(id).cloned(),
+                    before: Some(before),
+                })
+            })?;
             Ok(true)
         });
         match fut.await {

@@ -31,24 +31,101 @@ use crate::error::{LdapError, LdapResult};
 use crate::state::{Identity, Shared};
 use values::ValueSet;
 
+use crate::op::Op;
 pub(crate) use crate::op::{denied, Pending};
+pub(crate) use crate::overlays::Applied;
 
-pub(crate) fn ready(r: LdapResult<()>) -> Pending {
-    Box::pin(async move { r })
+/// A write refused before it reached the writer.
+pub(crate) fn refused(e: LdapError) -> Pending {
+    Box::pin(async move { Err(e) })
 }
 
 /// Queues `f` on the writer now and returns the future of its result.
+/// The write path: queues the change `f` on the writer now and returns the future of what it
+/// applied. In the writer's job, `f` checks and applies the change against the newest version
+/// (`Txn`), then the overlay chain runs on what it applied; any error rolls all of it back.
 pub(crate) fn submit_write(
     shared: &Arc<Shared>,
-    f: impl FnOnce(&mut Txn) -> LdapResult<()> + Send + 'static,
+    f: impl FnOnce(&mut Txn) -> LdapResult<Applied> + Send + 'static,
 ) -> Pending {
-    let fut = shared.store.write(f);
+    let sh = shared.clone();
+    let fut = shared.store.write(move |txn| write_job(&sh, txn, f));
     Box::pin(async move {
         match fut.await {
             Ok(r) => r,
             Err(e) => Err(e.into()),
         }
     })
+}
+
+/// Answers a write once the writer has committed it, without holding up the read loop. The
+/// write was already handed to the writer (in arrival order) when `fut` was made. On success
+/// the pre-read and post-read entries (RFC 4527) join the response and the audit record (if
+/// any) is logged; the access line always is.
+pub(crate) async fn finish_write(op: Op, tag: u8, fut: Pending, audit: Option<Vec<u8>>) {
+    let Ok(permit) = op.conn.permits.clone().acquire_owned().await else {
+        return;
+    };
+    tokio::spawn(async move {
+        let mut op = op;
+        let r = fut.await;
+        if let Ok(applied) = &r {
+            read_entry_controls(&mut op, applied);
+            if let Some(a) = audit {
+                op.conn.shared.audit_log.write(a);
+            }
+        }
+        op.finish(tag, r.as_ref().map(|_| ()), None).await;
+        drop(permit);
+    });
+}
+
+/// The pre-read and post-read response controls (RFC 4527): the entry before or after the
+/// change, with the attributes asked for that the requester may read.
+fn read_entry_controls(op: &mut Op, applied: &Applied) {
+    let reads = [
+        (
+            op.controls.pre_read.take(),
+            &applied.before,
+            proto::oids::PRE_READ,
+        ),
+        (
+            op.controls.post_read.take(),
+            &applied.after,
+            proto::oids::POST_READ,
+        ),
+    ];
+    let shared = op.conn.shared.clone();
+    let schema = &*shared.schema;
+    for (attrs, entry, oid) in reads {
+        let (Some(attrs), Some(e)) = (attrs, entry) else {
+            continue;
+        };
+        let attrs: Vec<std::borrow::Cow<'_, [u8]>> = attrs.into_iter().map(Into::into).collect();
+        let sel = search::Selection::parse(schema, &attrs, false);
+        let v = shared.store.read();
+        let view = (!op.who.is_admin).then(|| shared.acl.view(schema, &v, &op.who));
+        let access = view.as_ref().map(|view| view.entry(&shared.acl, schema, e));
+        let mut value = Vec::with_capacity(256);
+        search::encode_entry(&shared, None, &mut value, None, e, &sel, access.as_ref());
+        op.response.push(proto::Control {
+            oid: oid.as_bytes().into(),
+            critical: false,
+            value: Some(value.into()),
+        });
+    }
+}
+
+/// One change in the writer's job: applied, then the overlay chain (the same for the
+/// protocol's writes and for start-up entries).
+pub(crate) fn write_job(
+    shared: &Shared,
+    txn: &mut Txn,
+    f: impl FnOnce(&mut Txn) -> LdapResult<Applied>,
+) -> LdapResult<Applied> {
+    let applied = f(txn)?;
+    crate::overlays::run(shared, txn, &applied)?;
+    Ok(applied)
 }
 
 /// Checks that `who` holds, on the existing entry `ndn` in version `v`, each right of `needs`
@@ -209,9 +286,15 @@ pub(crate) fn set_operational(schema: &Schema, attrs: &mut Vec<Attr>, ty: AttrId
     }
 }
 
-/// Records who changed an entry and when (modifiersName, modifyTimestamp).
+/// Records who changed an entry and when (modifiersName, modifyTimestamp, entryCSN).
 pub(crate) fn stamp_modified(shared: &Shared, attrs: &mut Vec<Attr>, who: &str, now: SystemTime) {
     let schema = &*shared.schema;
+    set_operational(
+        schema,
+        attrs,
+        shared.known.entry_csn,
+        shared.csn.next(now).as_bytes(),
+    );
     set_operational(schema, attrs, shared.known.modifiers_name, who.as_bytes());
     set_operational(
         schema,

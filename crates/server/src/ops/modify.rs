@@ -14,8 +14,9 @@ use crate::op::{Next, Op};
 use crate::ops::values::ValueSet;
 use crate::ops::{
     authorize, check_assertion, check_attribute_count, check_entry, check_user_modifiable,
-    check_value_count, checked_values, hash_passwords, on_blocking_pool, rdn_values_present, ready,
-    stamp_modified, structural_of, submit_write, Assertion, Pending,
+    check_value_count, checked_values, finish_write, hash_passwords, on_blocking_pool,
+    rdn_values_present, refused, stamp_modified, structural_of, submit_write, Applied, Assertion,
+    Pending,
 };
 use crate::state::{resolve_attr, Identity, Shared};
 
@@ -123,12 +124,13 @@ pub(crate) fn apply(
     ndn: &NormDn,
     mods: Vec<Mod>,
     assertion: Option<&Assertion>,
-) -> LdapResult<()> {
+) -> LdapResult<Applied> {
     let schema = &*shared.schema;
     let k = &shared.known;
     let v = txn.version();
     let e = v.lookup(ndn).ok_or_else(|| shared.no_such_object(v, ndn))?;
     check_assertion(assertion, shared, v, e)?;
+    let before = e.clone();
     let id = e.id;
     let old_structural = e
         .attr(k.structural_object_class)
@@ -267,7 +269,10 @@ pub(crate) fn apply(
     check_entry(shared, &attrs)?;
     stamp_modified(shared, &mut attrs, who, txn.now());
     txn.replace_attrs(id, attrs)?;
-    Ok(())
+    Ok(Applied {
+        before: Some(before),
+        after: txn.version().get(id).cloned(),
+    })
 }
 
 /// Checks the request and hands it to the writer. The read loop awaits this, so writes still
@@ -277,9 +282,9 @@ pub(crate) async fn handle(mut op: Op, req: &ModifyRequest<'_>) -> Next {
     let assertion = Assertion::take(&mut op);
     let fut = match op.may_write() {
         Ok(()) => submit(op.shared(), &op.who, req, assertion).await,
-        Err(e) => ready(Err(e)),
+        Err(e) => refused(e),
     };
-    op.finish_later(tags::MODIFY_RESPONSE, fut, audit).await;
+    finish_write(op, tags::MODIFY_RESPONSE, fut, audit).await;
     Next::Continue
 }
 
@@ -291,7 +296,7 @@ async fn submit(
 ) -> Pending {
     let (ndn, mods) = match prepare(shared, req) {
         Ok(p) => p,
-        Err(e) => return ready(Err(e)),
+        Err(e) => return refused(e),
     };
     // Write access to every attribute the request changes.
     let needs: Vec<_> = mods.iter().map(|m| (Some(m.ty), Rights::WRITE)).collect();
@@ -304,11 +309,11 @@ async fn submit(
         true,
         "write",
     ) {
-        return ready(Err(e));
+        return refused(e);
     }
     let mods = match hash_passwords_of(shared, mods).await {
         Ok(m) => m,
-        Err(e) => return ready(Err(e)),
+        Err(e) => return refused(e),
     };
     let sh = shared.clone();
     let who = who.dn.clone();

@@ -11,8 +11,8 @@ use crate::acl::Rights;
 use crate::error::{LdapError, LdapResult};
 use crate::op::{Next, Op};
 use crate::ops::{
-    authorize, authorize_new, check_assertion, check_entry, detached, rdn_values_present, ready,
-    stamp_modified, submit_write, Assertion, Pending,
+    authorize, authorize_new, check_assertion, check_entry, detached, finish_write,
+    rdn_values_present, refused, stamp_modified, submit_write, Applied, Assertion, Pending,
 };
 use crate::state::{Identity, Shared};
 
@@ -52,7 +52,7 @@ pub(crate) fn apply(
     who: &str,
     r: Rename,
     assertion: Option<&Assertion>,
-) -> LdapResult<()> {
+) -> LdapResult<Applied> {
     let schema = &*shared.schema;
     let v = txn.version();
     let e = v
@@ -164,7 +164,10 @@ pub(crate) fn apply(
     stamp_modified(shared, &mut attrs, who, txn.now());
     let dn = format!("{},{}", r.new_rdn, parent.dn());
     txn.rename(e.id, dn, new_ndn, Some(parent.id), attrs)?;
-    Ok(())
+    Ok(Applied {
+        after: txn.version().get(e.id).cloned(),
+        before: Some(e),
+    })
 }
 
 /// A rename is a delete at the old name and an add at the new one: `delete` on the entry as it
@@ -202,10 +205,10 @@ fn submit(
 ) -> Pending {
     let r = match prepare(shared, req) {
         Ok(r) => r,
-        Err(e) => return ready(Err(e)),
+        Err(e) => return refused(e),
     };
     if let Err(e) = authorize_rename(shared, who, &r) {
-        return ready(Err(e));
+        return refused(e);
     }
     let sh = shared.clone();
     let who = who.dn.clone();
@@ -219,8 +222,8 @@ pub(crate) async fn handle(mut op: Op, req: &ModifyDnRequest<'_>) -> Next {
     let assertion = Assertion::take(&mut op);
     let fut = match op.may_write() {
         Ok(()) => submit(op.shared(), &op.who, req, assertion),
-        Err(e) => ready(Err(e)),
+        Err(e) => refused(e),
     };
-    op.finish_later(tags::MODIFY_DN_RESPONSE, fut, audit).await;
+    finish_write(op, tags::MODIFY_DN_RESPONSE, fut, audit).await;
     Next::Continue
 }

@@ -175,12 +175,13 @@ impl Selection {
 
 /// Encodes one entry as a SearchResultEntry, with the attributes `sel` asks for and the
 /// server-computed operational attributes, each only if `access` (none: everything) allows
-/// reading it.
+/// reading it. With a message id a whole PDU, without one the bare SearchResultEntry (the
+/// value of a pre/post-read response control, RFC 4527).
 pub(crate) fn encode_entry(
     shared: &Shared,
     v: Option<&store::Version>,
     out: &mut Vec<u8>,
-    id: i32,
+    id: Option<i32>,
     e: &Entry,
     sel: &Selection,
     access: Option<&acl::EntryAccess<'_>>,
@@ -253,12 +254,11 @@ pub(crate) fn encode_entry(
         };
         attrs.push((Cow::Borrowed(schema.attr(*ty).name().as_bytes()), values));
     }
-    proto::encode_search_entry(
-        out,
-        id,
-        e.dn().as_bytes(),
-        attrs.iter().map(|(n, vs)| (&**n, vs.iter().copied())),
-    );
+    let attrs = attrs.iter().map(|(n, vs)| (&**n, vs.iter().copied()));
+    match id {
+        Some(id) => proto::encode_search_entry(out, id, e.dn().as_bytes(), attrs),
+        None => proto::encode_search_entry_op(out, e.dn().as_bytes(), attrs),
+    }
 }
 
 /// An attribute on its way out: description and values.
@@ -436,7 +436,7 @@ pub(crate) async fn handle(mut op: Op, req: &SearchRequest<'_>) -> Next {
         let mut n = 0;
         let r = check_assertion(p.assertion.as_ref(), &shared, &v, e);
         if r.is_ok() && p.filter.eval(&shared.schema, e) == store::Tri::True {
-            encode_entry(&shared, None, &mut out, op.id, e, &p.sel, None);
+            encode_entry(&shared, None, &mut out, Some(op.id), e, &p.sel, None);
             n = 1;
         }
         op.encode_result_into(&mut out, tags::SEARCH_RESULT_DONE, r.as_ref().map(|_| ()));
@@ -790,7 +790,7 @@ fn execute(
                         shared,
                         Some(v),
                         &mut ran.out,
-                        id,
+                        Some(id),
                         e,
                         &p.sel,
                         access.as_ref(),
@@ -824,7 +824,7 @@ fn execute(
                 shared,
                 Some(v),
                 &mut ran.out,
-                id,
+                Some(id),
                 e,
                 &p.sel,
                 access.as_ref(),

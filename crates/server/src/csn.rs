@@ -1,0 +1,79 @@
+//! Change sequence numbers (entryCSN) in OpenLDAP's form, `YYYYmmddHHMMSS.uuuuuuZ#cccccc#sss#mmmmmm`:
+//! the commit time to the microsecond, a counter (hex) that orders changes within one
+//! microsecond, the server id (`server_id`, hex) and a modifier number (always 0). Replication
+//! compares CSNs as strings, so every CSN a server issues must sort after the previous one,
+//! even if the clock steps back: the clock never goes below the last CSN's time.
+
+use std::sync::Mutex;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+pub struct Clock {
+    server_id: u16,
+    /// Microseconds since the epoch of the last CSN, and its counter.
+    last: Mutex<(u64, u32)>,
+}
+
+impl Clock {
+    pub fn new(server_id: u16) -> Clock {
+        Clock {
+            server_id,
+            last: Mutex::new((0, 0)),
+        }
+    }
+
+    /// The next CSN, at `now` or just after the previous one.
+    pub fn next(&self, now: SystemTime) -> String {
+        let micros = now
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX));
+        let (at, count) = match self.last.lock() {
+            Ok(mut last) => {
+                *last = if micros > last.0 {
+                    (micros, 0)
+                } else {
+                    (last.0, last.1.saturating_add(1))
+                };
+                *last
+            }
+            Err(_) => (micros, 0),
+        };
+        format(at, count, self.server_id)
+    }
+}
+
+fn format(micros: u64, count: u32, sid: u16) -> String {
+    let secs = i64::try_from(micros / 1_000_000).unwrap_or(0);
+    let frac = micros % 1_000_000;
+    let dt =
+        time::OffsetDateTime::from_unix_timestamp(secs).unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+    format!(
+        "{:04}{:02}{:02}{:02}{:02}{:02}.{frac:06}Z#{count:06x}#{sid:03x}#000000",
+        dt.year(),
+        u8::from(dt.month()),
+        dt.day(),
+        dt.hour(),
+        dt.minute(),
+        dt.second()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn openldap_form_and_strictly_increasing() {
+        let c = Clock::new(0x2a);
+        let t = UNIX_EPOCH + Duration::from_micros(1_764_012_345_678_901);
+        let a = c.next(t);
+        assert_eq!(a, "20251124192545.678901Z#000000#02a#000000");
+        // The same microsecond, then a clock that went back: still after the last one.
+        let b = c.next(t);
+        assert_eq!(b, "20251124192545.678901Z#000001#02a#000000");
+        let d = c.next(t - Duration::from_secs(5));
+        assert!(d > b, "{d} > {b}");
+        let e = c.next(t + Duration::from_micros(1));
+        assert_eq!(e, "20251124192545.678902Z#000000#02a#000000");
+    }
+}

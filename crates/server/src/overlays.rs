@@ -1,0 +1,50 @@
+//! The overlay chain of the write path (design.md seam 2). Every change — add, delete,
+//! modify, modify DN, Password Modify, start-up entries — is applied in the writer's job by
+//! `ops::submit_write`, which then runs each configured overlay, in order, on what was applied.
+//! An overlay sees the working version with the change in it and may refuse it (the whole
+//! operation is then rolled back, with the overlay's result code) or change more entries in the
+//! same transaction: all of it commits together or not at all. Model: OpenLDAP's
+//! `slap_overinst` (unique, memberof, refint, ppolicy), which issue separate internal
+//! operations instead.
+//!
+//! Adding an overlay: implement `Overlay`, construct it from the configuration in `chain`.
+
+use std::sync::Arc;
+
+use store::{Entry, Txn};
+
+use crate::error::LdapResult;
+use crate::state::Shared;
+
+/// What one change did: the entry before and after it (`None` before an add, after a
+/// delete). Returned to the operation (pre/post-read controls) and handed to the overlays.
+#[derive(Clone, Default)]
+pub struct Applied {
+    pub before: Option<Arc<Entry>>,
+    pub after: Option<Arc<Entry>>,
+}
+
+/// One overlay of the chain.
+pub trait Overlay: Send + Sync {
+    /// The name used in logs and messages.
+    fn name(&self) -> &'static str;
+    /// Runs after `applied` is in `txn`'s working version, before the batch is logged and
+    /// published. An error refuses the change.
+    fn after(&self, shared: &Shared, txn: &mut Txn, applied: &Applied) -> LdapResult<()>;
+}
+
+/// The chain the configuration asks for, in order.
+pub(crate) fn chain(
+    _config: &crate::config::Config,
+    _schema: &schema::Schema,
+) -> Result<Vec<Box<dyn Overlay>>, String> {
+    Ok(Vec::new())
+}
+
+/// Runs the chain on one applied change.
+pub(crate) fn run(shared: &Shared, txn: &mut Txn, applied: &Applied) -> LdapResult<()> {
+    for o in &shared.overlays {
+        o.after(shared, txn, applied)?;
+    }
+    Ok(())
+}
