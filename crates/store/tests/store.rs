@@ -250,7 +250,7 @@ fn a_panicking_operation_fails_alone_and_the_writer_lives_on() {
         let s = &*s2;
         let dn = "uid=half,ou=people,dc=example,dc=com";
         txn.add(dn.into(), ndn(s, dn), person(s, "half"), false)?;
-        if txn.version().len() > 0 {
+        if !txn.version().is_empty() {
             panic!("a bug in an operation");
         }
         Ok::<_, store::StoreError>(())
