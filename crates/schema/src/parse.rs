@@ -422,7 +422,7 @@ fn base64_decode(s: &str) -> Option<Vec<u8>> {
         } as u32)
     };
     let b: Vec<u8> = s.bytes().filter(|c| !c.is_ascii_whitespace()).collect();
-    if b.len() % 4 != 0 {
+    if !b.len().is_multiple_of(4) {
         return None;
     }
     let mut out = Vec::with_capacity(b.len() / 4 * 3);
