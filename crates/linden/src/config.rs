@@ -70,6 +70,7 @@ pub const KEYS: &[&str] = &[
     "bind_failures_per_ip",
     "bind_lockout_seconds",
     "indexes",
+    "schema_files",
     "durability",
     "snapshot_interval",
     "snapshot_log_bytes",
@@ -122,6 +123,8 @@ pub struct Settings {
     pub bind_failures_per_ip: Option<u32>,
     pub bind_lockout_seconds: Option<u64>,
     pub indexes: Option<Vec<String>>,
+    /// Relative paths are resolved against the configuration file's directory.
+    pub schema_files: Option<Vec<PathBuf>>,
     pub durability: Option<server::Durability>,
     pub snapshot_interval: Option<u64>,
     pub snapshot_log_bytes: Option<u64>,
@@ -212,6 +215,7 @@ pub fn merge(args: &ServeArgs, file: Settings) -> Result<Settings, ConfigError> 
         bind_failures_per_ip: file.bind_failures_per_ip,
         bind_lockout_seconds: file.bind_lockout_seconds,
         indexes: file.indexes,
+        schema_files: file.schema_files,
         durability: match &args.durability {
             Some(d) => {
                 Some(parse_durability(d).map_err(|e| ConfigError(format!("--durability: {e}")))?)
@@ -237,7 +241,8 @@ pub fn merge(args: &ServeArgs, file: Settings) -> Result<Settings, ConfigError> 
     Ok(s)
 }
 
-/// Parses the text of a configuration file; `path` is only used in messages.
+/// Parses the text of a configuration file; `path` is used in messages and to resolve the
+/// relative paths of `schema_files`.
 pub fn parse_file(path: &Path, text: &str) -> Result<Settings, ConfigError> {
     let name = path.display().to_string();
     let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
@@ -356,6 +361,16 @@ pub fn parse_file(path: &Path, text: &str) -> Result<Settings, ConfigError> {
                 s.access = Some(rules);
             }
             "indexes" => s.indexes = Some(strings(value).map_err(bad)?),
+            "schema_files" => {
+                let base = path.parent().unwrap_or(Path::new(""));
+                s.schema_files = Some(
+                    strings(value)
+                        .map_err(bad)?
+                        .iter()
+                        .map(|f| base.join(f))
+                        .collect(),
+                );
+            }
             "durability" => {
                 let v = string(value).map_err(bad)?;
                 s.durability = Some(parse_durability(&v).map_err(bad)?);

@@ -190,6 +190,19 @@ pub struct SchemaError {
     pub origin: String,
     pub line: usize,
     pub message: String,
+    pub kind: SchemaErrorKind,
+}
+
+/// What kind of fault a `SchemaError` is, for callers that answer with a result code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SchemaErrorKind {
+    /// The text is not a well-formed definition (or statement).
+    Syntax,
+    /// A definition with this OID exists already, the same apart from its DESC.
+    Exists,
+    /// Well formed, but does not fit the schema: a clashing OID or name, an undefined
+    /// reference, a statement not allowed here.
+    Conflict,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -274,6 +287,38 @@ pub struct Schema {
     /// `rules::dn_key`): a new number from `GENERATIONS` whenever definitions change.
     generation: u64,
 }
+
+/// What `Schema::attr` answers for an id it does not define.
+pub static UNKNOWN_ATTR: AttributeType = AttributeType {
+    oid: String::new(),
+    names: Vec::new(),
+    desc: None,
+    obsolete: false,
+    sup: None,
+    equality: None,
+    ordering: None,
+    substr: None,
+    syntax: None,
+    syntax_len: None,
+    single_value: false,
+    collective: false,
+    no_user_modification: false,
+    usage: Usage::UserApplications,
+    definition: String::new(),
+};
+
+/// What `Schema::class` answers for an id it does not define.
+pub static UNKNOWN_CLASS: ObjectClass = ObjectClass {
+    oid: String::new(),
+    names: Vec::new(),
+    desc: None,
+    obsolete: false,
+    sup: Vec::new(),
+    kind: ClassKind::Abstract,
+    must: Vec::new(),
+    may: Vec::new(),
+    definition: String::new(),
+};
 
 /// How a load takes definitions in.
 #[derive(Debug, Clone, Copy, Default)]
@@ -486,8 +531,11 @@ impl Schema {
         lookup(&self.attr_index, name)
     }
 
+    /// The attribute type with this id. An id this schema does not define (one from a newer,
+    /// extended schema, read with an older one) is answered with `UNKNOWN_ATTR`, a nameless
+    /// type without rules, never with a panic.
     pub fn attr(&self, id: AttrId) -> &AttributeType {
-        &self.attrs[id.0 as usize]
+        self.attrs.get(id.0 as usize).unwrap_or(&UNKNOWN_ATTR)
     }
 
     /// The number of attribute types (ids run from 0 to this, exclusive).
@@ -507,8 +555,9 @@ impl Schema {
         lookup(&self.class_index, name)
     }
 
+    /// The object class with this id; `UNKNOWN_CLASS` for an id this schema does not define.
     pub fn class(&self, id: ClassId) -> &ObjectClass {
-        &self.classes[id.0 as usize]
+        self.classes.get(id.0 as usize).unwrap_or(&UNKNOWN_CLASS)
     }
 
     /// All object classes in definition order.

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 
 use crate::{
     syntax, AttrId, AttributeType, ClassId, ClassKind, ObjectClass, RuleId, Schema, SchemaError,
-    Usage,
+    SchemaErrorKind, Usage,
 };
 
 /// One statement with the file line each of its pieces came from.
@@ -48,12 +48,23 @@ enum Tok {
 struct Fail {
     at: usize,
     message: String,
+    kind: SchemaErrorKind,
 }
 
 fn fail<T>(at: usize, message: impl Into<String>) -> Result<T, Fail> {
     Err(Fail {
         at,
         message: message.into(),
+        kind: SchemaErrorKind::Conflict,
+    })
+}
+
+/// A failure to parse the text itself.
+fn syntax<T>(at: usize, message: impl Into<String>) -> Result<T, Fail> {
+    Err(Fail {
+        at,
+        message: message.into(),
+        kind: SchemaErrorKind::Syntax,
     })
 }
 
@@ -81,7 +92,7 @@ fn tokenize(s: &str, base: usize) -> Result<Vec<(usize, Tok)>, Fail> {
             b'\'' => {
                 let start = i + 1;
                 let Some(len) = b[start..].iter().position(|&x| x == b'\'') else {
-                    return fail(at, "unterminated quoted string");
+                    return syntax(at, "unterminated quoted string");
                 };
                 let raw = &s[start..start + len];
                 out.push((at, Tok::Quoted(unescape_qdstring(raw))));
@@ -165,23 +176,23 @@ impl Desc {
         let mut it = toks.iter().peekable();
         match it.next() {
             Some((_, Tok::Open)) => {}
-            Some((at, _)) => return fail(*at, "expected '(' to open the description"),
-            None => return fail(end, "missing description"),
+            Some((at, _)) => return syntax(*at, "expected '(' to open the description"),
+            None => return syntax(end, "missing description"),
         }
         let (oid_at, oid) = match it.next() {
             Some((at, Tok::Word(w))) => (*at, w.clone()),
-            Some((at, _)) => return fail(*at, "expected an OID after '('"),
-            None => return fail(end, "missing OID"),
+            Some((at, _)) => return syntax(*at, "expected an OID after '('"),
+            None => return syntax(end, "missing OID"),
         };
         let mut fields = Vec::new();
         loop {
             let Some((at, tok)) = it.next() else {
-                return fail(end, "missing ')' at end of description");
+                return syntax(end, "missing ')' at end of description");
             };
             let kw = match tok {
                 Tok::Close => break,
                 Tok::Word(w) => w.to_ascii_uppercase(),
-                _ => return fail(*at, "expected a keyword"),
+                _ => return syntax(*at, "expected a keyword"),
             };
             let mut vals = Vec::new();
             if !FLAGS.contains(&kw.as_str()) {
@@ -194,18 +205,18 @@ impl Desc {
                             Some((_, Tok::Dollar)) => {}
                             Some((_, Tok::Word(w))) => vals.push(Val::Word(w.clone())),
                             Some((_, Tok::Quoted(q))) => vals.push(Val::Quoted(q.clone())),
-                            Some((a, Tok::Open)) => return fail(*a, "unexpected '('"),
-                            None => return fail(end, format!("missing ')' after {kw} list")),
+                            Some((a, Tok::Open)) => return syntax(*a, "unexpected '('"),
+                            None => return syntax(end, format!("missing ')' after {kw} list")),
                         }
                     },
-                    Some((a, _)) => return fail(*a, format!("missing value after {kw}")),
-                    None => return fail(end, format!("missing value after {kw}")),
+                    Some((a, _)) => return syntax(*a, format!("missing value after {kw}")),
+                    None => return syntax(end, format!("missing value after {kw}")),
                 }
             }
             fields.push((kw, vals, *at));
         }
         if let Some((at, _)) = it.next() {
-            return fail(*at, "unexpected text after ')'");
+            return syntax(*at, "unexpected text after ')'");
         }
         Ok(Desc {
             oid,
@@ -456,6 +467,7 @@ impl Schema {
             origin: origin.to_string(),
             line,
             message,
+            kind: SchemaErrorKind::Syntax,
         })?;
         self.apply(&stmts, origin)
     }
@@ -467,6 +479,7 @@ impl Schema {
                     origin: origin.to_string(),
                     line: st.line_at(f.at),
                     message: f.message,
+                    kind: f.kind,
                 });
             }
         }
@@ -560,7 +573,7 @@ impl Schema {
                     _ => fail(kw_end, "objectidentifier needs a name and an OID"),
                 }
             }
-            _ => fail(0, format!("unknown directive '{}'", &text[..kw_end])),
+            _ => syntax(0, format!("unknown directive '{}'", &text[..kw_end])),
         }
     }
 
@@ -686,6 +699,7 @@ impl Schema {
                 vals.first().ok_or(Fail {
                     at,
                     message: format!("missing value after {kw}"),
+                    kind: SchemaErrorKind::Syntax,
                 })
             };
             match kw.as_str() {
@@ -729,7 +743,7 @@ impl Schema {
                             match l.parse::<u32>() {
                                 Ok(n) => (o, Some(n)),
                                 Err(_) => {
-                                    return fail(at, format!("invalid syntax length in '{raw}'"))
+                                    return syntax(at, format!("invalid syntax length in '{raw}'"))
                                 }
                             }
                         }
@@ -761,12 +775,12 @@ impl Schema {
                         "directoryoperation" => Usage::DirectoryOperation,
                         "distributedoperation" => Usage::DistributedOperation,
                         "dsaoperation" => Usage::DsaOperation,
-                        _ => return fail(at, format!("unknown USAGE '{u}'")),
+                        _ => return syntax(at, format!("unknown USAGE '{u}'")),
                     };
                 }
                 k if k.starts_with("X-") => {}
                 k => {
-                    return fail(
+                    return syntax(
                         at,
                         format!("unknown keyword '{k}' in attribute type description"),
                     )
@@ -824,6 +838,13 @@ impl Schema {
             return Ok(());
         }
         if let Some(old) = self.attr_by_name(&oid) {
+            if without_desc(&self.attr(old).definition) == without_desc(&def) {
+                return Err(Fail {
+                    at: d.oid_at,
+                    message: format!("attribute type {oid} is already defined"),
+                    kind: SchemaErrorKind::Exists,
+                });
+            }
             return fail(
                 d.oid_at,
                 format!(
@@ -897,7 +918,7 @@ impl Schema {
                 }
                 k if k.starts_with("X-") => {}
                 k => {
-                    return fail(
+                    return syntax(
                         at,
                         format!("unknown keyword '{k}' in object class description"),
                     )
@@ -943,6 +964,13 @@ impl Schema {
             return Ok(());
         }
         if let Some(old) = self.class_by_name(&oid) {
+            if without_desc(&self.class(old).definition) == without_desc(&def) {
+                return Err(Fail {
+                    at: d.oid_at,
+                    message: format!("object class {oid} is already defined"),
+                    kind: SchemaErrorKind::Exists,
+                });
+            }
             return fail(
                 d.oid_at,
                 format!(

@@ -77,7 +77,6 @@ impl Counters {
 
 pub struct Shared {
     pub config: Config,
-    pub schema: Arc<Schema>,
     pub store: Store,
     pub known: Known,
     pub suffixes: Vec<NormDn>,
@@ -92,9 +91,11 @@ pub struct Shared {
     pub connections: Arc<crate::connlimit::Connections>,
     pub access_log: crate::logs::LogSink,
     pub audit_log: crate::logs::LogSink,
-    /// The root DSE and `cn=Subschema`, served from memory, not stored.
+    /// The root DSE, served from memory, not stored.
     pub root_dse: Entry,
-    pub subschema: Entry,
+    /// `cn=Subschema` as last built, with the generation of the schema it shows: rebuilt by
+    /// `subschema()` when the schema was extended since (design.md seam 4).
+    pub(crate) subschema_cache: arc_swap::ArcSwap<(u64, Arc<Entry>)>,
     pub counters: Counters,
     /// `None` for a memory-only server (bulk import).
     pub(crate) persistence: Option<crate::persistence::Persistence>,
@@ -120,6 +121,27 @@ impl Shared {
         Known::resolve(schema)
     }
 
+    /// The schema of the newest published version. Code working on a version should prefer
+    /// `version.schema()`; this one is never older than any version read before the call,
+    /// and ids never change between schemas (only new ones are appended), so `Known` and
+    /// attribute ids resolved earlier stay valid.
+    pub fn schema(&self) -> Arc<Schema> {
+        self.store.schema()
+    }
+
+    /// The subschema subentry (`cn=Subschema`) of the current schema, served from memory.
+    pub fn subschema(&self) -> Arc<Entry> {
+        let schema = self.schema();
+        let cached = self.subschema_cache.load();
+        if cached.0 == schema.generation() {
+            return cached.1.clone();
+        }
+        let entry = Arc::new(crate::subschema_entry(&schema));
+        self.subschema_cache
+            .store(Arc::new((schema.generation(), entry.clone())));
+        entry
+    }
+
     /// Parses and normalizes a DN from the wire (invalidDNSyntax when it is not one).
     pub fn parse_dn(&self, raw: &[u8]) -> LdapResult<(Dn, NormDn)> {
         let s = std::str::from_utf8(raw)
@@ -127,7 +149,7 @@ impl Shared {
         let dn =
             Dn::parse(s).map_err(|e| LdapError::new(ResultCode::InvalidDnSyntax, e.to_string()))?;
         let ndn = dn
-            .normalize(&self.schema)
+            .normalize(&self.schema())
             .map_err(|e| LdapError::new(ResultCode::InvalidDnSyntax, e.to_string()))?;
         Ok((dn, ndn))
     }
@@ -136,7 +158,7 @@ impl Shared {
     pub fn parse_new_dn(&self, raw: &[u8]) -> LdapResult<schema::NewDn> {
         let s = std::str::from_utf8(raw)
             .map_err(|_| LdapError::new(ResultCode::InvalidDnSyntax, "invalid DN: not UTF-8"))?;
-        self.schema
+        self.schema()
             .parse_new_dn(s)
             .map_err(|e| LdapError::new(ResultCode::InvalidDnSyntax, e.to_string()))
     }
@@ -166,7 +188,7 @@ impl Shared {
         }
         let mut at = v.matched(ndn);
         while let Some(e) = at {
-            if view.entry(&self.acl, &self.schema, e).visible() {
+            if view.entry(&self.acl, &self.schema(), e).visible() {
                 break;
             }
             at = e.parent.and_then(|p| v.get(p));

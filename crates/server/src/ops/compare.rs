@@ -7,7 +7,7 @@ use crate::error::{LdapError, LdapResult};
 use crate::state::{resolve_attr, Identity, Shared};
 
 pub fn compare(shared: &Shared, who: &Identity, req: &CompareRequest<'_>) -> LdapResult<bool> {
-    let schema = &*shared.schema;
+    let schema = &*shared.schema();
     let (_, ndn) = shared.parse_dn(&req.dn)?;
     let (ty, _) = resolve_attr(schema, &req.attr)?;
     let v = shared.store.read();

@@ -38,7 +38,7 @@ fn context(op: ModOp) -> &'static str {
 /// Resolves and checks the changes of a request. Clear-text passwords are left for
 /// `hash_passwords_of`.
 pub(crate) fn prepare(shared: &Shared, req: &ModifyRequest<'_>) -> LdapResult<(NormDn, Vec<Mod>)> {
-    let schema = &*shared.schema;
+    let schema = &*shared.schema();
     let (_, ndn) = shared.parse_dn(&req.dn)?;
     let mut mods = Vec::with_capacity(req.changes.len());
     for ch in &req.changes {
@@ -120,7 +120,7 @@ pub(crate) fn apply(
     ndn: &NormDn,
     mods: Vec<Mod>,
 ) -> LdapResult<()> {
-    let schema = &*shared.schema;
+    let schema = &*shared.schema();
     let k = &shared.known;
     let v = txn.version();
     let e = v.lookup(ndn).ok_or_else(|| shared.no_such_object(v, ndn))?;
@@ -258,6 +258,9 @@ pub(crate) async fn submit(
     who: &Identity,
     req: &ModifyRequest<'_>,
 ) -> Pending {
+    if super::subschema::targets(shared, &req.dn) {
+        return super::subschema::modify(shared, who, req);
+    }
     let (ndn, mods) = match prepare(shared, req) {
         Ok(p) => p,
         Err(e) => return ready(Err(e)),

@@ -46,7 +46,7 @@ pub(crate) fn prepare(shared: &Shared, req: &ModifyDnRequest<'_>) -> LdapResult<
 }
 
 pub(crate) fn apply(shared: &Shared, txn: &mut Txn, who: &str, r: Rename) -> LdapResult<()> {
-    let schema = &*shared.schema;
+    let schema = &*shared.schema();
     let v = txn.version();
     let e = v
         .lookup(&r.ndn)

@@ -183,7 +183,7 @@ pub(crate) fn encode_entry(
     sel: &Selection,
     access: Option<&acl::EntryAccess<'_>>,
 ) {
-    let schema = &*shared.schema;
+    let schema = &*shared.schema();
     let k = &shared.known;
     let readable = |ty: AttrId| access.is_none_or(|a| a.can(Some(ty), Rights::READ));
     let mut attrs: Vec<OutAttr<'_>> = Vec::with_capacity(e.attrs().len() + 4);
@@ -319,11 +319,12 @@ fn prepare(
     };
     let size_limit = limit(req.size_limit, size);
     let time_limit = limit(req.time_limit, time);
-    let schema = &*shared.schema;
+    let schema = &*shared.schema();
     let view = shared.acl.view(schema, v, who);
     let mut check = Vec::new();
     // The root DSE and the subschema subentry are outside the rules: anyone may read them.
-    let outside = scope == store::Scope::Base && (root || base.norm == shared.subschema.ndn_str());
+    let outside =
+        scope == store::Scope::Base && (root || base.norm == shared.subschema().ndn_str());
     let filter = compile(
         schema,
         &mut |ty| match view.searchable(&shared.acl, schema, ty) {
@@ -392,15 +393,15 @@ pub(crate) async fn start(conn: &Arc<Conn>, id: i32, req: &SearchRequest<'_>, wh
     // The server-held entries: root DSE and subschema subentry, base scope only.
     let virtual_entry = if p.root && p.scope == store::Scope::Base {
         Some(&shared.root_dse)
-    } else if p.scope == store::Scope::Base && p.base.norm == shared.subschema.ndn_str() {
-        Some(&shared.subschema)
+    } else if p.scope == store::Scope::Base && p.base.norm == shared.subschema().ndn_str() {
+        Some(&*shared.subschema())
     } else {
         None
     };
     if let Some(e) = virtual_entry {
         let mut out = Vec::with_capacity(1024);
         let mut n = 0;
-        if p.filter.eval(&shared.schema, e) == store::Tri::True {
+        if p.filter.eval(&shared.schema(), e) == store::Tri::True {
             encode_entry(shared, None, &mut out, id, e, &p.sel, None);
             n = 1;
         }
@@ -414,7 +415,7 @@ pub(crate) async fn start(conn: &Arc<Conn>, id: i32, req: &SearchRequest<'_>, wh
     let mut p = p;
     let base_only = p.scope == store::Scope::Base && !p.root;
     if !base_only {
-        p.cands = v.candidates(&shared.schema, &p.filter);
+        p.cands = v.candidates(&shared.schema(), &p.filter);
     }
     let small = base_only
         || p.cands
@@ -504,7 +505,7 @@ fn run(
     sink: &mut dyn FnMut(Vec<u8>) -> bool,
 ) -> Option<(ResultCode, u64)> {
     let shared = &*conn.shared;
-    let schema = &*shared.schema;
+    let schema = &*shared.schema();
     // The bases to walk: the named entry, or every naming context for the root.
     let mut bases: Vec<Arc<Entry>> = Vec::new();
     let mut scope = p.scope;
