@@ -125,17 +125,17 @@ impl Shared {
     /// `version.schema()`; this one is never older than any version read before the call,
     /// and ids never change between schemas (only new ones are appended), so `Known` and
     /// attribute ids resolved earlier stay valid.
-    pub fn schema(&self) -> Arc<Schema> {
-        self.store.schema()
+    pub fn schema(&self) -> store::SchemaGuard {
+        self.store.current_schema()
     }
 
     /// The subschema subentry (`cn=Subschema`) of the current schema, served from memory.
     pub fn subschema(&self) -> Arc<Entry> {
-        let schema = self.schema();
         let cached = self.subschema_cache.load();
-        if cached.0 == schema.generation() {
+        if cached.0 == self.schema().generation() {
             return cached.1.clone();
         }
+        let schema = self.store.schema();
         let entry = Arc::new(crate::subschema_entry(&schema));
         self.subschema_cache
             .store(Arc::new((schema.generation(), entry.clone())));

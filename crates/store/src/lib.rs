@@ -27,7 +27,7 @@ pub use entry::{Attr, Entry, EntryId};
 pub use filter::{Filter, Tri};
 pub use roaring::RoaringBitmap;
 pub use version::Version;
-pub use writer::{Journal, Store, StoreError, Txn};
+pub use writer::{Journal, SchemaGuard, Store, StoreError, Txn};
 
 /// Search scope (RFC 4511 §4.5.1.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -132,6 +132,13 @@ impl Store {
         self.current.load().schema.clone()
     }
 
+    /// The schema of the newest published version, borrowed without touching its reference
+    /// count (the hot paths ask for it per entry encoded: a shared counter would bounce
+    /// between cores). Hold it briefly, as a `load` guard.
+    pub fn current_schema(&self) -> SchemaGuard {
+        SchemaGuard(self.current.load())
+    }
+
     /// The newest published version. Never blocks.
     pub fn read(&self) -> Arc<Version> {
         self.current.load_full()
@@ -178,6 +185,17 @@ impl Store {
             }))
             .map_err(|_| StoreError::WriterStopped)?;
         rx.recv().map_err(|_| StoreError::WriterStopped)?
+    }
+}
+
+/// The schema of a published version, borrowed (`Store::current_schema`).
+pub struct SchemaGuard(arc_swap::Guard<Arc<Version>>);
+
+impl std::ops::Deref for SchemaGuard {
+    type Target = Schema;
+
+    fn deref(&self) -> &Schema {
+        &self.0.schema
     }
 }
 

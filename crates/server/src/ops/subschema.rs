@@ -93,9 +93,11 @@ fn statements(req: &ModifyRequest<'_>) -> LdapResult<(String, Vec<String>)> {
         let keyword = match name.to_ascii_lowercase().as_str() {
             "attributetypes" | "2.5.21.5" => "attributetype",
             "objectclasses" | "2.5.21.6" => "objectclass",
-            _ => return Err(unwilling(format!(
+            _ => {
+                return Err(unwilling(format!(
                 "{raw}: only attributeTypes and objectClasses values can be added to cn=Subschema"
-            ))),
+            )))
+            }
         };
         if !options.is_empty() {
             return Err(unwilling(format!(
