@@ -101,6 +101,17 @@ pub struct Shared {
     pub(crate) persistence: Option<crate::persistence::Persistence>,
 }
 
+/// The subschema subentry as `Shared::subschema` lends it.
+pub struct SubschemaRef(arc_swap::Guard<Arc<(u64, Arc<Entry>)>>);
+
+impl std::ops::Deref for SubschemaRef {
+    type Target = Entry;
+
+    fn deref(&self) -> &Entry {
+        &self.0 .1
+    }
+}
+
 /// Who a connection is bound as.
 #[derive(Debug, Clone, Default)]
 pub struct Identity {
@@ -129,17 +140,22 @@ impl Shared {
         self.store.current_schema()
     }
 
-    /// The subschema subentry (`cn=Subschema`) of the current schema, served from memory.
-    pub fn subschema(&self) -> Arc<Entry> {
+    /// The subschema subentry (`cn=Subschema`) of the current schema, served from memory and
+    /// rebuilt only after the schema changed. Borrowed, like `schema()`: every search asks.
+    pub fn subschema(&self) -> SubschemaRef {
         let cached = self.subschema_cache.load();
         if cached.0 == self.schema().generation() {
-            return cached.1.clone();
+            return SubschemaRef(cached);
         }
+        drop(cached);
+        // Two sessions may rebuild at once; either result is the current schema's entry, and
+        // a stale one stored last is rebuilt by the next call.
         let schema = self.store.schema();
-        let entry = Arc::new(crate::subschema_entry(&schema));
-        self.subschema_cache
-            .store(Arc::new((schema.generation(), entry.clone())));
-        entry
+        self.subschema_cache.store(Arc::new((
+            schema.generation(),
+            Arc::new(crate::subschema_entry(&schema)),
+        )));
+        SubschemaRef(self.subschema_cache.load())
     }
 
     /// Parses and normalizes a DN from the wire (invalidDNSyntax when it is not one).

@@ -505,7 +505,7 @@ fn run(
     sink: &mut dyn FnMut(Vec<u8>) -> bool,
 ) -> Option<(ResultCode, u64)> {
     let shared = &*conn.shared;
-    let schema = &*shared.schema();
+    let schema = &**v.schema();
     // The bases to walk: the named entry, or every naming context for the root.
     let mut bases: Vec<Arc<Entry>> = Vec::new();
     let mut scope = p.scope;
