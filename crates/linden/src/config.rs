@@ -149,6 +149,25 @@ pub fn resolve(args: &ServeArgs) -> Result<Settings, ConfigError> {
     merge(args, file)
 }
 
+/// The schema configured by the `serve` configuration file `config` (built-in schema plus its
+/// `schema_files`), for the commands that read a data directory without a server (`export`,
+/// `backup`, `verify`); the built-in schema without one.
+pub fn configured_schema(config: Option<&Path>) -> Result<schema::Schema, ConfigError> {
+    let files = match config {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| {
+                ConfigError(format!(
+                    "{}: cannot read configuration file: {e}",
+                    path.display()
+                ))
+            })?;
+            parse_file(path, &text)?.schema_files.unwrap_or_default()
+        }
+        None => Vec::new(),
+    };
+    server::configured_schema(&files).map_err(|e| ConfigError(e.to_string()))
+}
+
 /// The settings of `linden import`: its `--config` file read and merged exactly as `serve`
 /// does, under the flags the two commands share (`--data`, `--suffix`), so that an import
 /// stores entries as the server on the same file would (password hashing, suffixes, admin

@@ -460,6 +460,32 @@ fn schema_files_are_loaded_at_start() {
     assert!(out.contains("uid=pat"), "{out}");
     drop(srv);
 
+    // The offline tools read the data with the configured schema too.
+    let data_s = data.to_str().expect("utf-8 path");
+    let run = |args: &[&str]| {
+        let out = Command::new(BIN).args(args).output().expect("run linden");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, out, err) = run(&["verify", "--data", data_s, "--config", &config]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let (code, out, err) = run(&["verify", "--data", data_s]);
+    assert_eq!(
+        code,
+        Some(1),
+        "without the schema files the types are unknown: {out}{err}"
+    );
+    assert!(
+        format!("{out}{err}").contains("favouriteColour"),
+        "{out}{err}"
+    );
+    let (code, out, err) = run(&["export", "--data", data_s, "--config", &config]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("luckyNumber: 7"), "{out}");
+
     // The files no longer define a type stored entries use: the start stops and names it,
     // instead of dropping or mangling the values.
     let config = write_config(dir.path(), &["a.schema"]);

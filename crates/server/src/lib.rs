@@ -80,7 +80,7 @@ impl Server {
     }
 
     pub(crate) fn build(config: Config, mode: Mode) -> Result<Server, StartError> {
-        let schema = Arc::new(configured_schema(&config)?);
+        let schema = Arc::new(configured_schema(&config.schema_files)?);
         let known = Shared::known_init(&schema).map_err(StartError::Config)?;
         let norm_dn = |what: &str, s: &str| -> Result<(Dn, NormDn), StartError> {
             let dn = Dn::parse(s).map_err(|e| StartError::Config(format!("{what} '{s}': {e}")))?;
@@ -348,11 +348,11 @@ fn root_dse(schema: &Schema, config: &Config) -> Entry {
 }
 
 /// The schema in force at start, before the data directory's extensions: the built-in schema
-/// and then each of `config.schema_files` in order. An unreadable or invalid file stops the
-/// start with a configuration error naming the file (and line).
-fn configured_schema(config: &Config) -> Result<Schema, StartError> {
+/// and then each of `files` (`Config::schema_files`) in order. An unreadable or invalid file
+/// stops the start with a configuration error naming the file (and line).
+pub fn configured_schema(files: &[std::path::PathBuf]) -> Result<Schema, StartError> {
     let mut schema = Schema::builtin();
-    for path in &config.schema_files {
+    for path in files {
         let name = path.display().to_string();
         let text = std::fs::read_to_string(path)
             .map_err(|e| StartError::Config(format!("schema_files: {name}: {e}")))?;

@@ -516,10 +516,10 @@ fn build_one(
 }
 
 /// Writes every entry of the data directory `dir` as LDIF (parents before children, with
-/// operational attributes). Returns the number of entries.
-pub fn export(dir: &Path, out: impl Write) -> Result<u64, BulkError> {
-    let schema = schema::Schema::builtin();
-    let rec = store::persist::recover(&store::persist::FsIo, dir, &schema)
+/// operational attributes). `schema` is the configured one (`configured_schema`); the
+/// extensions stored in `dir` are applied to it. Returns the number of entries.
+pub fn export(dir: &Path, schema: &schema::Schema, out: impl Write) -> Result<u64, BulkError> {
+    let rec = store::persist::recover(&store::persist::FsIo, dir, schema)
         .map_err(|e| BulkError::Storage(e.to_string()))?;
     // Named with the recovered schema: it includes the extensions stored in `dir`.
     let schema = &*rec.schema;
