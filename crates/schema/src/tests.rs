@@ -1045,3 +1045,37 @@ objectClasses:: KCAxLjMuNi4xLjQuMS45OTk5OS44LjQgTkFNRSAndGVzdEI2NCcgU1VQIHRvcCBB
         .unwrap_or_else(|| panic!("must fail"));
     assert_eq!(e.line, 3, "{e}");
 }
+
+/// Per-thread caches are tagged with the schema generation: a check cached under one schema is
+/// never served under its extension, nor the other way round.
+#[test]
+fn caches_notice_an_extended_schema() {
+    let base = s();
+    let oc: [&[u8]; 3] = [b"top", b"person", b"shoeWearer"];
+    let counts = |s: &Schema| {
+        vec![
+            (id(s, "objectClass"), 3),
+            (id(s, "cn"), 1),
+            (id(s, "sn"), 1),
+        ]
+    };
+    assert!(
+        base.check_entry(&oc, &counts(&base)).is_err(),
+        "unknown class"
+    );
+    let ext = base
+        .extend(
+            "objectclass ( 1.3.6.1.4.1.99999.7.2 NAME 'shoeWearer' SUP top AUXILIARY )",
+            "t",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(ext.check_entry(&oc, &counts(&ext)).is_ok());
+    assert!(base.check_entry(&oc, &counts(&base)).is_err());
+    assert!(ext.check_entry(&oc, &counts(&ext)).is_ok());
+    // DN keys too: the same DN normalizes the same under both, from either cache state.
+    let dn = Dn::parse("CN=Sam,DC=Example,DC=Com").unwrap_or_default();
+    let a = dn.normalize(&base).map(|n| n.norm).unwrap_or_default();
+    let b = dn.normalize(&ext).map(|n| n.norm).unwrap_or_default();
+    assert_eq!(a, b);
+    assert!(!a.is_empty());
+}
