@@ -2,7 +2,8 @@
 //! administrator, and the server-held virtual entries (root DSE, subschema subentry).
 //!
 //! It is one `Arc<Shared>`, immutable after start: sessions read it without locks. All mutable
-//! directory state lives in the store's versions.
+//! directory state lives in the store's versions, the schema included (`Shared::schema()` is
+//! the current version's; `Shared::subschema()` a cache of its cn=Subschema entry).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
