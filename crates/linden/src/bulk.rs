@@ -34,6 +34,10 @@ pub struct ImportArgs {
 
 #[derive(Debug, Args)]
 pub struct ExportArgs {
+    /// The `linden serve` configuration file whose `schema_files` define attribute types the
+    /// data uses (schema added over LDAP is kept in the data directory itself).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
     /// Data directory to read (of a stopped or running server; it is only read).
     /// [default: ./linden-data]
     #[arg(long, value_name = "DIR")]
@@ -45,6 +49,10 @@ pub struct ExportArgs {
 
 #[derive(Debug, Args)]
 pub struct BackupArgs {
+    /// The `linden serve` configuration file whose `schema_files` define attribute types the
+    /// data uses (schema added over LDAP is kept in the data directory itself).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
     /// Data directory of the (running or stopped) server. [default: ./linden-data]
     #[arg(long, value_name = "DIR")]
     pub data: Option<PathBuf>,
@@ -185,13 +193,14 @@ pub fn import(args: &ImportArgs) -> anyhow::Result<()> {
 
 pub fn export(args: &ExportArgs) -> anyhow::Result<()> {
     let dir = data_dir(&args.data);
+    let schema = crate::config::configured_schema(args.config.as_deref())?;
     let n = match &args.file {
         Some(f) => {
             let out = std::fs::File::create(f)
                 .with_context(|| format!("cannot create {}", f.display()))?;
-            server::bulk::export(&dir, out)?
+            server::bulk::export(&dir, &schema, out)?
         }
-        None => server::bulk::export(&dir, std::io::stdout().lock())?,
+        None => server::bulk::export(&dir, &schema, std::io::stdout().lock())?,
     };
     eprintln!("exported {n} entries from {}", dir.display());
     Ok(())
@@ -229,7 +238,7 @@ pub fn backup(args: &BackupArgs) -> anyhow::Result<()> {
             dest.display()
         );
     }
-    let schema = schema::Schema::builtin();
+    let schema = crate::config::configured_schema(args.config.as_deref())?;
     for attempt in 1..=3 {
         if dest.exists() {
             std::fs::remove_dir_all(dest)

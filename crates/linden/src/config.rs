@@ -135,6 +135,9 @@ pub struct Settings {
     pub bind_lockout_seconds: Option<u64>,
     #[serde(default, deserialize_with = "de::strings")]
     pub indexes: Option<Vec<String>>,
+    /// Relative paths are resolved against the configuration file's directory.
+    #[serde(default, deserialize_with = "de::paths")]
+    pub schema_files: Option<Vec<PathBuf>>,
     #[serde(default, deserialize_with = "de::durability")]
     pub durability: Option<server::Durability>,
     #[serde(default, deserialize_with = "de::int::<0, _, _>")]
@@ -186,6 +189,12 @@ mod de {
 
     pub fn path<'de, D: Deserializer<'de>>(d: D) -> Result<Option<PathBuf>, D::Error> {
         with(d, |v| super::string(v).map(|s| Some(PathBuf::from(s))))
+    }
+
+    pub fn paths<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<PathBuf>>, D::Error> {
+        with(d, |v| {
+            super::strings(v).map(|v| Some(v.into_iter().map(PathBuf::from).collect()))
+        })
     }
 
     pub fn strings<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::Error> {
@@ -321,6 +330,25 @@ pub fn resolve(args: &ServeArgs) -> Result<Settings, ConfigError> {
     merge(args, file)
 }
 
+/// The schema configured by the `serve` configuration file `config` (built-in schema plus its
+/// `schema_files`), for the commands that read a data directory without a server (`export`,
+/// `backup`, `verify`); the built-in schema without one.
+pub fn configured_schema(config: Option<&Path>) -> Result<schema::Schema, ConfigError> {
+    let files = match config {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| {
+                ConfigError(format!(
+                    "{}: cannot read configuration file: {e}",
+                    path.display()
+                ))
+            })?;
+            parse_file(path, &text)?.schema_files.unwrap_or_default()
+        }
+        None => Vec::new(),
+    };
+    server::configured_schema(&files).map_err(|e| ConfigError(e.to_string()))
+}
+
 /// The settings of `linden import`: its `--config` file read and merged exactly as `serve`
 /// does, under the flags the two commands share (`--data`, `--suffix`), so that an import
 /// stores entries as the server on the same file would (password hashing, suffixes, admin
@@ -384,7 +412,8 @@ pub fn merge(args: &ServeArgs, file: Settings) -> Result<Settings, ConfigError> 
     Ok(s)
 }
 
-/// Parses the text of a configuration file; `path` is only used in messages.
+/// Parses the text of a configuration file; `path` is used in messages and to resolve the
+/// relative paths of `schema_files`.
 pub fn parse_file(path: &Path, text: &str) -> Result<Settings, ConfigError> {
     let name = path.display().to_string();
     let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
@@ -422,9 +451,15 @@ pub fn parse_file(path: &Path, text: &str) -> Result<Settings, ConfigError> {
             return Err(ConfigError(format!("{name}:{key} {}", e.message())));
         }
     }
-    let s: Settings = toml::Value::Table(table)
+    let mut s: Settings = toml::Value::Table(table)
         .try_into()
         .map_err(|e: toml::de::Error| ConfigError(format!("{name}: {}", e.message())))?;
+    let base = path.parent().unwrap_or(Path::new(""));
+    if let Some(files) = &mut s.schema_files {
+        for f in files.iter_mut() {
+            *f = base.join(&*f);
+        }
+    }
     // The cost parameters depend on each other (memory at least 8 KiB per lane).
     let d = pwhash::Cost::default();
     pwhash::Cost {
@@ -895,7 +930,7 @@ log_level = "debug"
         let keys = keys();
         assert_eq!(&keys[..3], &["listen", "data", "suffix"]);
         assert_eq!(keys.last(), Some(&"log_level"));
-        assert_eq!(keys.len(), 49, "{keys:?}");
+        assert_eq!(keys.len(), 50, "{keys:?}");
         let doc = include_str!("../../../docs/configuration.md");
         for k in keys {
             assert!(

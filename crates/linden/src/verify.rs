@@ -15,6 +15,10 @@ pub struct VerifyArgs {
     /// Data directory to check (the server may be running; nothing is written).
     #[arg(long = "data", value_name = "DIR")]
     pub data: PathBuf,
+    /// The `linden serve` configuration file whose `schema_files` define attribute types the
+    /// data uses (schema added over LDAP is kept in the data directory itself).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
 }
 
 pub fn run(args: &VerifyArgs) -> ExitCode {
@@ -25,7 +29,14 @@ pub fn run(args: &VerifyArgs) -> ExitCode {
         eprintln!("linden: error: {}: no such data directory", dir.display());
         return ExitCode::from(2);
     }
-    let report = match store::persist::verify(&FsIo, dir, &schema::Schema::builtin()) {
+    let schema = match crate::config::configured_schema(args.config.as_deref()) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("linden: error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let report = match store::persist::verify(&FsIo, dir, &schema) {
         Ok(r) => r,
         Err(e @ PersistError::Io { .. }) => {
             eprintln!("linden: error: cannot read the data directory: {e}");

@@ -35,6 +35,9 @@
 //! schema.check_entry(&[&[u8]] objectClass values, &[(AttrId, usize)]) -> Result<ClassId, SchemaViolation>
 //!     // MUST/MAY, one structural chain; returns structural class
 //! schema.subschema() -> Subschema                      // value strings for cn=Subschema
+//! schema.load_file_text(text, origin, ldif) -> Result<(), SchemaError>  // configured files
+//! schema.extend(text, origin) -> Result<Schema, SchemaError>  // compatible extension, ids kept
+//! schema.replay_extension(text, origin); schema.extensions() -> &str; schema.generation()
 //! Dn::parse(&str) -> Result<Dn, DnError>; dn.normalize(&Schema) -> Result<NormDn, DnError>
 //! ```
 //!
@@ -187,6 +190,19 @@ pub struct SchemaError {
     pub origin: String,
     pub line: usize,
     pub message: String,
+    pub kind: SchemaErrorKind,
+}
+
+/// What kind of fault a `SchemaError` is, for callers that answer with a result code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SchemaErrorKind {
+    /// The text is not a well-formed definition (or statement).
+    Syntax,
+    /// A definition with this OID exists already, the same apart from its DESC.
+    Exists,
+    /// Well formed, but does not fit the schema: a clashing OID or name, an undefined
+    /// reference, a statement not allowed here.
+    Conflict,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -262,9 +278,59 @@ pub struct Schema {
     macros: HashMap<String, String>,
     /// For each attribute: itself and all its descendants.
     subtypes: Vec<Vec<AttrId>>,
+    /// How definitions are being taken in (set only while a load runs).
+    mode: LoadOptions,
+    /// The definitions added by `extend` (beyond the built-in and configured files), as
+    /// `.schema` statements in canonical form, one a line, in the order they were added.
+    extensions: String,
     /// Names this set of definitions for per-thread caches of derived values (see
     /// `rules::dn_key`): a new number from `GENERATIONS` whenever definitions change.
     generation: u64,
+}
+
+/// What `Schema::attr` answers for an id it does not define.
+pub static UNKNOWN_ATTR: AttributeType = AttributeType {
+    oid: String::new(),
+    names: Vec::new(),
+    desc: None,
+    obsolete: false,
+    sup: None,
+    equality: None,
+    ordering: None,
+    substr: None,
+    syntax: None,
+    syntax_len: None,
+    single_value: false,
+    collective: false,
+    no_user_modification: false,
+    usage: Usage::UserApplications,
+    definition: String::new(),
+};
+
+/// What `Schema::class` answers for an id it does not define.
+pub static UNKNOWN_CLASS: ObjectClass = ObjectClass {
+    oid: String::new(),
+    names: Vec::new(),
+    desc: None,
+    obsolete: false,
+    sup: Vec::new(),
+    kind: ClassKind::Abstract,
+    must: Vec::new(),
+    may: Vec::new(),
+    definition: String::new(),
+};
+
+/// How a load takes definitions in.
+#[derive(Debug, Clone, Copy, Default)]
+struct LoadOptions {
+    /// A definition equal to one already there (same OID, same canonical form) is skipped.
+    skip_identical: bool,
+    /// Only attribute types and object classes (no syntaxes, no OID macros).
+    types_and_classes_only: bool,
+    /// A SYNTAX this server does not know is refused instead of accepted unchecked.
+    known_syntaxes_only: bool,
+    /// Added definitions are appended to `extensions`.
+    record: bool,
 }
 
 /// Source of `Schema::generation`.
@@ -286,6 +352,8 @@ impl Schema {
             syntax_index: HashMap::new(),
             macros: HashMap::new(),
             subtypes: Vec::new(),
+            mode: LoadOptions::default(),
+            extensions: String::new(),
             generation: 0,
         };
         for (oid, desc, check) in syntax::SYNTAXES {
@@ -346,6 +414,95 @@ impl Schema {
         Ok(())
     }
 
+    /// Adds the definitions of a schema file: OpenLDAP `.schema` text or, when `ldif`, an LDIF
+    /// file of `cn=schema` entries (`olcAttributeTypes`, `olcObjectClasses`,
+    /// `olcObjectIdentifier`, `olcLdapSyntaxes`) or of a subschema entry (`attributeTypes`,
+    /// `objectClasses`, `ldapSyntaxes`). A definition that repeats one already present exactly
+    /// (same OID, same canonical definition, e.g. `core.schema` over the built-in one) is
+    /// skipped; one that differs is an error. All or nothing.
+    pub fn load_file_text(
+        &mut self,
+        text: &str,
+        origin: &str,
+        ldif: bool,
+    ) -> Result<(), SchemaError> {
+        let mut next = self.clone();
+        next.mode = LoadOptions {
+            skip_identical: true,
+            ..LoadOptions::default()
+        };
+        if ldif {
+            next.load_ldif_inner(text, origin)?;
+        } else {
+            next.load_inner(text, origin)?;
+        }
+        next.mode = LoadOptions::default();
+        next.finish();
+        *self = next;
+        Ok(())
+    }
+
+    /// A *compatible extension* of this schema: the same definitions with the same ids, plus
+    /// the new attribute types and object classes of `text` (`.schema` statements, or bare
+    /// RFC 4512 descriptions), appended. Refused: anything but attribute types and object
+    /// classes, an OID or name already defined, an undefined superior, matching rule or syntax.
+    /// The new definitions are recorded in `extensions`, so that they can be logged and
+    /// snapshotted and `replay_extension` gives the same schema again.
+    pub fn extend(&self, text: &str, origin: &str) -> Result<Schema, SchemaError> {
+        self.extend_with(
+            text,
+            origin,
+            LoadOptions {
+                types_and_classes_only: true,
+                known_syntaxes_only: true,
+                ..LoadOptions::default()
+            },
+        )
+    }
+
+    /// Applies extension text recorded by `extend` (from a log record or a snapshot) again.
+    /// Definitions that are already present exactly are skipped (the configured schema files
+    /// may have taken them in since); one that clashes is an error naming it.
+    pub fn replay_extension(&self, text: &str, origin: &str) -> Result<Schema, SchemaError> {
+        self.extend_with(
+            text,
+            origin,
+            LoadOptions {
+                types_and_classes_only: true,
+                skip_identical: true,
+                ..LoadOptions::default()
+            },
+        )
+    }
+
+    fn extend_with(
+        &self,
+        text: &str,
+        origin: &str,
+        mode: LoadOptions,
+    ) -> Result<Schema, SchemaError> {
+        let mut next = self.clone();
+        next.mode = LoadOptions {
+            record: true,
+            ..mode
+        };
+        next.load_inner(text, origin)?;
+        next.mode = LoadOptions::default();
+        next.finish();
+        Ok(next)
+    }
+
+    /// The definitions added by `extend` and `replay_extension`, as `.schema` text.
+    pub fn extensions(&self) -> &str {
+        &self.extensions
+    }
+
+    /// Names this set of definitions: a new number whenever definitions change, so that a
+    /// value derived from one schema (a cached entry, a cached subschema entry) can tell.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
     /// Recomputes derived tables after definitions were added.
     fn finish(&mut self) {
         self.generation = GENERATIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -374,8 +531,11 @@ impl Schema {
         lookup(&self.attr_index, name)
     }
 
+    /// The attribute type with this id. An id this schema does not define (one from a newer,
+    /// extended schema, read with an older one) is answered with `UNKNOWN_ATTR`, a nameless
+    /// type without rules, never with a panic.
     pub fn attr(&self, id: AttrId) -> &AttributeType {
-        &self.attrs[id.0 as usize]
+        self.attrs.get(id.0 as usize).unwrap_or(&UNKNOWN_ATTR)
     }
 
     /// The number of attribute types (ids run from 0 to this, exclusive).
@@ -395,8 +555,9 @@ impl Schema {
         lookup(&self.class_index, name)
     }
 
+    /// The object class with this id; `UNKNOWN_CLASS` for an id this schema does not define.
     pub fn class(&self, id: ClassId) -> &ObjectClass {
-        &self.classes[id.0 as usize]
+        self.classes.get(id.0 as usize).unwrap_or(&UNKNOWN_CLASS)
     }
 
     /// All object classes in definition order.

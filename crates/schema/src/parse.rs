@@ -11,7 +11,7 @@ use std::collections::HashMap;
 
 use crate::{
     syntax, AttrId, AttributeType, ClassId, ClassKind, ObjectClass, RuleId, Schema, SchemaError,
-    Usage,
+    SchemaErrorKind, Usage,
 };
 
 /// One statement with the file line each of its pieces came from.
@@ -48,12 +48,23 @@ enum Tok {
 struct Fail {
     at: usize,
     message: String,
+    kind: SchemaErrorKind,
 }
 
 fn fail<T>(at: usize, message: impl Into<String>) -> Result<T, Fail> {
     Err(Fail {
         at,
         message: message.into(),
+        kind: SchemaErrorKind::Conflict,
+    })
+}
+
+/// A failure to parse the text itself.
+fn syntax<T>(at: usize, message: impl Into<String>) -> Result<T, Fail> {
+    Err(Fail {
+        at,
+        message: message.into(),
+        kind: SchemaErrorKind::Syntax,
     })
 }
 
@@ -81,7 +92,7 @@ fn tokenize(s: &str, base: usize) -> Result<Vec<(usize, Tok)>, Fail> {
             b'\'' => {
                 let start = i + 1;
                 let Some(len) = b[start..].iter().position(|&x| x == b'\'') else {
-                    return fail(at, "unterminated quoted string");
+                    return syntax(at, "unterminated quoted string");
                 };
                 let raw = &s[start..start + len];
                 out.push((at, Tok::Quoted(unescape_qdstring(raw))));
@@ -165,23 +176,23 @@ impl Desc {
         let mut it = toks.iter().peekable();
         match it.next() {
             Some((_, Tok::Open)) => {}
-            Some((at, _)) => return fail(*at, "expected '(' to open the description"),
-            None => return fail(end, "missing description"),
+            Some((at, _)) => return syntax(*at, "expected '(' to open the description"),
+            None => return syntax(end, "missing description"),
         }
         let (oid_at, oid) = match it.next() {
             Some((at, Tok::Word(w))) => (*at, w.clone()),
-            Some((at, _)) => return fail(*at, "expected an OID after '('"),
-            None => return fail(end, "missing OID"),
+            Some((at, _)) => return syntax(*at, "expected an OID after '('"),
+            None => return syntax(end, "missing OID"),
         };
         let mut fields = Vec::new();
         loop {
             let Some((at, tok)) = it.next() else {
-                return fail(end, "missing ')' at end of description");
+                return syntax(end, "missing ')' at end of description");
             };
             let kw = match tok {
                 Tok::Close => break,
                 Tok::Word(w) => w.to_ascii_uppercase(),
-                _ => return fail(*at, "expected a keyword"),
+                _ => return syntax(*at, "expected a keyword"),
             };
             let mut vals = Vec::new();
             if !FLAGS.contains(&kw.as_str()) {
@@ -194,18 +205,18 @@ impl Desc {
                             Some((_, Tok::Dollar)) => {}
                             Some((_, Tok::Word(w))) => vals.push(Val::Word(w.clone())),
                             Some((_, Tok::Quoted(q))) => vals.push(Val::Quoted(q.clone())),
-                            Some((a, Tok::Open)) => return fail(*a, "unexpected '('"),
-                            None => return fail(end, format!("missing ')' after {kw} list")),
+                            Some((a, Tok::Open)) => return syntax(*a, "unexpected '('"),
+                            None => return syntax(end, format!("missing ')' after {kw} list")),
                         }
                     },
-                    Some((a, _)) => return fail(*a, format!("missing value after {kw}")),
-                    None => return fail(end, format!("missing value after {kw}")),
+                    Some((a, _)) => return syntax(*a, format!("missing value after {kw}")),
+                    None => return syntax(end, format!("missing value after {kw}")),
                 }
             }
             fields.push((kw, vals, *at));
         }
         if let Some((at, _)) = it.next() {
-            return fail(*at, "unexpected text after ')'");
+            return syntax(*at, "unexpected text after ')'");
         }
         Ok(Desc {
             oid,
@@ -257,43 +268,218 @@ fn oids_str(kw: &str, list: &[String]) -> String {
     }
 }
 
+/// A canonical definition without its DESC: two files that define one OID alike but word
+/// its description differently (Debian's `core.schema` and the built-in one) agree.
+fn without_desc(def: &str) -> std::borrow::Cow<'_, str> {
+    let Some(start) = def.find(" DESC '") else {
+        return def.into();
+    };
+    let body = start + " DESC '".len();
+    match def[body..].find('\'') {
+        Some(end) => format!("{}{}", &def[..start], &def[body + end + 1..]).into(),
+        None => def.into(),
+    }
+}
+
+/// Splits `.schema` text into statements: a statement starts on a line that does not begin
+/// with whitespace and continues on lines that do; `#` lines and blank lines are skipped.
+fn schema_statements(text: &str) -> Vec<Statement> {
+    let mut stmts: Vec<Statement> = Vec::new();
+    let mut cur: Option<Statement> = None;
+    for (idx, line) in text.lines().enumerate() {
+        let lineno = idx + 1;
+        let trimmed = line.trim();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        let continues = line.starts_with(|c: char| c.is_whitespace());
+        match (&mut cur, continues) {
+            (Some(st), true) => {
+                st.text.push(' ');
+                st.lines.push((st.text.len(), lineno));
+                st.text.push_str(trimmed);
+            }
+            _ => {
+                if let Some(st) = cur.take() {
+                    stmts.push(st);
+                }
+                cur = Some(Statement {
+                    text: trimmed.to_string(),
+                    lines: vec![(0, lineno)],
+                });
+            }
+        }
+    }
+    if let Some(st) = cur.take() {
+        stmts.push(st);
+    }
+    stmts
+}
+
+/// The statement keyword an LDIF attribute of a schema entry stands for, if any: the
+/// `olc*` attributes of a `cn=schema,cn=config` entry (as Debian ships in
+/// `/etc/ldap/schema/*.ldif`) and the RFC 4512 attributes of a subschema entry.
+fn ldif_keyword(attr: &str) -> Option<&'static str> {
+    let name = attr.split(';').next().unwrap_or("").to_ascii_lowercase();
+    Some(match name.as_str() {
+        "olcattributetypes" | "attributetypes" => "attributetype",
+        "olcobjectclasses" | "objectclasses" => "objectclass",
+        "olcobjectidentifier" => "objectidentifier",
+        "olcldapsyntaxes" | "ldapsyntaxes" => "ldapsyntax",
+        _ => return None,
+    })
+}
+
+/// Reads the schema definitions out of an LDIF file: every value of the attributes
+/// `ldif_keyword` knows, in file order, as one statement each (a leading `{n}` ordering
+/// prefix, as cn=config writes it, is dropped). Other attributes (`dn`, `objectClass`, `cn`,
+/// `changetype` …) are ignored. Folded lines (RFC 2849: a continuation line starts with one
+/// space) and base64 values (`::`) are understood. Errors give the line.
+fn ldif_statements(text: &str) -> Result<Vec<Statement>, (usize, String)> {
+    // Unfold: (first line number, logical line, (offset, line number) of each piece).
+    let mut logical: Vec<Statement> = Vec::new();
+    for (idx, line) in text.lines().enumerate() {
+        let lineno = idx + 1;
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        if let Some(rest) = line.strip_prefix(' ') {
+            match logical.last_mut() {
+                Some(st) => {
+                    st.lines.push((st.text.len(), lineno));
+                    st.text.push_str(rest);
+                    continue;
+                }
+                None => return Err((lineno, "continuation line with nothing to continue".into())),
+            }
+        }
+        logical.push(Statement {
+            text: line.to_string(),
+            lines: vec![(0, lineno)],
+        });
+    }
+    let mut out = Vec::new();
+    for st in logical {
+        let t = st.text.as_str();
+        if t.trim().is_empty() || t.starts_with('#') || t.trim() == "-" {
+            continue;
+        }
+        let Some(colon) = t.find(':') else {
+            return Err((
+                st.line_at(0),
+                format!("not an LDIF line (no ':'): '{}'", t.trim()),
+            ));
+        };
+        let Some(kw) = ldif_keyword(t[..colon].trim()) else {
+            continue;
+        };
+        let rest = &t[colon + 1..];
+        let (value, value_at) = if let Some(b64) = rest.strip_prefix(':') {
+            let decoded = base64_decode(b64.trim())
+                .ok_or_else(|| (st.line_at(colon), "invalid base64 value".to_string()))?;
+            let v = String::from_utf8(decoded)
+                .map_err(|_| (st.line_at(colon), "base64 value is not UTF-8".to_string()))?;
+            // A decoded value has no positions of its own: every error points at its first line.
+            (v, None)
+        } else if rest.starts_with('<') {
+            return Err((
+                st.line_at(colon),
+                "URL values (':<') are not supported in schema files".into(),
+            ));
+        } else {
+            let lead = rest.len() - rest.trim_start().len();
+            (rest.trim().to_string(), Some(colon + 1 + lead))
+        };
+        // cn=config keeps multi-valued attributes ordered with an `{n}` prefix.
+        let (value, skipped) = match value.strip_prefix('{') {
+            Some(r) => match r.find('}') {
+                Some(end) if r[..end].bytes().all(|b| b.is_ascii_digit()) => (
+                    r[end + 1..].trim_start().to_string(),
+                    value.len() - r[end + 1..].trim_start().len(),
+                ),
+                _ => (value, 0),
+            },
+            None => (value, 0),
+        };
+        let text = format!("{kw} {value}");
+        let prefix = kw.len() + 1;
+        let lines = match value_at {
+            Some(at) => {
+                // Statement offset o maps to logical offset at + skipped + (o - prefix).
+                let base = at + skipped;
+                let mut lines = vec![(0, st.line_at(base))];
+                for &(off, l) in &st.lines {
+                    if off > base {
+                        lines.push((off - base + prefix, l));
+                    }
+                }
+                lines
+            }
+            None => vec![(0, st.line_at(colon))],
+        };
+        out.push(Statement { text, lines });
+    }
+    Ok(out)
+}
+
+/// Standard base64 (RFC 4648, with padding), as LDIF uses for `::` values.
+fn base64_decode(s: &str) -> Option<Vec<u8>> {
+    let val = |c: u8| -> Option<u32> {
+        Some(match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        } as u32)
+    };
+    let b: Vec<u8> = s.bytes().filter(|c| !c.is_ascii_whitespace()).collect();
+    if !b.len().is_multiple_of(4) {
+        return None;
+    }
+    let mut out = Vec::with_capacity(b.len() / 4 * 3);
+    for (i, q) in b.chunks(4).enumerate() {
+        let last = i + 1 == b.len() / 4;
+        let pad = q.iter().rev().take_while(|&&c| c == b'=').count();
+        if pad > 2 || (pad > 0 && !last) {
+            return None;
+        }
+        let mut n = 0u32;
+        for &c in &q[..4 - pad] {
+            n = (n << 6) | val(c)?;
+        }
+        n <<= 6 * pad as u32;
+        let bytes = [(n >> 16) as u8, (n >> 8) as u8, n as u8];
+        out.extend_from_slice(&bytes[..3 - pad]);
+    }
+    Some(out)
+}
+
 impl Schema {
     pub(crate) fn load_inner(&mut self, text: &str, origin: &str) -> Result<(), SchemaError> {
-        let mut stmts: Vec<Statement> = Vec::new();
-        let mut cur: Option<Statement> = None;
-        for (idx, line) in text.lines().enumerate() {
-            let lineno = idx + 1;
-            let trimmed = line.trim();
-            if trimmed.is_empty() || trimmed.starts_with('#') {
-                continue;
-            }
-            let continues = line.starts_with(|c: char| c.is_whitespace());
-            match (&mut cur, continues) {
-                (Some(st), true) => {
-                    st.text.push(' ');
-                    st.lines.push((st.text.len(), lineno));
-                    st.text.push_str(trimmed);
-                }
-                _ => {
-                    if let Some(st) = cur.take() {
-                        stmts.push(st);
-                    }
-                    cur = Some(Statement {
-                        text: trimmed.to_string(),
-                        lines: vec![(0, lineno)],
-                    });
-                }
-            }
-        }
-        if let Some(st) = cur.take() {
-            stmts.push(st);
-        }
-        for st in &stmts {
+        let stmts = schema_statements(text);
+        self.apply(&stmts, origin)
+    }
+
+    /// Takes in the definitions of an LDIF file (`cn=schema` entries of `cn=config`, or a
+    /// subschema entry): see `ldif_statements`.
+    pub(crate) fn load_ldif_inner(&mut self, text: &str, origin: &str) -> Result<(), SchemaError> {
+        let stmts = ldif_statements(text).map_err(|(line, message)| SchemaError {
+            origin: origin.to_string(),
+            line,
+            message,
+            kind: SchemaErrorKind::Syntax,
+        })?;
+        self.apply(&stmts, origin)
+    }
+
+    fn apply(&mut self, stmts: &[Statement], origin: &str) -> Result<(), SchemaError> {
+        for st in stmts {
             if let Err(f) = self.statement(&st.text) {
                 return Err(SchemaError {
                     origin: origin.to_string(),
                     line: st.line_at(f.at),
                     message: f.message,
+                    kind: f.kind,
                 });
             }
         }
@@ -352,6 +538,10 @@ impl Schema {
                 let d = Desc::parse(&toks, text.len())?;
                 self.add_class(&d)
             }
+            "ldapsyntax" | "ldapsyntaxes" if self.mode.types_and_classes_only => fail(
+                0,
+                "only attribute types and object classes can be added to the running schema",
+            ),
             "ldapsyntax" | "ldapsyntaxes" => {
                 let toks = tokenize(rest, kw_end)?;
                 let d = Desc::parse(&toks, text.len())?;
@@ -367,6 +557,10 @@ impl Schema {
                 self.add_syntax(&oid, desc.map(Val::text).unwrap_or(""), syntax::Check::Any);
                 Ok(())
             }
+            "objectidentifier" if self.mode.types_and_classes_only => fail(
+                0,
+                "only attribute types and object classes can be added to the running schema",
+            ),
             "objectidentifier" => {
                 let toks = tokenize(rest, kw_end)?;
                 let words: Vec<&(usize, Tok)> = toks.iter().collect();
@@ -379,8 +573,14 @@ impl Schema {
                     _ => fail(kw_end, "objectidentifier needs a name and an OID"),
                 }
             }
-            _ => fail(0, format!("unknown directive '{}'", &text[..kw_end])),
+            _ => syntax(0, format!("unknown directive '{}'", &text[..kw_end])),
         }
+    }
+
+    /// Whether a new definition repeats an existing one (same OID) exactly and the load
+    /// options say to skip such repeats.
+    fn is_identical(&self, existing: Option<&String>, def: &str) -> bool {
+        self.mode.skip_identical && existing.is_some_and(|e| without_desc(e) == without_desc(def))
     }
 
     /// Numeric OID, `macro`, or `macro:suffix` to a numeric OID.
@@ -499,6 +699,7 @@ impl Schema {
                 vals.first().ok_or(Fail {
                     at,
                     message: format!("missing value after {kw}"),
+                    kind: SchemaErrorKind::Syntax,
                 })
             };
             match kw.as_str() {
@@ -542,7 +743,7 @@ impl Schema {
                             match l.parse::<u32>() {
                                 Ok(n) => (o, Some(n)),
                                 Err(_) => {
-                                    return fail(at, format!("invalid syntax length in '{raw}'"))
+                                    return syntax(at, format!("invalid syntax length in '{raw}'"))
                                 }
                             }
                         }
@@ -551,6 +752,9 @@ impl Schema {
                     let soid = self.resolve_oid(soid, at)?;
                     let sid = match self.syntax_index.get(&soid) {
                         Some(s) => *s,
+                        None if self.mode.known_syntaxes_only => {
+                            return fail(at, format!("syntax {soid} is not known to this server"))
+                        }
                         // Unknown syntaxes are accepted and check nothing.
                         None => self.add_syntax(&soid, "", syntax::Check::Any),
                     };
@@ -571,19 +775,18 @@ impl Schema {
                         "directoryoperation" => Usage::DirectoryOperation,
                         "distributedoperation" => Usage::DistributedOperation,
                         "dsaoperation" => Usage::DsaOperation,
-                        _ => return fail(at, format!("unknown USAGE '{u}'")),
+                        _ => return syntax(at, format!("unknown USAGE '{u}'")),
                     };
                 }
                 k if k.starts_with("X-") => {}
                 k => {
-                    return fail(
+                    return syntax(
                         at,
                         format!("unknown keyword '{k}' in attribute type description"),
                     )
                 }
             }
         }
-        Self::check_new_names(&self.attr_index, &oid, &a.names, d.oid_at)?;
         if let Some(sup) = a.sup {
             let s = self.attr(sup);
             a.equality = a.equality.or(s.equality);
@@ -628,6 +831,32 @@ impl Schema {
             def.push_str(&format!(" USAGE {}", usage_str(a.usage)));
         }
         def.push_str(" )");
+        if self.is_identical(
+            self.attr_by_name(&oid).map(|x| &self.attr(x).definition),
+            &def,
+        ) {
+            return Ok(());
+        }
+        if let Some(old) = self.attr_by_name(&oid) {
+            if without_desc(&self.attr(old).definition) == without_desc(&def) {
+                return Err(Fail {
+                    at: d.oid_at,
+                    message: format!("attribute type {oid} is already defined"),
+                    kind: SchemaErrorKind::Exists,
+                });
+            }
+            return fail(
+                d.oid_at,
+                format!(
+                    "attribute type {oid} is already defined differently: {}",
+                    self.attr(old).definition
+                ),
+            );
+        }
+        Self::check_new_names(&self.attr_index, &oid, &a.names, d.oid_at)?;
+        if self.mode.record {
+            self.extensions.push_str(&format!("attributetype {def}\n"));
+        }
         a.definition = def;
         let id = AttrId(self.attrs.len() as u32);
         self.attr_index.insert(oid, id);
@@ -689,14 +918,13 @@ impl Schema {
                 }
                 k if k.starts_with("X-") => {}
                 k => {
-                    return fail(
+                    return syntax(
                         at,
                         format!("unknown keyword '{k}' in object class description"),
                     )
                 }
             }
         }
-        Self::check_new_names(&self.class_index, &oid, &c.names, d.oid_at)?;
         let attr_names = |ids: &[AttrId]| -> Vec<String> {
             ids.iter()
                 .map(|a| self.attr(*a).name().to_string())
@@ -729,6 +957,32 @@ impl Schema {
         def.push_str(&oids_str("MUST", &attr_names(&c.must)));
         def.push_str(&oids_str("MAY", &attr_names(&c.may)));
         def.push_str(" )");
+        if self.is_identical(
+            self.class_by_name(&oid).map(|x| &self.class(x).definition),
+            &def,
+        ) {
+            return Ok(());
+        }
+        if let Some(old) = self.class_by_name(&oid) {
+            if without_desc(&self.class(old).definition) == without_desc(&def) {
+                return Err(Fail {
+                    at: d.oid_at,
+                    message: format!("object class {oid} is already defined"),
+                    kind: SchemaErrorKind::Exists,
+                });
+            }
+            return fail(
+                d.oid_at,
+                format!(
+                    "object class {oid} is already defined differently: {}",
+                    self.class(old).definition
+                ),
+            );
+        }
+        Self::check_new_names(&self.class_index, &oid, &c.names, d.oid_at)?;
+        if self.mode.record {
+            self.extensions.push_str(&format!("objectclass {def}\n"));
+        }
         c.definition = def;
         let id = ClassId(self.classes.len() as u32);
         self.class_index.insert(oid, id);

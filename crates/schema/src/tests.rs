@@ -921,3 +921,161 @@ mod props {
         }
     }
 }
+
+#[test]
+fn extend_appends_and_keeps_ids() {
+    let base = s();
+    let n = base.attr_count();
+    let cn = id(&base, "cn");
+    let text = "attributetype ( 1.3.6.1.4.1.99999.7.1 NAME 'shoeSize' EQUALITY integerMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.27 SINGLE-VALUE )\n\
+                objectclass ( 1.3.6.1.4.1.99999.7.2 NAME 'shoeWearer' SUP top AUXILIARY MAY shoeSize )\n";
+    let ext = base.extend(text, "t").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(ext.attr_count(), n + 1);
+    assert_eq!(id(&ext, "cn"), cn, "existing ids never change");
+    assert_eq!(id(&ext, "shoeSize"), AttrId(n as u32));
+    assert_ne!(ext.generation(), base.generation());
+    assert!(
+        base.attr_by_name("shoeSize").is_none(),
+        "the old schema is unchanged"
+    );
+    assert_eq!(ext.extensions().lines().count(), 2);
+    // Replaying the recorded text on the base gives the same definitions with the same ids.
+    let again = base
+        .replay_extension(ext.extensions(), "replay")
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(again.extensions(), ext.extensions());
+    assert_eq!(id(&again, "shoeSize"), id(&ext, "shoeSize"));
+    assert_eq!(
+        again.subschema().object_classes,
+        ext.subschema().object_classes
+    );
+    // Replaying over a schema that already has them (a configured file took them in) adds
+    // nothing and records nothing.
+    let none = again
+        .replay_extension(ext.extensions(), "replay")
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(none.attr_count(), again.attr_count());
+}
+
+#[test]
+fn extend_refuses_incompatible_changes() {
+    let base = s();
+    let cases = [
+        // An existing OID, an existing name, a missing superior, rule or syntax.
+        ("attributetype ( 2.5.4.3 NAME 'cn2' SUP name )", "already defined"),
+        ("attributetype ( 1.2.3.4.5 NAME 'CN' SUP name )", "duplicate definition of name"),
+        ("attributetype ( 1.2.3.4.5 NAME 'x' SUP noSuchType )", "noSuchType"),
+        ("objectclass ( 1.2.3.4.5 NAME 'x' SUP noSuchClass )", "noSuchClass"),
+        ("attributetype ( 1.2.3.4.5 NAME 'x' EQUALITY fooMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 )", "fooMatch"),
+        ("attributetype ( 1.2.3.4.5 NAME 'x' SYNTAX 1.2.3.4.5.6 )", "syntax 1.2.3.4.5.6 is not known"),
+        ("ldapsyntax ( 1.2.3.4.5 DESC 'x' )", "only attribute types and object classes"),
+        ("objectidentifier foo 1.2.3", "only attribute types and object classes"),
+        ("objectclass ( 2.5.6.6 NAME 'person' SUP top STRUCTURAL MUST ( sn $ cn ) )", "already defined"),
+    ];
+    for (text, want) in cases {
+        match base.extend(text, "modify") {
+            Ok(_) => panic!("{text}: accepted"),
+            Err(e) => assert!(e.message.contains(want), "{text}: {e}"),
+        }
+    }
+}
+
+#[test]
+fn files_skip_identical_definitions_and_name_differing_ones() {
+    let mut base = s();
+    let n = base.attr_count();
+    // The built-in `cn` again, with another DESC: skipped.
+    base.load_file_text(
+        "attributetype ( 2.5.4.3 NAME ( 'cn' 'commonName' ) DESC 'another wording' SUP name )\n",
+        "a.schema",
+        false,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(base.attr_count(), n);
+    assert!(base.extensions().is_empty(), "files are not extensions");
+    let e = base
+        .load_file_text(
+            "\n\nattributetype ( 2.5.4.3 NAME 'cn' SUP description )\n",
+            "b.schema",
+            false,
+        )
+        .err()
+        .unwrap_or_else(|| panic!("a differing definition must fail"));
+    assert_eq!((e.origin.as_str(), e.line), ("b.schema", 3), "{e}");
+    assert!(
+        e.message.contains("2.5.4.3 is already defined differently"),
+        "{e}"
+    );
+}
+
+#[test]
+fn ldif_schema_files() {
+    // The cn=config form Debian ships, folded lines and ordering prefixes included.
+    let text = "# comment\n\
+dn: cn=test,cn=schema,cn=config\n\
+objectClass: olcSchemaConfig\n\
+cn: test\n\
+olcObjectIdentifier: {0}testOID 1.3.6.1.4.1.99999.8\n\
+olcAttributeTypes: {0}( testOID:1 NAME 'testColour' DESC 'a\n  colour' EQUALITY caseIgnoreMatch\n   SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 )\n\
+olcObjectClasses: {0}( testOID:2 NAME 'testThing' SUP top STRUCTURAL MUST ( cn $ testColour ) )\n\
+\n\
+dn: cn=Subschema\n\
+attributeTypes: ( 1.3.6.1.4.1.99999.8.3 NAME 'testSize' SYNTAX 1.3.6.1.4.1.1466.115.121.1.27 )\n\
+objectClasses:: KCAxLjMuNi4xLjQuMS45OTk5OS44LjQgTkFNRSAndGVzdEI2NCcgU1VQIHRvcCBBVVhJTElBUlkgKQ==\n";
+    let mut s = s();
+    s.load_file_text(text, "t.ldif", true)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let c = id(&s, "testColour");
+    assert_eq!(s.attr(c).oid, "1.3.6.1.4.1.99999.8.1");
+    assert_eq!(s.attr(c).desc.as_deref(), Some("a colour"));
+    assert!(s.class_by_name("testThing").is_some());
+    assert!(s.attr_by_name("testSize").is_some());
+    assert!(s.class_by_name("testB64").is_some());
+
+    // Errors name the line of the value, also inside a folded value.
+    let bad = "dn: cn=x,cn=schema,cn=config\nolcAttributeTypes: ( 1.3.6.1.4.1.99999.9.1 NAME 'x'\n  EQUALITY noSuchMatch\n  SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 )\n";
+    let e = s
+        .load_file_text(bad, "bad.ldif", true)
+        .err()
+        .unwrap_or_else(|| panic!("must fail"));
+    assert_eq!((e.origin.as_str(), e.line), ("bad.ldif", 3), "{e}");
+    let e = s
+        .load_file_text("dn: cn=x\n\nnot ldif\n", "bad2.ldif", true)
+        .err()
+        .unwrap_or_else(|| panic!("must fail"));
+    assert_eq!(e.line, 3, "{e}");
+}
+
+/// Per-thread caches are tagged with the schema generation: a check cached under one schema is
+/// never served under its extension, nor the other way round.
+#[test]
+fn caches_notice_an_extended_schema() {
+    let base = s();
+    let oc: [&[u8]; 3] = [b"top", b"person", b"shoeWearer"];
+    let counts = |s: &Schema| {
+        vec![
+            (id(s, "objectClass"), 3),
+            (id(s, "cn"), 1),
+            (id(s, "sn"), 1),
+        ]
+    };
+    assert!(
+        base.check_entry(&oc, &counts(&base)).is_err(),
+        "unknown class"
+    );
+    let ext = base
+        .extend(
+            "objectclass ( 1.3.6.1.4.1.99999.7.2 NAME 'shoeWearer' SUP top AUXILIARY )",
+            "t",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(ext.check_entry(&oc, &counts(&ext)).is_ok());
+    assert!(base.check_entry(&oc, &counts(&base)).is_err());
+    assert!(ext.check_entry(&oc, &counts(&ext)).is_ok());
+    // DN keys too: the same DN normalizes the same under both, from either cache state.
+    let dn = Dn::parse("CN=Sam,DC=Example,DC=Com").unwrap_or_default();
+    let a = dn.normalize(&base).map(|n| n.norm).unwrap_or_default();
+    let b = dn.normalize(&ext).map(|n| n.norm).unwrap_or_default();
+    assert_eq!(a, b);
+    assert!(!a.is_empty());
+}

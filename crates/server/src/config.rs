@@ -107,6 +107,10 @@ pub struct Config {
     pub access: Option<Vec<crate::acl::RuleSpec>>,
     /// Attributes with equality and presence indexes. Default objectClass, uid, cn, sn, mail.
     pub indexes: Vec<String>,
+    /// Schema files loaded at start after the built-in schema, in order: OpenLDAP `.schema`
+    /// files, or LDIF (`.ldif`: `cn=schema,cn=config` entries or a subschema entry).
+    /// Default none.
+    pub schema_files: Vec<PathBuf>,
     /// Default `Sync`.
     pub durability: Durability,
     /// Seconds between snapshots (0 = never by time). Default 86400 (daily).
@@ -162,6 +166,7 @@ impl Default for Config {
                 .iter()
                 .map(|s| s.to_string())
                 .collect(),
+            schema_files: Vec::new(),
             durability: Durability::Sync,
             snapshot_interval: 86_400,
             snapshot_log_bytes: 1 << 30,

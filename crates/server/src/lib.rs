@@ -85,7 +85,7 @@ impl Server {
     }
 
     pub(crate) fn build(config: Config, mode: Mode) -> Result<Server, StartError> {
-        let schema = Arc::new(Schema::builtin());
+        let schema = Arc::new(configured_schema(&config.schema_files)?);
         let known = Shared::known_init(&schema).map_err(StartError::Config)?;
         let norm_dn = |what: &str, s: &str| -> Result<(Dn, NormDn), StartError> {
             let dn = Dn::parse(s).map_err(|e| StartError::Config(format!("{what} '{s}': {e}")))?;
@@ -130,7 +130,12 @@ impl Server {
             Mode::Memory => (store::Store::new(schema.clone(), &indexed), None),
         };
         let root_dse = root_dse(&schema, &config);
-        let subschema = subschema_entry(&schema);
+        // The store's schema: the configured one plus the extensions stored in the data.
+        let schema = store.schema();
+        let subschema_cache = arc_swap::ArcSwap::from_pointee((
+            schema.generation(),
+            Arc::new(subschema_entry(&schema)),
+        ));
         config
             .password_hash
             .cost
@@ -154,7 +159,6 @@ impl Server {
         let dummy_password = config.password_hash.hash(b"linden-dummy-password");
         let shared = Arc::new(Shared {
             config,
-            schema,
             store,
             known,
             suffixes,
@@ -167,7 +171,7 @@ impl Server {
             access_log,
             audit_log,
             root_dse,
-            subschema,
+            subschema_cache,
             counters: Counters::default(),
             persistence,
             overlays,
@@ -187,7 +191,7 @@ impl Server {
     pub fn snapshot(&self) -> Result<Option<persistence::SnapshotReport>, String> {
         let sh = &self.shared;
         match &sh.persistence {
-            Some(p) => p.snapshot(&sh.store, &sh.schema, 100),
+            Some(p) => p.snapshot(&sh.store, 100),
             None => Ok(None),
         }
     }
@@ -217,9 +221,7 @@ impl Server {
                 if sh.persistence.as_ref().is_some_and(|p| p.due(&sh.config)) {
                     let sh2 = sh.clone();
                     let r = tokio::task::spawn_blocking(move || match &sh2.persistence {
-                        Some(p) => {
-                            p.snapshot(&sh2.store, &sh2.schema, sh2.config.snapshot_cpu_share)
-                        }
+                        Some(p) => p.snapshot(&sh2.store, sh2.config.snapshot_cpu_share),
                         None => Ok(None),
                     })
                     .await;
@@ -351,7 +353,27 @@ fn root_dse(schema: &Schema, config: &Config) -> Entry {
     )
 }
 
-fn subschema_entry(schema: &Schema) -> Entry {
+/// The schema in force at start, before the data directory's extensions: the built-in schema
+/// and then each of `files` (`Config::schema_files`) in order. An unreadable or invalid file
+/// stops the start with a configuration error naming the file (and line).
+pub fn configured_schema(files: &[std::path::PathBuf]) -> Result<Schema, StartError> {
+    let mut schema = Schema::builtin();
+    for path in files {
+        let name = path.display().to_string();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| StartError::Config(format!("schema_files: {name}: {e}")))?;
+        let ldif = path
+            .extension()
+            .is_some_and(|x| x.eq_ignore_ascii_case("ldif"));
+        schema
+            .load_file_text(&text, &name, ldif)
+            .map_err(|e| StartError::Config(format!("schema_files: {e}")))?;
+    }
+    Ok(schema)
+}
+
+/// The subschema subentry (`cn=Subschema`) publishing `schema`.
+pub(crate) fn subschema_entry(schema: &Schema) -> Entry {
     let sub = schema.subschema();
     let bytes = |v: &Vec<String>| -> Vec<Box<[u8]>> {
         v.iter().map(|s| Box::<[u8]>::from(s.as_bytes())).collect()

@@ -243,8 +243,8 @@ pub const REDACTED: &[u8] = b"{REDACTED}";
 
 /// Whether an attribute description names userPassword (whose values are never logged).
 fn is_password(shared: &crate::state::Shared, desc: &[u8]) -> bool {
-    crate::state::resolve_attr(&shared.schema, desc)
-        .is_ok_and(|(ty, _)| shared.schema.is_subtype(ty, shared.known.user_password))
+    crate::state::resolve_attr(&shared.schema(), desc)
+        .is_ok_and(|(ty, _)| shared.schema().is_subtype(ty, shared.known.user_password))
 }
 
 fn values(

@@ -56,7 +56,13 @@ pub(crate) fn open(
     let entries = rec.entries.len();
     let replayed = rec.log_records_replayed;
     let read_secs = t.elapsed().as_secs_f64();
-    let version = Version::restore(indexed, rec.entries, rec.next_id, rec.last_seq);
+    let version = Version::restore(
+        rec.schema.clone(),
+        indexed,
+        rec.entries,
+        rec.next_id,
+        rec.last_seq,
+    );
     tracing::info!(
         "loaded {entries} entries from {} (snapshot {}, {replayed} log records replayed) in {:.2} s ({read_secs:.2} s reading files, {:.2} s building indexes)",
         dir.display(),
@@ -69,11 +75,7 @@ pub(crate) fn open(
             "durability = \"nosync\": writes are acknowledged before they reach the disk and can be lost in a crash (for benchmarks only)"
         );
     }
-    let store = Store::with_journal(
-        schema.clone(),
-        version,
-        Box::new(LogJournal::new(log, schema.clone())),
-    );
+    let store = Store::with_journal(version, Box::new(LogJournal::new(log)));
     // Log volume counts from zero at start: the logs on disk are all newer than the newest
     // snapshot's covered part (a snapshot prunes the rest), so a server that restarts often
     // still snapshots once they add up.
@@ -148,7 +150,6 @@ impl Persistence {
     pub fn snapshot(
         &self,
         store: &Store,
-        schema: &Schema,
         cpu_share: u32,
     ) -> Result<Option<SnapshotReport>, String> {
         let Ok(_guard) = self.busy.try_lock() else {
@@ -166,7 +167,7 @@ impl Persistence {
             v.seq,
             v.next_id(),
             Paced::new(v.iter().map(|e| &**e), cpu_share),
-            schema,
+            v.schema(),
         )
         .map_err(|e| e.to_string())?;
         let removed = persist::prune(&*self.io, &self.dir, v.seq).map_err(|e| e.to_string())?;

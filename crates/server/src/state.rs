@@ -2,7 +2,8 @@
 //! administrator, and the server-held virtual entries (root DSE, subschema subentry).
 //!
 //! It is one `Arc<Shared>`, immutable after start: sessions read it without locks. All mutable
-//! directory state lives in the store's versions.
+//! directory state lives in the store's versions, the schema included (`Shared::schema()` is
+//! the current version's; `Shared::subschema()` a cache of its cn=Subschema entry).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -79,7 +80,6 @@ impl Counters {
 
 pub struct Shared {
     pub config: Config,
-    pub schema: Arc<Schema>,
     pub store: Store,
     pub known: Known,
     pub suffixes: Vec<NormDn>,
@@ -94,9 +94,11 @@ pub struct Shared {
     pub connections: Arc<crate::connlimit::Connections>,
     pub access_log: crate::logs::LogSink,
     pub audit_log: crate::logs::LogSink,
-    /// The root DSE and `cn=Subschema`, served from memory, not stored.
+    /// The root DSE, served from memory, not stored.
     pub root_dse: Entry,
-    pub subschema: Entry,
+    /// `cn=Subschema` as last built, with the generation of the schema it shows: rebuilt by
+    /// `subschema()` when the schema was extended since (design.md seam 4).
+    pub(crate) subschema_cache: arc_swap::ArcSwap<(u64, Arc<Entry>)>,
     pub counters: Counters,
     /// `None` for a memory-only server (bulk import).
     pub(crate) persistence: Option<crate::persistence::Persistence>,
@@ -104,6 +106,17 @@ pub struct Shared {
     pub overlays: Vec<Box<dyn crate::overlays::Overlay>>,
     /// entryCSN values for changes.
     pub csn: crate::csn::Clock,
+}
+
+/// The subschema subentry as `Shared::subschema` lends it.
+pub struct SubschemaRef(arc_swap::Guard<Arc<(u64, Arc<Entry>)>>);
+
+impl std::ops::Deref for SubschemaRef {
+    type Target = Entry;
+
+    fn deref(&self) -> &Entry {
+        &self.0 .1
+    }
 }
 
 /// Who a connection is bound as.
@@ -126,6 +139,32 @@ impl Shared {
         Known::resolve(schema)
     }
 
+    /// The schema of the newest published version. Code working on a version should prefer
+    /// `version.schema()`; this one is never older than any version read before the call,
+    /// and ids never change between schemas (only new ones are appended), so `Known` and
+    /// attribute ids resolved earlier stay valid.
+    pub fn schema(&self) -> store::SchemaGuard {
+        self.store.current_schema()
+    }
+
+    /// The subschema subentry (`cn=Subschema`) of the current schema, served from memory and
+    /// rebuilt only after the schema changed. Borrowed, like `schema()`: every search asks.
+    pub fn subschema(&self) -> SubschemaRef {
+        let cached = self.subschema_cache.load();
+        if cached.0 == self.schema().generation() {
+            return SubschemaRef(cached);
+        }
+        drop(cached);
+        // Two sessions may rebuild at once; either result is the current schema's entry, and
+        // a stale one stored last is rebuilt by the next call.
+        let schema = self.store.schema();
+        self.subschema_cache.store(Arc::new((
+            schema.generation(),
+            Arc::new(crate::subschema_entry(&schema)),
+        )));
+        SubschemaRef(self.subschema_cache.load())
+    }
+
     /// Parses and normalizes a DN from the wire (invalidDNSyntax when it is not one).
     pub fn parse_dn(&self, raw: &[u8]) -> LdapResult<(Dn, NormDn)> {
         let s = std::str::from_utf8(raw)
@@ -133,7 +172,7 @@ impl Shared {
         let dn =
             Dn::parse(s).map_err(|e| LdapError::new(ResultCode::InvalidDnSyntax, e.to_string()))?;
         let ndn = dn
-            .normalize(&self.schema)
+            .normalize(&self.schema())
             .map_err(|e| LdapError::new(ResultCode::InvalidDnSyntax, e.to_string()))?;
         Ok((dn, ndn))
     }
@@ -142,7 +181,7 @@ impl Shared {
     pub fn parse_new_dn(&self, raw: &[u8]) -> LdapResult<schema::NewDn> {
         let s = std::str::from_utf8(raw)
             .map_err(|_| LdapError::new(ResultCode::InvalidDnSyntax, "invalid DN: not UTF-8"))?;
-        self.schema
+        self.schema()
             .parse_new_dn(s)
             .map_err(|e| LdapError::new(ResultCode::InvalidDnSyntax, e.to_string()))
     }
@@ -172,7 +211,7 @@ impl Shared {
         }
         let mut at = v.matched(ndn);
         while let Some(e) = at {
-            if view.entry(&self.acl, &self.schema, e).visible() {
+            if view.entry(&self.acl, &self.schema(), e).visible() {
                 break;
             }
             at = e.parent.and_then(|p| v.get(p));

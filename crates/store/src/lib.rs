@@ -4,11 +4,12 @@
 //! - `hashtrie`: the persistent hash-keyed map behind the equality index and the DN map.
 //! - `idmap`: the persistent radix array of entries by id.
 //! - `version`: one immutable, consistent version of the whole directory, with its DN map,
-//!   children map and indexes; readers hold an `Arc<Version>` and never block.
+//!   children map, indexes and schema; readers hold an `Arc<Version>` and never block.
 //! - `filter`: the schema-resolved search filter and its three-valued evaluation (RFC 4511 §4.5.1.7).
 //! - `plan`: candidate selection over the indexes and scope walking.
 //! - `writer`: the single writer thread with group commit; operations run as closures against a
-//!   `Txn`, each all-or-nothing, and are acknowledged after their batch is published.
+//!   `Txn`, each all-or-nothing, and are acknowledged after their batch is published. A `Txn`
+//!   may also extend the schema compatibly (`Txn::extend_schema`), published with the batch.
 //!
 //! Persistence (transaction log, snapshots) attaches to the writer: every batch ends in one place
 //! (`Writer::commit_batch`) where the changed entries are known.
@@ -27,7 +28,7 @@ pub use entry::{Attr, Entry, EntryId};
 pub use filter::{Filter, Tri};
 pub use roaring::RoaringBitmap;
 pub use version::Version;
-pub use writer::{Journal, Store, StoreError, Txn};
+pub use writer::{Journal, SchemaGuard, Store, StoreError, Txn};
 
 /// Search scope (RFC 4511 §4.5.1.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

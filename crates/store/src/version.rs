@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use imbl::OrdMap;
 use roaring::RoaringBitmap;
-use schema::{AttrId, NormDn};
+use schema::{AttrId, NormDn, Schema};
 
 use crate::entry::{Entry, EntryId};
 use crate::hashtrie::HashTrie;
@@ -114,6 +114,11 @@ pub struct Version {
     pub(crate) pres: OrdMap<AttrId, Arc<RoaringBitmap>>,
     pub(crate) indexed: Arc<HashSet<AttrId>>,
     pub(crate) next_id: EntryId,
+    /// The schema this version's entries are read with (design.md seam 4). The writer
+    /// replaces it only by a compatible extension (`Schema::extend`: ids are appended, never
+    /// changed), so an entry, an index key or a cached attribute id of an older version means
+    /// the same under every newer schema.
+    pub(crate) schema: Arc<Schema>,
 }
 
 /// The index keys of an entry: presence per indexed type, equality per indexed value;
@@ -189,7 +194,7 @@ fn build_indexes(
 }
 
 impl Version {
-    pub(crate) fn empty(indexed: HashSet<AttrId>) -> Version {
+    pub(crate) fn empty(indexed: HashSet<AttrId>, schema: Arc<Schema>) -> Version {
         Version {
             seq: 0,
             entries: IdMap::new(),
@@ -199,6 +204,7 @@ impl Version {
             pres: OrdMap::new(),
             indexed: Arc::new(indexed),
             next_id: 1,
+            schema,
         }
     }
 
@@ -210,12 +216,13 @@ impl Version {
     /// sorted runs in one pass (`HashTrie::from_sorted`) and every bitmap from a sorted run; the
     /// entry/DN maps and the indexes are built on two threads.
     pub fn restore(
+        schema: Arc<Schema>,
         indexed: &[AttrId],
         entries: impl IntoIterator<Item = Entry>,
         next_id: EntryId,
         seq: u64,
     ) -> Version {
-        let mut v = Version::empty(indexed.iter().copied().collect());
+        let mut v = Version::empty(indexed.iter().copied().collect(), schema);
         let mut all: Vec<Arc<Entry>> = entries.into_iter().map(Arc::new).collect();
         // A repeated id: the last one wins, as successive puts would have it (the sort is
         // stable, so after reversing, the first of a run of equal ids is the last given).
@@ -260,6 +267,11 @@ impl Version {
             *by_dn = names;
         });
         v
+    }
+
+    /// The schema of this version: every attribute id its entries hold is defined in it.
+    pub fn schema(&self) -> &Arc<Schema> {
+        &self.schema
     }
 
     /// The id the next new entry will get.

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use arc_swap::ArcSwap;
-use schema::{AttrId, NormDn, Schema};
+use schema::{AttrId, NormDn, Schema, SchemaError};
 use tokio::sync::oneshot;
 
 use crate::entry::{Attr, Entry, EntryId};
@@ -46,9 +46,17 @@ pub enum StoreError {
 /// Where a batch becomes durable. The writer calls `commit` once per batch, after applying it
 /// and before publishing it or answering any of its operations.
 pub trait Journal: Send {
-    /// Makes the changes of batch `seq` durable: `touched` lists every entry the batch changed;
-    /// those present in `version` were added or modified, the others deleted.
-    fn commit(&mut self, seq: u64, version: &Version, touched: &[EntryId]) -> Result<(), String>;
+    /// Makes the changes of batch `seq` durable: `schema` lists the schema extensions the
+    /// batch applied, in order (`Txn::extend_schema`; `version.schema()` includes them);
+    /// `touched` lists every entry the batch changed; those present in `version` were added or
+    /// modified, the others deleted.
+    fn commit(
+        &mut self,
+        seq: u64,
+        version: &Version,
+        schema: &[String],
+        touched: &[EntryId],
+    ) -> Result<(), String>;
 }
 
 /// The reply of one operation, sent once its batch is published, or with the reason the batch
@@ -63,7 +71,6 @@ const MAX_BATCH: usize = 4096;
 
 pub struct Store {
     current: Arc<ArcSwap<Version>>,
-    schema: Arc<Schema>,
     jobs: mpsc::Sender<Job>,
 }
 
@@ -78,7 +85,11 @@ where
     F: FnOnce(&mut Txn) -> Result<R, E> + Send + 'static,
 {
     Box::new(move |txn: &mut Txn| {
-        let saved = (txn.work.clone(), txn.touched.len());
+        let saved = (
+            txn.work.clone(),
+            txn.touched.len(),
+            txn.schema_changes.len(),
+        );
         // A panic in one operation fails that operation only: the working copy is restored
         // as for an error, and the writer thread lives on for the others.
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(txn)));
@@ -99,6 +110,7 @@ where
         if !matches!(r, Ok(Ok(_))) {
             txn.work = saved.0;
             txn.touched.truncate(saved.1);
+            txn.schema_changes.truncate(saved.2);
         }
         Box::new(move |failed: Option<StoreError>| match (failed, r) {
             (None, r) => send(r),
@@ -111,35 +123,40 @@ impl Store {
     /// A new, empty, memory-only store indexing `indexed` attribute types (equality and presence).
     pub fn new(schema: Arc<Schema>, indexed: &[AttrId]) -> Store {
         let set: HashSet<AttrId> = indexed.iter().copied().collect();
-        Store::open(schema, Version::empty(set), None)
+        Store::open(Version::empty(set, schema), None)
     }
 
-    /// A store starting from `initial` (e.g. recovered from disk), whose batches are made
-    /// durable by `journal` before they are published.
-    pub fn with_journal(schema: Arc<Schema>, initial: Version, journal: Box<dyn Journal>) -> Store {
-        Store::open(schema, initial, Some(journal))
+    /// A store starting from `initial` (e.g. recovered from disk, with the schema recovery
+    /// gave), whose batches are made durable by `journal` before they are published.
+    pub fn with_journal(initial: Version, journal: Box<dyn Journal>) -> Store {
+        Store::open(initial, Some(journal))
     }
 
-    fn open(schema: Arc<Schema>, initial: Version, journal: Option<Box<dyn Journal>>) -> Store {
-        crate::intern::set_schema_types(&schema);
+    fn open(initial: Version, journal: Option<Box<dyn Journal>>) -> Store {
+        crate::intern::set_schema_types(&initial.schema);
         let current = Arc::new(ArcSwap::from_pointee(initial));
         let (tx, rx) = mpsc::channel::<Job>();
         let cur = current.clone();
-        let sch = schema.clone();
         std::thread::Builder::new()
             .name("linden-writer".into())
-            .spawn(move || writer_loop(rx, cur, sch, journal))
+            .spawn(move || writer_loop(rx, cur, journal))
             .map(|_| ())
             .unwrap_or_else(|e| tracing::error!("cannot start the writer thread: {e}"));
-        Store {
-            current,
-            schema,
-            jobs: tx,
-        }
+        Store { current, jobs: tx }
     }
 
-    pub fn schema(&self) -> &Arc<Schema> {
-        &self.schema
+    /// The schema of the newest published version. Code that works on a version should use
+    /// that version's `schema()` instead: a newer schema only adds definitions, but an older
+    /// one may lack types a newer version's entries hold.
+    pub fn schema(&self) -> Arc<Schema> {
+        self.current.load().schema.clone()
+    }
+
+    /// The schema of the newest published version, borrowed without touching its reference
+    /// count (the hot paths ask for it per entry encoded: a shared counter would bounce
+    /// between cores). Hold it briefly, as a `load` guard.
+    pub fn current_schema(&self) -> SchemaGuard {
+        SchemaGuard(self.current.load())
     }
 
     /// The newest published version. Never blocks.
@@ -191,10 +208,20 @@ impl Store {
     }
 }
 
+/// The schema of a published version, borrowed (`Store::current_schema`).
+pub struct SchemaGuard(arc_swap::Guard<Arc<Version>>);
+
+impl std::ops::Deref for SchemaGuard {
+    type Target = Schema;
+
+    fn deref(&self) -> &Schema {
+        &self.0.schema
+    }
+}
+
 fn writer_loop(
     rx: mpsc::Receiver<Job>,
     current: Arc<ArcSwap<Version>>,
-    schema: Arc<Schema>,
     mut journal: Option<Box<dyn Journal>>,
 ) {
     let mut replies: Vec<Reply> = Vec::new();
@@ -203,9 +230,9 @@ fn writer_loop(
         let work = (**current.load()).clone();
         let mut txn = Txn {
             work,
-            schema: schema.clone(),
             now: SystemTime::now(),
             touched: Vec::new(),
+            schema_changes: Vec::new(),
         };
         replies.push(first(&mut txn));
         while replies.len() < MAX_BATCH {
@@ -217,20 +244,21 @@ fn writer_loop(
         let Txn {
             mut work,
             mut touched,
+            schema_changes,
             ..
         } = txn;
         // Batch numbers count the batches that changed something, without gaps: recovery
         // uses them to prove no batch is missing.
-        let changed = !touched.is_empty();
+        let changed = !touched.is_empty() || !schema_changes.is_empty();
         if changed {
             work.seq += 1;
         }
         let mut failed = poisoned.clone().map(StoreError::Unavailable);
-        if failed.is_none() && !touched.is_empty() {
+        if failed.is_none() && changed {
             if let Some(j) = journal.as_mut() {
                 touched.sort_unstable();
                 touched.dedup();
-                if let Err(e) = j.commit(work.seq, &work, &touched) {
+                if let Err(e) = j.commit(work.seq, &work, &schema_changes, &touched) {
                     tracing::error!("writes refused from now on: {e}");
                     poisoned = Some(e.clone());
                     failed = Some(StoreError::Unavailable(e));
@@ -249,10 +277,11 @@ fn writer_loop(
 /// The view an operation has on the writer: the working version and the means to change it.
 pub struct Txn {
     work: Version,
-    schema: Arc<Schema>,
     now: SystemTime,
     /// Entries changed by this batch, for the journal.
     touched: Vec<EntryId>,
+    /// Schema extensions applied by this batch, in order, for the journal.
+    schema_changes: Vec<String>,
 }
 
 impl Txn {
@@ -261,8 +290,28 @@ impl Txn {
         &self.work
     }
 
-    pub fn schema(&self) -> &Schema {
-        &self.schema
+    /// The working version's schema, with the extensions of earlier operations of this batch.
+    pub fn schema(&self) -> &Arc<Schema> {
+        &self.work.schema
+    }
+
+    /// Extends the working version's schema compatibly (`Schema::extend`: new attribute types
+    /// and object classes only, existing ids unchanged). The new schema is published with this
+    /// batch's version, and journaled as one schema record ahead of the batch's entries; if
+    /// the operation fails, it is rolled back with the rest. Returns the definitions added
+    /// (canonical `.schema` statements).
+    pub fn extend_schema(&mut self, text: &str, origin: &str) -> Result<String, SchemaError> {
+        let next = self.work.schema.extend(text, origin)?;
+        let added = next
+            .extensions()
+            .get(self.work.schema.extensions().len()..)
+            .unwrap_or("")
+            .to_string();
+        if !added.is_empty() {
+            self.work.schema = Arc::new(next);
+            self.schema_changes.push(added.clone());
+        }
+        Ok(added)
     }
 
     /// The batch's clock, so every operation of a batch carries one timestamp.

@@ -199,10 +199,10 @@ fn damage_before_intact_batches_is_corruption() {
             Err(PersistError::Corrupt { offset: 0, .. })
         ));
     }
-    let mut v2 = bytes.clone();
-    v2[8] = 2;
-    let err = read_log("l", &v2).expect_err("version 2");
-    assert!(err.to_string().contains("version 2"), "{err}");
+    let mut v9 = bytes.clone();
+    v9[8] = 9;
+    let err = read_log("l", &v9).expect_err("version 9");
+    assert!(err.to_string().contains("version 9"), "{err}");
 }
 
 #[test]

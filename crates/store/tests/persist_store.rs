@@ -34,12 +34,9 @@ fn open_store(io: &SimIo, schema: &Arc<Schema>) -> Store {
     let log =
         LogWriter::open_after_recovery(Arc::new(io.clone()), dir, &rec, LogOptions::default())
             .expect("log");
-    let initial = Version::restore(&[], rec.entries, rec.next_id, rec.last_seq);
-    Store::with_journal(
-        schema.clone(),
-        initial,
-        Box::new(LogJournal::new(log, schema.clone())),
-    )
+    let _ = schema;
+    let initial = Version::restore(rec.schema, &[], rec.entries, rec.next_id, rec.last_seq);
+    Store::with_journal(initial, Box::new(LogJournal::new(log)))
 }
 
 fn assert_recovers_to(io: &SimIo, schema: &Schema, live: &Version) {

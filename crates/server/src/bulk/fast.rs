@@ -167,7 +167,7 @@ impl FastBuild {
         attrs: &[ldif::AttrRef<'_>],
         stamps: &add::Stamps,
     ) -> Option<Prepared> {
-        let schema = &*shared.schema;
+        let schema = &*shared.schema();
         let k = &shared.known;
         self.norms.clear();
 

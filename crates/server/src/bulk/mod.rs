@@ -332,7 +332,7 @@ pub fn import(
         IMPORT_SEQ,
         tree.next_id(),
         &tree.entries,
-        &shared.schema,
+        &shared.schema(),
     )
     .map_err(|e| BulkError::Storage(e.to_string()))?;
     rejected.sort_by_key(|r| r.line);
@@ -516,11 +516,13 @@ fn build_one(
 }
 
 /// Writes every entry of the data directory `dir` as LDIF (parents before children, with
-/// operational attributes). Returns the number of entries.
-pub fn export(dir: &Path, out: impl Write) -> Result<u64, BulkError> {
-    let schema = schema::Schema::builtin();
-    let rec = store::persist::recover(&store::persist::FsIo, dir, &schema)
+/// operational attributes). `schema` is the configured one (`configured_schema`); the
+/// extensions stored in `dir` are applied to it. Returns the number of entries.
+pub fn export(dir: &Path, schema: &schema::Schema, out: impl Write) -> Result<u64, BulkError> {
+    let rec = store::persist::recover(&store::persist::FsIo, dir, schema)
         .map_err(|e| BulkError::Storage(e.to_string()))?;
+    // Named with the recovered schema: it includes the extensions stored in `dir`.
+    let schema = &*rec.schema;
     let mut w = ldif::Writer::new(std::io::BufWriter::with_capacity(1 << 20, out));
     let io_err = |e: std::io::Error| BulkError::Storage(format!("writing LDIF: {e}"));
     w.write_version().map_err(io_err)?;

@@ -63,7 +63,7 @@ pub(crate) fn build(
     input: &[InputAttr<'_>],
     trusted: bool,
 ) -> LdapResult<NewEntry> {
-    let schema = &*shared.schema;
+    let schema = &*shared.schema();
     let schema::NewDn {
         text: dn,
         rdn_len,
@@ -227,7 +227,7 @@ pub(crate) fn stamp_new(shared: &Shared, attrs: &mut Vec<Attr>, stamps: &Stamps)
     let k = &shared.known;
     if !attrs.iter().any(|a| a.ty == k.entry_uuid) {
         let uuid = uuid::Uuid::new_v4().to_string();
-        set_operational(&shared.schema, attrs, k.entry_uuid, uuid.as_bytes());
+        set_operational(&shared.schema(), attrs, k.entry_uuid, uuid.as_bytes());
     }
     for a in stamps.attrs() {
         if !attrs.iter().any(|b| b.ty == a.ty) {
@@ -251,7 +251,7 @@ impl Stamps {
             (k.modifiers_name, who),
             (k.modify_timestamp, now),
         ] {
-            set_operational(&shared.schema, &mut attrs, ty, value.as_bytes());
+            set_operational(&shared.schema(), &mut attrs, ty, value.as_bytes());
         }
         Stamps(attrs)
     }
@@ -284,7 +284,7 @@ pub(crate) fn apply(
     if !e.attrs.iter().any(|a| a.ty == shared.known.entry_csn) {
         let csn = shared.csn.next(txn.now());
         set_operational(
-            &shared.schema,
+            &shared.schema(),
             &mut e.attrs,
             shared.known.entry_csn,
             csn.as_bytes(),
@@ -300,7 +300,7 @@ pub(crate) fn apply(
 /// Whether `build` will hash a userPassword value of `input` (one not hashed already).
 fn has_cleartext_password(shared: &Shared, input: &[InputAttr<'_>]) -> bool {
     input.iter().any(|(desc, values)| {
-        resolve_attr(&shared.schema, desc).is_ok_and(|(ty, _)| ty == shared.known.user_password)
+        resolve_attr(&shared.schema(), desc).is_ok_and(|(ty, _)| ty == shared.known.user_password)
             && values.iter().any(|v| !pwhash::is_hashed(v))
     })
 }

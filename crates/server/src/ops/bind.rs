@@ -127,11 +127,11 @@ pub(crate) async fn check_password(
         let v = shared.store.read();
         // The entry's password counts only where the rules let an anonymous client use it
         // (`auth`); otherwise the bind fails like a wrong password.
-        let anonymous = shared.acl.view(&shared.schema, &v, &Identity::default());
+        let anonymous = shared.acl.view(&shared.schema(), &v, &Identity::default());
         v.lookup(ndn)
             .filter(|e| {
                 anonymous
-                    .entry(&shared.acl, &shared.schema, e)
+                    .entry(&shared.acl, &shared.schema(), e)
                     .can(Some(shared.known.user_password), Rights::AUTH)
             })
             .and_then(|e| e.attr(shared.known.user_password))

@@ -26,7 +26,7 @@ fn compare(
     req: &CompareRequest<'_>,
     assertion: Option<&Assertion>,
 ) -> LdapResult<bool> {
-    let schema = &*shared.schema;
+    let schema = &*shared.schema();
     let (_, ndn) = shared.parse_dn(&req.dn)?;
     let (ty, _) = resolve_attr(schema, &req.attr)?;
     let v = shared.store.read();

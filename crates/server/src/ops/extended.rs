@@ -166,7 +166,7 @@ async fn snapshot(shared: &Arc<Shared>, who: &Identity) -> LdapResult<String> {
     }
     let sh = shared.clone();
     let r = tokio::task::spawn_blocking(move || match &sh.persistence {
-        Some(p) => p.snapshot(&sh.store, &sh.schema, sh.config.snapshot_cpu_share),
+        Some(p) => p.snapshot(&sh.store, sh.config.snapshot_cpu_share),
         None => Ok(None),
     })
     .await
@@ -277,7 +277,7 @@ async fn password_modify(
             who.dn.clone(),
         );
         let fut = shared.store.write(move |txn| -> LdapResult<bool> {
-            let schema = &*sh.schema;
+            let schema = &*sh.schema();
             let v = txn.version();
             let e = v
                 .lookup(&target)

@@ -17,6 +17,7 @@ pub mod modrdn;
 pub(crate) mod paged;
 pub mod sasl;
 pub mod search;
+pub mod subschema;
 pub(crate) mod values;
 
 use std::sync::Arc;
@@ -96,7 +97,7 @@ fn read_entry_controls(op: &mut Op, applied: &Applied) {
         ),
     ];
     let shared = op.conn.shared.clone();
-    let schema = &*shared.schema;
+    let schema = &*shared.schema();
     for (attrs, entry, oid) in reads {
         let (Some(attrs), Some(e)) = (attrs, entry) else {
             continue;
@@ -148,11 +149,11 @@ pub(crate) fn authorize(
         // answer is the same for every entry, so it reveals nothing.
         return Err(denied(who, write, what));
     }
-    let view = shared.acl.view(&shared.schema, v, who);
+    let view = shared.acl.view(&shared.schema(), v, who);
     let Some(e) = v.lookup(ndn) else {
         return Err(shared.no_such_object_for(v, ndn, &view));
     };
-    let access = view.entry(&shared.acl, &shared.schema, e);
+    let access = view.entry(&shared.acl, v.schema(), e);
     if needs.iter().all(|(ty, r)| access.can(*ty, *r)) {
         return Ok(());
     }
@@ -178,15 +179,15 @@ pub(crate) fn authorize_new(
     if who.is_anonymous() {
         return Err(denied(who, true, what));
     }
-    let view = shared.acl.view(&shared.schema, v, who);
+    let view = shared.acl.view(&shared.schema(), v, who);
     let parent_visible = schema::norm_parent(entry.ndn_str())
         .and_then(|p| v.lookup_norm(p))
-        .is_some_and(|p| view.entry(&shared.acl, &shared.schema, p).visible());
+        .is_some_and(|p| view.entry(&shared.acl, &shared.schema(), p).visible());
     if !parent_visible {
         return Err(shared.no_such_object_for(v, &entry.ndn(), &view));
     }
     if view
-        .entry(&shared.acl, &shared.schema, entry)
+        .entry(&shared.acl, &shared.schema(), entry)
         .can(None, Rights::ADD)
     {
         Ok(())
@@ -220,7 +221,7 @@ impl Assertion {
         v: &store::Version,
         e: &store::Entry,
     ) -> LdapResult<()> {
-        let schema = &*shared.schema;
+        let schema = &*shared.schema();
         let filter = if self.who.is_admin {
             search::compile(schema, &mut |_| true, &self.filter)
         } else {
@@ -288,7 +289,7 @@ pub(crate) fn set_operational(schema: &Schema, attrs: &mut Vec<Attr>, ty: AttrId
 
 /// Records who changed an entry and when (modifiersName, modifyTimestamp, entryCSN).
 pub(crate) fn stamp_modified(shared: &Shared, attrs: &mut Vec<Attr>, who: &str, now: SystemTime) {
-    let schema = &*shared.schema;
+    let schema = &*shared.schema();
     set_operational(
         schema,
         attrs,
@@ -355,7 +356,7 @@ pub(crate) fn push_checked(
     raw: &[std::borrow::Cow<'_, [u8]>],
     context: &str,
 ) -> LdapResult<()> {
-    let schema = &*shared.schema;
+    let schema = &*shared.schema();
     check_value_count(shared, name, set.len() + raw.len())?;
     for v in raw {
         let i = set.len();
@@ -426,7 +427,7 @@ pub(crate) fn check_user_modifiable(schema: &Schema, ty: AttrId, name: &str) -> 
 
 /// Checks the whole entry against the schema and returns the structural object class name.
 pub(crate) fn check_entry(shared: &Shared, attrs: &[Attr]) -> LdapResult<String> {
-    let schema = &*shared.schema;
+    let schema = &*shared.schema();
     let oc: Vec<&[u8]> = attrs
         .iter()
         .filter(|a| a.ty == shared.known.object_class)
@@ -450,7 +451,7 @@ pub(crate) fn rdn_values_present(
 ) -> LdapResult<()> {
     if let Some(rdn) = ndn.rdns.first() {
         for (ty, raw) in rdn {
-            let norm = shared.schema.normalize_eq(*ty, raw).unwrap_or_default();
+            let norm = shared.schema().normalize_eq(*ty, raw).unwrap_or_default();
             let present = attrs
                 .iter()
                 .any(|a| a.ty == *ty && a.options.is_empty() && a.find(&norm).is_some());
@@ -459,7 +460,7 @@ pub(crate) fn rdn_values_present(
                     ResultCode::NamingViolation,
                     format!(
                         "value of naming attribute '{}' is not present in entry",
-                        shared.schema.attr(*ty).name()
+                        shared.schema().attr(*ty).name()
                     ),
                 ));
             }
@@ -471,7 +472,7 @@ pub(crate) fn rdn_values_present(
 /// The structural object class an objectClass value set names: the most specific structural
 /// class among them (the others must be its superclasses for the entry to be valid).
 pub(crate) fn structural_of(shared: &Shared, attrs: &[Attr]) -> Option<schema::ClassId> {
-    let schema = &*shared.schema;
+    let schema = &*shared.schema();
     let ids: Vec<schema::ClassId> = attrs
         .iter()
         .filter(|a| a.ty == shared.known.object_class)

@@ -41,7 +41,7 @@ fn context(op: ModOp) -> &'static str {
 /// Resolves and checks the changes of a request. Clear-text passwords are left for
 /// `hash_passwords_of`.
 pub(crate) fn prepare(shared: &Shared, req: &ModifyRequest<'_>) -> LdapResult<(NormDn, Vec<Mod>)> {
-    let schema = &*shared.schema;
+    let schema = &*shared.schema();
     let (_, ndn) = shared.parse_dn(&req.dn)?;
     check_attribute_count(shared, "changes", req.changes.len())?;
     let mut mods = Vec::with_capacity(req.changes.len());
@@ -125,7 +125,7 @@ pub(crate) fn apply(
     mods: Vec<Mod>,
     assertion: Option<&Assertion>,
 ) -> LdapResult<Applied> {
-    let schema = &*shared.schema;
+    let schema = &*shared.schema();
     let k = &shared.known;
     let v = txn.version();
     let e = v.lookup(ndn).ok_or_else(|| shared.no_such_object(v, ndn))?;
@@ -294,6 +294,9 @@ async fn submit(
     req: &ModifyRequest<'_>,
     assertion: Option<Assertion>,
 ) -> Pending {
+    if super::subschema::targets(shared, &req.dn) {
+        return super::subschema::modify(shared, who, req);
+    }
     let (ndn, mods) = match prepare(shared, req) {
         Ok(p) => p,
         Err(e) => return refused(e),

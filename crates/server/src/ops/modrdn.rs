@@ -53,7 +53,7 @@ pub(crate) fn apply(
     r: Rename,
     assertion: Option<&Assertion>,
 ) -> LdapResult<Applied> {
-    let schema = &*shared.schema;
+    let schema = &*shared.schema();
     let v = txn.version();
     let e = v
         .lookup(&r.ndn)

@@ -140,7 +140,7 @@ pub(crate) async fn plain(
 
 /// The one entry whose `uid` is `uid`; none when there are none or several.
 fn entry_by_uid(shared: &Shared, uid: &str) -> Option<NormDn> {
-    let schema = &*shared.schema;
+    let schema = &*shared.schema();
     let ty = schema.attr_by_name("uid")?;
     let norm = schema.normalize_eq(ty, uid.as_bytes()).ok()?;
     let filter = store::Filter::Equality {

@@ -186,7 +186,7 @@ pub(crate) fn encode_entry(
     sel: &Selection,
     access: Option<&acl::EntryAccess<'_>>,
 ) {
-    let schema = &*shared.schema;
+    let schema = &*shared.schema();
     let k = &shared.known;
     let readable = |ty: AttrId| access.is_none_or(|a| a.can(Some(ty), Rights::READ));
     let mut attrs: Vec<OutAttr<'_>> = Vec::with_capacity(e.attrs().len() + 4);
@@ -333,11 +333,12 @@ fn prepare(
     };
     let size_limit = limit(req.size_limit, size);
     let time_limit = limit(req.time_limit, time);
-    let schema = &*shared.schema;
+    let schema = &*shared.schema();
     let view = shared.acl.view(schema, v, who);
     let mut check = Vec::new();
     // The root DSE and the subschema subentry are outside the rules: anyone may read them.
-    let outside = scope == store::Scope::Base && (root || base.norm == shared.subschema.ndn_str());
+    let outside =
+        scope == store::Scope::Base && (root || base.norm == shared.subschema().ndn_str());
     let filter = compile(
         schema,
         &mut |ty| match view.searchable(&shared.acl, schema, ty) {
@@ -422,8 +423,8 @@ pub(crate) async fn handle(mut op: Op, req: &SearchRequest<'_>) -> Next {
     // The server-held entries: root DSE and subschema subentry, base scope only.
     let virtual_entry = if p.root && p.scope == store::Scope::Base {
         Some(&shared.root_dse)
-    } else if p.scope == store::Scope::Base && p.base.norm == shared.subschema.ndn_str() {
-        Some(&shared.subschema)
+    } else if p.scope == store::Scope::Base && p.base.norm == shared.subschema().ndn_str() {
+        Some(&*shared.subschema())
     } else {
         None
     };
@@ -435,7 +436,7 @@ pub(crate) async fn handle(mut op: Op, req: &SearchRequest<'_>) -> Next {
         let mut out = Vec::with_capacity(1024);
         let mut n = 0;
         let r = check_assertion(p.assertion.as_ref(), &shared, &v, e);
-        if r.is_ok() && p.filter.eval(&shared.schema, e) == store::Tri::True {
+        if r.is_ok() && p.filter.eval(&shared.schema(), e) == store::Tri::True {
             encode_entry(&shared, None, &mut out, Some(op.id), e, &p.sel, None);
             n = 1;
         }
@@ -449,7 +450,7 @@ pub(crate) async fn handle(mut op: Op, req: &SearchRequest<'_>) -> Next {
     // search's first page walks the whole result set, so it is never small.
     let base_only = p.scope == store::Scope::Base && !p.root;
     if !base_only {
-        p.cands = v.candidates(&shared.schema, &p.filter);
+        p.cands = v.candidates(&shared.schema(), &p.filter);
     }
     let small = base_only
         || (paging.as_ref().is_none_or(|pg| pg.cursor.is_some())
@@ -653,7 +654,7 @@ fn walk(
     abandoned: &AtomicBool,
     visit: &mut Visit<'_>,
 ) -> Walked {
-    let schema = &*shared.schema;
+    let schema = &*shared.schema();
     let mut scope = p.scope;
     if p.root && scope == store::Scope::One {
         scope = store::Scope::Base;
@@ -716,7 +717,7 @@ fn execute(
     paging: Option<&mut Paging>,
 ) -> Option<Ran> {
     let shared = &*conn.shared;
-    let schema = &*shared.schema;
+    let schema = &*shared.schema();
     let mut ran = Ran {
         outcome: Ok(()),
         sent: 0,

@@ -13,6 +13,7 @@
 //! attr   := len name | count values | (len value)*
 //! change := 0x01 entry          (Put: insert or replace by id)
 //!         | 0x02 id             (Delete by id)
+//!         | 0x03 len text       (Schema: a compatible extension, log version 2 and later)
 //! ```
 
 use schema::{AttrId, Dn, Schema};
@@ -45,10 +46,14 @@ pub enum Change {
     Delete {
         id: EntryId,
     },
+    /// A compatible schema extension (`Schema::extend`): new attribute types and object
+    /// classes as `.schema` statements, applied before the batch's entries are read.
+    Schema(String),
 }
 
 pub(crate) const TAG_PUT: u8 = 1;
 pub(crate) const TAG_DELETE: u8 = 2;
+pub(crate) const TAG_SCHEMA: u8 = 3;
 
 impl StoredEntry {
     pub fn from_entry(entry: &Entry, schema: &Schema) -> StoredEntry {
@@ -233,6 +238,10 @@ impl Change {
                 out.push(TAG_DELETE);
                 put_varint(out, u64::from(*id));
             }
+            Change::Schema(text) => {
+                out.push(TAG_SCHEMA);
+                put_bytes(out, text.as_bytes());
+            }
         }
     }
 
@@ -242,6 +251,7 @@ impl Change {
             TAG_DELETE => Ok(Change::Delete {
                 id: r.u32_varint("entry id")?,
             }),
+            TAG_SCHEMA => Ok(Change::Schema(r.string("schema extension")?)),
             t => Err(DecodeError {
                 offset: r.pos() - 1,
                 reason: format!("unknown change tag {t:#04x}"),

@@ -12,7 +12,9 @@ use super::io::{Io, IoFile};
 use super::{crc, parse_seq_name, PersistError};
 
 pub const LOG_MAGIC: [u8; 8] = *b"LNDNLOG\0";
-pub const LOG_VERSION: u32 = 1;
+/// The version written. Version 2 added the schema record (tag 0x03); version 1 files (which
+/// cannot hold one) are still read.
+pub const LOG_VERSION: u32 = 2;
 /// magic, u32 version, u64 first batch seq.
 pub const LOG_HEADER_LEN: usize = 20;
 /// u32 payload length, u32 crc32c of the payload.
@@ -125,7 +127,7 @@ pub fn read_log(name: &str, bytes: &[u8]) -> Result<LogContents, PersistError> {
     let mut r = Reader::new(&head[8..]);
     let version = r.u32_le("version").map_err(|e| corrupt(8, e.reason))?;
     let first_seq = r.u64_le("first seq").map_err(|e| corrupt(12, e.reason))?;
-    if version != LOG_VERSION {
+    if !(1..=LOG_VERSION).contains(&version) {
         return Err(corrupt(
             8,
             format!("log format version {version}; this Linden reads version {LOG_VERSION}"),
@@ -163,7 +165,15 @@ pub fn read_log(name: &str, bytes: &[u8]) -> Result<LogContents, PersistError> {
         let count = p.u32_le("record count").map_err(at)? as usize;
         let mut changes = Vec::with_capacity(count.min(p.remaining()));
         for _ in 0..count {
-            changes.push(Change::decode(&mut p).map_err(at)?);
+            let c_at = p.pos();
+            let c = Change::decode(&mut p).map_err(at)?;
+            if version < 2 && matches!(c, Change::Schema(_)) {
+                return Err(corrupt(
+                    start + c_at,
+                    "schema record in a version 1 log (which cannot hold one)".into(),
+                ));
+            }
+            changes.push(c);
         }
         if !p.is_empty() {
             return Err(corrupt(

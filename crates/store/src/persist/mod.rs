@@ -99,20 +99,24 @@ pub(crate) fn parse_seq_name(name: &str, prefix: &str, suffix: &str) -> Option<u
     digits.parse().ok()
 }
 
-/// The changes of one writer batch, for `LogWriter::append_batch`: `touched` lists every entry
-/// the batch changed; those present in `version` (the batch's result) are written whole (Put),
-/// the others are deleted. Pass each id once (sorted and deduplicated, as the writer does).
+/// The changes of one writer batch, for `LogWriter::append_batch`: first the schema
+/// extensions the batch applied (`schema`, in order), then the entries: `touched` lists every
+/// entry the batch changed; those present in `version` (the batch's result) are written whole
+/// (Put, named with `version`'s schema), the others are deleted. Pass each id once (sorted and
+/// deduplicated, as the writer does).
 pub fn batch_changes(
     version: &crate::Version,
+    schema: &[String],
     touched: &[crate::EntryId],
-    schema: &schema::Schema,
 ) -> Vec<Change> {
-    touched
+    let names = version.schema();
+    schema
         .iter()
-        .map(|&id| match version.get(id) {
-            Some(e) => Change::Put(StoredEntry::from_entry(e, schema)),
+        .map(|text| Change::Schema(text.clone()))
+        .chain(touched.iter().map(|&id| match version.get(id) {
+            Some(e) => Change::Put(StoredEntry::from_entry(e, names)),
             None => Change::Delete { id },
-        })
+        }))
         .collect()
 }
 
@@ -120,12 +124,11 @@ pub fn batch_changes(
 /// and (with `LogOptions::sync`) one fsync before the writer publishes it.
 pub struct LogJournal {
     log: LogWriter,
-    schema: std::sync::Arc<schema::Schema>,
 }
 
 impl LogJournal {
-    pub fn new(log: LogWriter, schema: std::sync::Arc<schema::Schema>) -> LogJournal {
-        LogJournal { log, schema }
+    pub fn new(log: LogWriter) -> LogJournal {
+        LogJournal { log }
     }
 }
 
@@ -134,9 +137,10 @@ impl crate::writer::Journal for LogJournal {
         &mut self,
         seq: u64,
         version: &crate::Version,
+        schema: &[String],
         touched: &[crate::EntryId],
     ) -> Result<(), String> {
-        let changes = batch_changes(version, touched, &self.schema);
+        let changes = batch_changes(version, schema, touched);
         self.log
             .append_batch(seq, &changes)
             .map_err(|e| e.to_string())

@@ -9,6 +9,7 @@
 
 use std::io::ErrorKind;
 use std::path::Path;
+use std::sync::Arc;
 
 use schema::Schema;
 
@@ -35,6 +36,9 @@ pub struct Recovered {
     pub log_records_replayed: u64,
     /// Torn last batches left out: (file, byte offset). Normal after a crash.
     pub torn_tails: Vec<(String, u64)>,
+    /// The schema the entries were read with: the given one plus the schema extensions of the
+    /// snapshot and of the replayed log, in order (the schema of the recovered version).
+    pub schema: Arc<Schema>,
 }
 
 struct Files {
@@ -75,8 +79,13 @@ fn read(io: &dyn Io, dir: &Path, name: &str) -> Result<Vec<u8>, PersistError> {
 }
 
 /// Recovers the state stored in `dir` (an absent or empty directory is an empty store).
+/// `schema` is the schema configured at start (built-in and configured files); the schema
+/// extensions stored in the directory are applied to it (`Recovered::schema`). An extension
+/// that clashes with the configured schema, or an entry using a type neither defines, stops
+/// recovery with a `PersistError::Schema` naming the file, offset and definition or type.
 pub fn recover(io: &dyn Io, dir: &Path, schema: &Schema) -> Result<Recovered, PersistError> {
     crate::intern::set_schema_types(schema);
+    let mut current: Option<Schema> = None;
     let files = list_files(io, dir)?;
     // Entries by id, sorted: a snapshot holds them in id order, and log replay adds new ids
     // (always above every older one) at the end. `None`: deleted by the log.
@@ -86,7 +95,8 @@ pub fn recover(io: &dyn Io, dir: &Path, schema: &Schema) -> Result<Recovered, Pe
     let mut snapshot = None;
     if let Some((seq, name)) = files.snapshots.last() {
         let bytes = read(io, dir, name)?;
-        let snap = read_snapshot(name, &bytes, schema)?;
+        let mut snap = read_snapshot(name, &bytes, schema)?;
+        current = snap.extended.take();
         if snap.seq != *seq {
             return Err(PersistError::Corrupt {
                 file: name.clone(),
@@ -168,7 +178,21 @@ pub fn recover(io: &dyn Io, dir: &Path, schema: &Schema) -> Result<Recovered, Pe
             // first new batch is `last + 1`.
             for c in b.changes {
                 records += 1;
+                let schema = current.as_ref().unwrap_or(schema);
                 match c {
+                    Change::Schema(text) => {
+                        let next = schema.replay_extension(&text, name).map_err(|e| {
+                            PersistError::Schema {
+                                file: name.clone(),
+                                offset: b.offset,
+                                message: format!(
+                                    "schema extension of batch {} does not fit the configured schema: {}",
+                                    b.seq, e.message
+                                ),
+                            }
+                        })?;
+                        current = Some(next);
+                    }
                     Change::Put(se) => {
                         let e = se.to_entry(schema).map_err(|e| e.located(name, b.offset))?;
                         next_id = next_id.max(e.id.saturating_add(1));
@@ -223,6 +247,7 @@ pub fn recover(io: &dyn Io, dir: &Path, schema: &Schema) -> Result<Recovered, Pe
         batches_replayed,
         log_records_replayed: records,
         torn_tails,
+        schema: Arc::new(current.unwrap_or_else(|| schema.clone())),
     })
 }
 

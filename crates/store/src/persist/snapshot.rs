@@ -16,9 +16,9 @@ use crate::entry::{Entry, EntryId, Pair};
 
 pub const SNAP_MAGIC: [u8; 8] = *b"LNDNSNAP";
 pub const SNAP_END_MAGIC: [u8; 8] = *b"LNDNSEND";
-/// The version written. Version 1 (raw values named by type name, re-normalized on load) is
-/// still read.
-pub const SNAP_VERSION: u32 = 2;
+/// The version written. Version 1 (raw values named by type name, re-normalized on load) and
+/// version 2 (packed entries, no schema extensions) are still read.
+pub const SNAP_VERSION: u32 = 3;
 /// magic, u32 version, u64 seq, u64 next_id.
 pub const SNAP_HEADER_LEN: usize = 28;
 /// u32 crc, u32 footer length, end magic.
@@ -74,6 +74,8 @@ fn schema_section(schema: &Schema) -> Vec<u8> {
         put_bytes(&mut payload, raw);
         put_bytes(&mut payload, norm);
     }
+    // Version 3: the schema extensions the entries may use, applied on load before them.
+    put_bytes(&mut payload, schema.extensions().as_bytes());
     let mut out = Vec::with_capacity(payload.len() + 8);
     out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
     out.extend_from_slice(&crc(&payload).to_le_bytes());
@@ -95,6 +97,9 @@ pub struct Snapshot {
     pub next_id: EntryId,
     pub entries: Vec<Entry>,
     pub chunks: usize,
+    /// The schema the entries were read with when the snapshot carries schema extensions
+    /// (version 3): the given schema plus those extensions. `None`: the given schema.
+    pub extended: Option<Schema>,
 }
 
 /// What `write_snapshot` wrote.
@@ -345,10 +350,12 @@ pub fn read_snapshot(name: &str, bytes: &[u8], schema: &Schema) -> Result<Snapsh
     let version = r.u32_le("version").map_err(at(8))?;
     let seq = r.u64_le("seq").map_err(at(8))?;
     let next_id = r.u64_le("next id").map_err(at(8))?;
-    if version != 1 && version != 2 {
+    if !(1..=SNAP_VERSION).contains(&version) {
         return Err(corrupt(
             8,
-            format!("snapshot format version {version}; this Linden reads versions 1 and 2"),
+            format!(
+                "snapshot format version {version}; this Linden reads versions 1 to {SNAP_VERSION}"
+            ),
         ));
     }
     let next_id = EntryId::try_from(next_id)
@@ -390,13 +397,13 @@ pub fn read_snapshot(name: &str, bytes: &[u8], schema: &Schema) -> Result<Snapsh
             format!("chunk count {n} exceeds the footer"),
         ));
     }
-    let (packing, chunks_start) = if version == 2 {
-        let (p, end) =
-            read_schema_section(bytes, foot_start, schema).map_err(|(o, r)| corrupt(o, r))?;
-        (Some(p), end)
+    let (packing, chunks_start, extended) = if version >= 2 {
+        let (p, end, ext) = read_schema_section(name, bytes, foot_start, version, schema)?;
+        (Some(p), end, ext)
     } else {
-        (None, SNAP_HEADER_LEN)
+        (None, SNAP_HEADER_LEN, None)
     };
+    let schema: &Schema = extended.as_ref().unwrap_or(schema);
     let mut chunks = Vec::with_capacity(n);
     let mut expect = chunks_start as u64;
     let mut total_in_index: u64 = 0;
@@ -497,6 +504,7 @@ pub fn read_snapshot(name: &str, bytes: &[u8], schema: &Schema) -> Result<Snapsh
         next_id,
         entries,
         chunks: chunks.len(),
+        extended,
     })
 }
 
@@ -513,13 +521,48 @@ struct Packing<'b> {
     same_ids: bool,
 }
 
-/// Reads and checks the schema section that starts at byte 28; returns it and where the
-/// chunks start. Errors are (offset, reason).
+/// Reads and checks the schema section that starts at byte 28; returns it, where the chunks
+/// start and, when the section carries schema extensions (version 3), `schema` extended by
+/// them.
 fn read_schema_section<'b>(
+    name: &str,
     bytes: &'b [u8],
     limit: usize,
+    version: u32,
     schema: &Schema,
-) -> Result<(Packing<'b>, usize), (usize, String)> {
+) -> Result<(Packing<'b>, usize, Option<Schema>), PersistError> {
+    let (p, end, ext) =
+        schema_section_parts(bytes, limit, version).map_err(|(o, r)| PersistError::Corrupt {
+            file: name.to_string(),
+            offset: o as u64,
+            reason: r,
+        })?;
+    let extended = match ext {
+        Some((at, text)) if !text.is_empty() => Some(schema.replay_extension(text, name).map_err(
+            |e| PersistError::Schema {
+                file: name.to_string(),
+                offset: at as u64,
+                message: format!(
+                    "the schema extensions it holds do not fit the configured schema: {}",
+                    e.message
+                ),
+            },
+        )?),
+        _ => None,
+    };
+    let same_schema = p.1 == schema_fingerprint(extended.as_ref().unwrap_or(schema));
+    let packing = Packing { same_schema, ..p.0 };
+    Ok((packing, end, extended))
+}
+
+/// The parts of a schema section: the packing (`same_schema` unset) with the fingerprint,
+/// where the chunks start, and the extension text with its offset. Errors are (offset, reason).
+#[allow(clippy::type_complexity)]
+fn schema_section_parts(
+    bytes: &[u8],
+    limit: usize,
+    version: u32,
+) -> Result<((Packing<'_>, [u8; 32]), usize, Option<(usize, &str)>), (usize, String)> {
     let start = SNAP_HEADER_LEN;
     let fail = |o: usize| move |e: super::codec::DecodeError| (o + e.offset, e.reason);
     let mut h = Reader::new(&bytes[start..limit]);
@@ -552,21 +595,32 @@ fn read_schema_section<'b>(
         same_ids &= crate::intern::intern(raw, norm) == u32::try_from(i).ok();
         interned.push((raw, norm));
     }
+    let ext = if version >= 3 {
+        let at = base + p.pos();
+        Some((at, p.str("schema extensions").map_err(fail(base))?))
+    } else {
+        None
+    };
     if !p.is_empty() {
         return Err((
             base + p.pos(),
             "bytes after the schema section's values".into(),
         ));
     }
-    let same_schema = fp == schema_fingerprint(schema);
+    let mut fingerprint = [0u8; 32];
+    fingerprint.copy_from_slice(fp);
     Ok((
-        Packing {
-            same_schema,
-            names,
-            interned,
-            same_ids,
-        },
+        (
+            Packing {
+                same_schema: false,
+                names,
+                interned,
+                same_ids,
+            },
+            fingerprint,
+        ),
         base + len,
+        ext,
     ))
 }
 

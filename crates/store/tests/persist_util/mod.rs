@@ -66,6 +66,7 @@ pub fn apply(model: &mut std::collections::BTreeMap<u32, StoredEntry>, changes: 
             Change::Delete { id } => {
                 model.remove(id);
             }
+            Change::Schema(_) => {}
         }
     }
 }
