@@ -18,6 +18,7 @@ use schema::{AttrId, NormDn, Schema};
 use tokio::sync::oneshot;
 
 use crate::entry::{Attr, Entry, EntryId};
+use crate::feed::{Feed, Subscription};
 use crate::version::Version;
 
 /// Failures of the store itself (not of an operation's own checks).
@@ -61,6 +62,7 @@ pub struct Store {
     current: Arc<ArcSwap<Version>>,
     schema: Arc<Schema>,
     jobs: mpsc::Sender<Job>,
+    feed: Arc<Feed>,
 }
 
 /// Wraps an operation so that it is all-or-nothing and answers through `send`.
@@ -106,16 +108,37 @@ impl Store {
         let (tx, rx) = mpsc::channel::<Job>();
         let cur = current.clone();
         let sch = schema.clone();
+        let feed = Arc::new(Feed::default());
+        let fd = feed.clone();
         std::thread::Builder::new()
             .name("linden-writer".into())
-            .spawn(move || writer_loop(rx, cur, sch, journal))
+            .spawn(move || {
+                writer_loop(rx, cur, sch, journal, &fd);
+                fd.close();
+            })
             .map(|_| ())
             .unwrap_or_else(|e| tracing::error!("cannot start the writer thread: {e}"));
         Store {
             current,
             schema,
             jobs: tx,
+            feed,
         }
+    }
+
+    /// Subscribes to the change feed (see `feed`): every batch published after this call is
+    /// queued for the subscription, up to `capacity` batches not yet read; beyond that the
+    /// subscription is cut off and ends with `FeedEnd::Lagged` after the queued batches.
+    ///
+    /// To follow a consistent state without losing or repeating a change, subscribe first,
+    /// then take `read()`, and skip every batch whose `seq` is at most that version's `seq`.
+    pub fn subscribe(&self, capacity: usize) -> Subscription {
+        self.feed.subscribe(capacity)
+    }
+
+    /// How many subscriptions are open (for tests and monitoring).
+    pub fn subscribers(&self) -> usize {
+        self.feed.len()
     }
 
     pub fn schema(&self) -> &Arc<Schema> {
@@ -176,11 +199,14 @@ fn writer_loop(
     current: Arc<ArcSwap<Version>>,
     schema: Arc<Schema>,
     mut journal: Option<Box<dyn Journal>>,
+    feed: &Feed,
 ) {
     let mut replies: Vec<Reply> = Vec::new();
     let mut poisoned: Option<String> = None;
     while let Ok(first) = rx.recv() {
-        let work = (**current.load()).clone();
+        // Kept for the feed's before-images (the working copy shares its structure anyway).
+        let prev = current.load_full();
+        let work = (*prev).clone();
         let mut txn = Txn {
             work,
             schema: schema.clone(),
@@ -197,6 +223,7 @@ fn writer_loop(
         let Txn {
             mut work,
             mut touched,
+            now: txn_now,
             ..
         } = txn;
         // Batch numbers count the batches that changed something, without gaps: recovery
@@ -206,6 +233,10 @@ fn writer_loop(
             work.seq += 1;
         }
         let mut failed = poisoned.clone().map(StoreError::Unavailable);
+        // The feed's changes in the order the batch made them, taken before the journal sorts
+        // `touched`; only when someone listens.
+        let prepared = (failed.is_none() && changed && feed.active())
+            .then(|| crate::feed::collect(&touched, &prev, &work));
         if failed.is_none() && !touched.is_empty() {
             if let Some(j) = journal.as_mut() {
                 touched.sort_unstable();
@@ -218,8 +249,13 @@ fn writer_loop(
             }
         }
         if failed.is_none() && changed {
-            current.store(Arc::new(work));
+            let now = Arc::new(work);
+            current.store(now.clone());
+            // Before the replies: once a write is acknowledged, its batch is already queued
+            // for every subscriber.
+            feed.publish(prepared, &touched, &prev, &now, txn_now);
         }
+        drop(prev);
         for r in replies.drain(..) {
             r(failed.clone());
         }
