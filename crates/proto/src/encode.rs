@@ -16,21 +16,7 @@ impl LdapMessage<'_> {
         let m = w.start(SEQUENCE);
         w.write_integer(INTEGER, i64::from(self.id));
         encode_op(&mut w, &self.op);
-        if !self.controls.is_empty() {
-            let c = w.start(context_constructed(0));
-            for ctl in &self.controls {
-                let s = w.start(SEQUENCE);
-                w.write_octets(OCTET_STRING, &ctl.oid);
-                if ctl.critical {
-                    w.write_bool(BOOLEAN, true);
-                }
-                if let Some(v) = &ctl.value {
-                    w.write_octets(OCTET_STRING, v);
-                }
-                w.end(s);
-            }
-            w.end(c);
-        }
+        encode_controls(&mut w, &self.controls);
         w.end(m);
     }
 
@@ -259,6 +245,53 @@ where
     w.end(list);
     w.end(op);
     w.end(m);
+}
+
+/// [`encode_search_entry`] with response controls (e.g. Entry Change Notification) after the
+/// entry. A separate function so the plain search path stays as it is.
+pub fn encode_search_entry_with_controls<'v, A, V>(
+    out: &mut Vec<u8>,
+    msg_id: i32,
+    dn: &[u8],
+    attrs: A,
+    controls: &[Control<'_>],
+) where
+    A: IntoIterator<Item = (&'v [u8], V)>,
+    V: IntoIterator<Item = &'v [u8]>,
+{
+    let mut w = Writer::new(out);
+    let m = w.start(SEQUENCE);
+    w.write_integer(INTEGER, i64::from(msg_id));
+    let op = w.start(constructed(tags::SEARCH_RESULT_ENTRY));
+    w.write_octets(OCTET_STRING, dn);
+    let list = w.start(SEQUENCE);
+    for (name, values) in attrs {
+        attribute(&mut w, name, values);
+    }
+    w.end(list);
+    w.end(op);
+    encode_controls(&mut w, controls);
+    w.end(m);
+}
+
+/// The Controls element of an LDAPMessage (nothing when there are none).
+fn encode_controls(w: &mut Writer<'_>, controls: &[Control<'_>]) {
+    if controls.is_empty() {
+        return;
+    }
+    let c = w.start(context_constructed(0));
+    for ctl in controls {
+        let s = w.start(SEQUENCE);
+        w.write_octets(OCTET_STRING, &ctl.oid);
+        if ctl.critical {
+            w.write_bool(BOOLEAN, true);
+        }
+        if let Some(v) = &ctl.value {
+            w.write_octets(OCTET_STRING, v);
+        }
+        w.end(s);
+    }
+    w.end(c);
 }
 
 /// Appends a response PDU made of an LDAPResult only. `op_tag` is the application tag

@@ -7,7 +7,8 @@
 //! - `LdapMessage::decode(pdu) -> Result<LdapMessage<'_>, DecodeError>` for exactly one PDU
 //!   (trailing bytes are an error).
 //! - `LdapMessage::encode(&self, out: &mut Vec<u8>)` appends one PDU.
-//! - `encode_search_entry(out, msg_id, dn, attrs)` streams an entry without building a message.
+//! - `encode_search_entry(out, msg_id, dn, attrs)` streams an entry without building a message;
+//!   `encode_search_entry_with_controls` does the same with response controls.
 //! - `Filter::parse(&str) -> Result<Filter<'static>, FilterParseError>` (RFC 4515) and
 //!   `Display for Filter` writes the string form.
 //!
@@ -20,6 +21,7 @@
 //! - `error`: [`DecodeError`], [`FrameError`], [`FilterParseError`].
 //! - `result`: [`ResultCode`] numbers and names.
 //! - [`tags`], [`oids`]: protocol constants.
+//! - [`controls`]: request and response control values, one module per control.
 //! - [`passwd`]: the Password Modify extended operation values (RFC 3062).
 //!
 //! Tests: `tests/vectors/` holds PDUs captured from OpenLDAP's clients (re-run
@@ -30,6 +32,7 @@
 
 use std::borrow::Cow;
 
+pub mod controls;
 mod decode;
 mod encode;
 mod error;
@@ -41,7 +44,9 @@ pub mod passwd;
 mod result;
 pub mod tags;
 
-pub use encode::{encode_extended_response, encode_result, encode_search_entry};
+pub use encode::{
+    encode_extended_response, encode_result, encode_search_entry, encode_search_entry_with_controls,
+};
 pub use error::{DecodeError, DecodeErrorKind, FilterParseError, FrameError};
 pub use frame::frame;
 pub use passwd::{encode_passwd_modify_response, PasswdModifyRequest, PasswdModifyResponse};
