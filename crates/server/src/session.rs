@@ -32,7 +32,8 @@ const OUT_QUEUE: usize = 256;
 pub(crate) const FLUSH_BYTES: usize = 32 * 1024;
 
 /// Controls Linden understands; any other control marked critical is refused.
-pub const SUPPORTED_CONTROLS: &[&str] = &[proto::oids::MANAGE_DSA_IT];
+pub const SUPPORTED_CONTROLS: &[&str] =
+    &[proto::oids::MANAGE_DSA_IT, proto::oids::PERSISTENT_SEARCH];
 
 /// State shared between a connection's read loop and the tasks it starts.
 pub(crate) struct Conn {
@@ -52,6 +53,8 @@ pub(crate) struct Conn {
     /// Response bytes that may still be queued, in KiB (`max_buffered_bytes`): taken by
     /// producers, returned by the write task; closed when the connection is gone.
     pub buffered: Arc<Semaphore>,
+    /// Open persistent searches, for Abandon, close and `max_persistent_searches`.
+    pub(crate) psearches: ops::psearch::Open,
 }
 
 /// Queue permits (KiB) a response of `len` bytes takes; at most the whole budget, so that one
@@ -417,6 +420,7 @@ where
         id: conn_id,
         log_tag: crate::logs::conn_tag(conn_id, peer),
         buffered,
+        psearches: Default::default(),
     });
     let mut identity = Arc::new(Identity::default());
     conn.log_event(
@@ -495,6 +499,7 @@ where
         }
     }
     // Let running operations finish writing; then the write task drains and closes.
+    conn.psearches.close();
     conn.log_event(0, &identity, "CLOSED");
     drop(conn);
     drop(handover_tx);
@@ -544,6 +549,7 @@ async fn dispatch(conn: &Arc<Conn>, pdu: &[u8], identity: &mut Arc<Identity>) ->
                     flag.store(true, std::sync::atomic::Ordering::Relaxed);
                 }
             }
+            conn.psearches.abandon(target);
         }
         ProtocolOp::BindRequest(req) => {
             Counters::bump(&shared.counters.bind);
@@ -574,7 +580,9 @@ async fn dispatch(conn: &Arc<Conn>, pdu: &[u8], identity: &mut Arc<Identity>) ->
         }
         ProtocolOp::SearchRequest(req) => {
             Counters::bump(&shared.counters.search);
-            ops::search::start(conn, id, &req, identity.clone()).await;
+            if !ops::psearch::dispatch(conn, id, &req, identity, &msg.controls).await {
+                ops::search::start(conn, id, &req, identity.clone()).await;
+            }
         }
         ProtocolOp::CompareRequest(req) => {
             Counters::bump(&shared.counters.compare);

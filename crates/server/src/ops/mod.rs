@@ -14,6 +14,7 @@ pub mod delete;
 pub mod extended;
 pub mod modify;
 pub mod modrdn;
+pub mod psearch;
 pub mod sasl;
 pub mod search;
 

@@ -183,6 +183,21 @@ pub(crate) fn encode_entry(
     sel: &Selection,
     access: Option<&acl::EntryAccess<'_>>,
 ) {
+    encode_entry_with_controls(shared, v, out, id, e, sel, access, &[]);
+}
+
+/// `encode_entry` with response controls on the entry (e.g. Entry Change Notification).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn encode_entry_with_controls(
+    shared: &Shared,
+    v: Option<&store::Version>,
+    out: &mut Vec<u8>,
+    id: i32,
+    e: &Entry,
+    sel: &Selection,
+    access: Option<&acl::EntryAccess<'_>>,
+    controls: &[proto::Control<'_>],
+) {
     let schema = &*shared.schema;
     let k = &shared.known;
     let readable = |ty: AttrId| access.is_none_or(|a| a.can(Some(ty), Rights::READ));
@@ -251,38 +266,38 @@ pub(crate) fn encode_entry(
         };
         attrs.push((Cow::Borrowed(schema.attr(*ty).name().as_bytes()), values));
     }
-    proto::encode_search_entry(
-        out,
-        id,
-        e.dn().as_bytes(),
-        attrs.iter().map(|(n, vs)| (&**n, vs.iter().copied())),
-    );
+    let attrs = attrs.iter().map(|(n, vs)| (&**n, vs.iter().copied()));
+    if controls.is_empty() {
+        proto::encode_search_entry(out, id, e.dn().as_bytes(), attrs);
+    } else {
+        proto::encode_search_entry_with_controls(out, id, e.dn().as_bytes(), attrs, controls);
+    }
 }
 
 /// An attribute on its way out: description and values.
 type OutAttr<'a> = (Cow<'a, [u8]>, Vec<&'a [u8]>);
 
 /// A search ready to run: everything resolved from the request.
-struct Prepared {
-    base: NormDn,
-    root: bool,
-    scope: store::Scope,
-    filter: Filter,
-    sel: Selection,
+pub(crate) struct Prepared {
+    pub(crate) base: NormDn,
+    pub(crate) root: bool,
+    pub(crate) scope: store::Scope,
+    pub(crate) filter: Filter,
+    pub(crate) sel: Selection,
     size_limit: u64,
     deadline: Option<Instant>,
     /// The access rules as they apply to the requester.
-    view: acl::View,
+    pub(crate) view: acl::View,
     /// Filter attributes the requester may search in some entries only: checked per entry.
     check: Vec<AttrId>,
     /// The filter has an extensible match over all attributes and the requester is not the
     /// administrator: it must only see the attributes they may search.
     untyped: bool,
     /// The index candidates, once planned against the version the search runs on.
-    cands: Option<store::RoaringBitmap>,
+    pub(crate) cands: Option<store::RoaringBitmap>,
 }
 
-fn prepare(
+pub(crate) fn prepare(
     shared: &Shared,
     v: &store::Version,
     req: &SearchRequest<'_>,
@@ -355,9 +370,14 @@ fn prepare(
     })
 }
 
-pub(crate) async fn start(conn: &Arc<Conn>, id: i32, req: &SearchRequest<'_>, who: Arc<Identity>) {
-    let shared = &conn.shared;
-    let log = conn.log_start(id, &who, |l| {
+/// The access-log line of a search (also used by persistent search).
+pub(crate) fn log_search(
+    conn: &Conn,
+    id: i32,
+    req: &SearchRequest<'_>,
+    who: &Identity,
+) -> Option<crate::session::AccessLine> {
+    conn.log_start(id, who, |l| {
         use std::fmt::Write as _;
         l.push_str(" SEARCH base=");
         crate::logs::quote(l, &req.base);
@@ -378,7 +398,12 @@ pub(crate) async fn start(conn: &Arc<Conn>, id: i32, req: &SearchRequest<'_>, wh
                 req.size_limit, req.time_limit
             );
         }
-    });
+    })
+}
+
+pub(crate) async fn start(conn: &Arc<Conn>, id: i32, req: &SearchRequest<'_>, who: Arc<Identity>) {
+    let shared = &conn.shared;
+    let log = log_search(conn, id, req, &who);
     let v = shared.store.read();
     let p = match prepare(shared, &v, req, &who) {
         Ok(p) => p,
@@ -458,7 +483,12 @@ pub(crate) async fn start(conn: &Arc<Conn>, id: i32, req: &SearchRequest<'_>, wh
 
 /// Whether the entry still matches once the filter attributes the requester may not search in
 /// this entry are taken as Undefined.
-fn searchable_here(schema: &Schema, p: &Prepared, a: &acl::EntryAccess<'_>, e: &Entry) -> bool {
+pub(crate) fn searchable_here(
+    schema: &Schema,
+    p: &Prepared,
+    a: &acl::EntryAccess<'_>,
+    e: &Entry,
+) -> bool {
     let hide: Vec<AttrId> = p
         .check
         .iter()
@@ -503,6 +533,27 @@ fn run(
     abandoned: &AtomicBool,
     sink: &mut dyn FnMut(Vec<u8>) -> bool,
 ) -> Option<(ResultCode, u64)> {
+    let (outcome, sent, mut out) = walk(conn, v, id, p, abandoned, sink)?;
+    encode_result_into(
+        &mut out,
+        id,
+        tags::SEARCH_RESULT_DONE,
+        outcome.as_ref().map(|_| ()),
+    );
+    sink(out);
+    Some((crate::session::code_of(outcome.as_ref().map(|_| ())), sent))
+}
+
+/// `run` without the SearchResultDone: the outcome, the number of entries sent and the
+/// encoded bytes not yet handed to `sink`; `None` when abandoned or the connection is gone.
+pub(crate) fn walk(
+    conn: &Conn,
+    v: &store::Version,
+    id: i32,
+    p: &Prepared,
+    abandoned: &AtomicBool,
+    sink: &mut dyn FnMut(Vec<u8>) -> bool,
+) -> Option<(Result<(), LdapError>, u64, Vec<u8>)> {
     let shared = &*conn.shared;
     let schema = &*shared.schema;
     // The bases to walk: the named entry, or every naming context for the root.
@@ -522,8 +573,7 @@ fn run(
             Some(e) if p.view.entry(&shared.acl, schema, e).visible() => bases.push(e.clone()),
             _ => {
                 let e = shared.no_such_object_for(v, &p.base, &p.view);
-                sink(result_pdu(id, tags::SEARCH_RESULT_DONE, Err(&e)));
-                return Some((e.code, 0));
+                return Some((Err(e), 0, Vec::new()));
             }
         }
     }
@@ -592,12 +642,5 @@ fn run(
     if gone || abandoned.load(Ordering::Relaxed) {
         return None;
     }
-    encode_result_into(
-        &mut out,
-        id,
-        tags::SEARCH_RESULT_DONE,
-        outcome.as_ref().map(|_| ()),
-    );
-    sink(out);
-    Some((crate::session::code_of(outcome.as_ref().map(|_| ())), sent))
+    Some((outcome, sent, out))
 }
