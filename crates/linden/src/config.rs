@@ -52,6 +52,8 @@ pub const KEYS: &[&str] = &[
     "idle_timeout",
     "max_buffered_bytes",
     "write_timeout",
+    "max_persistent_searches",
+    "persistent_search_queue",
     "access_log",
     "audit_log",
     "ldaps_listen",
@@ -104,6 +106,8 @@ pub struct Settings {
     pub idle_timeout: Option<u64>,
     pub max_buffered_bytes: Option<usize>,
     pub write_timeout: Option<u64>,
+    pub max_persistent_searches: Option<usize>,
+    pub persistent_search_queue: Option<usize>,
     pub access_log: Option<server::logs::LogTarget>,
     pub audit_log: Option<server::logs::LogTarget>,
     pub ldaps_listen: Option<SocketAddr>,
@@ -194,6 +198,8 @@ pub fn merge(args: &ServeArgs, file: Settings) -> Result<Settings, ConfigError> 
         idle_timeout: file.idle_timeout,
         max_buffered_bytes: file.max_buffered_bytes,
         write_timeout: file.write_timeout,
+        max_persistent_searches: file.max_persistent_searches,
+        persistent_search_queue: file.persistent_search_queue,
         access_log: file.access_log,
         audit_log: file.audit_log,
         ldaps_listen: args.ldaps_listen.or(file.ldaps_listen),
@@ -302,6 +308,12 @@ pub fn parse_file(path: &Path, text: &str) -> Result<Settings, ConfigError> {
                 s.max_buffered_bytes = Some(integer(value, 65536).map_err(bad)?)
             }
             "write_timeout" => s.write_timeout = Some(integer(value, 0).map_err(bad)?),
+            "max_persistent_searches" => {
+                s.max_persistent_searches = Some(integer(value, 0).map_err(bad)?)
+            }
+            "persistent_search_queue" => {
+                s.persistent_search_queue = Some(integer(value, 1).map_err(bad)?)
+            }
             "access_log" => {
                 s.access_log = Some(server::logs::LogTarget::parse(&string(value).map_err(bad)?))
             }
@@ -652,6 +664,20 @@ mod tests {
             .to_string();
         assert!(
             e.starts_with("linden.toml: key 'bind_lockout_seconds': must be at least 1"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn persistent_search_limits() {
+        let s = parse("max_persistent_searches = 0\npersistent_search_queue = 8\n").expect("valid");
+        assert_eq!(s.max_persistent_searches, Some(0));
+        assert_eq!(s.persistent_search_queue, Some(8));
+        let e = parse("persistent_search_queue = 0")
+            .expect_err("zero")
+            .to_string();
+        assert!(
+            e.contains("key 'persistent_search_queue': must be at least 1"),
             "{e}"
         );
     }
