@@ -428,6 +428,51 @@ fn abandon_ends_a_persistent_search_without_a_response() {
     assert!(c.sync().is_empty(), "the abandoned search sent something");
 }
 
+/// Reads until the server closes the connection; every message that came before.
+fn until_closed(c: &mut Client) -> Vec<Msg> {
+    let mut got = Vec::new();
+    loop {
+        if let Some(n) = proto::frame(&c.buf, 1 << 30).expect("frame") {
+            let m = LdapMessage::decode(&c.buf[..n]).expect("decode");
+            got.push(summarize(&m));
+            c.buf.drain(..n);
+            continue;
+        }
+        let mut chunk = [0u8; 64 * 1024];
+        match c
+            .s
+            .read(&mut chunk)
+            .expect("read (timed out: the connection stayed open)")
+        {
+            0 => return got,
+            n => c.buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+}
+
+#[test]
+fn unbind_and_close_end_persistent_searches_silently() {
+    // The server closes a connection only once every task holding it has ended, so seeing
+    // the connection close proves the persistent searches are gone.
+    let (srv, _w) = setup(|_| {});
+    let mut c = Client::connect(&srv);
+    let id = c.psearch(SUB, "(objectClass=*)", all(false));
+    c.psearch(SUB, "(objectClass=*)", all(true));
+    c.send(ProtocolOp::UnbindRequest);
+    let got = until_closed(&mut c);
+    assert!(
+        got.iter()
+            .all(|m| matches!(m, Msg::Entry { id: i, ecn: None, .. } if *i == id)),
+        "only initial entries, no SearchResultDone: {got:?}"
+    );
+
+    let mut c = Client::connect(&srv);
+    c.psearch(SUB, "(objectClass=*)", all(true));
+    assert!(c.sync().is_empty());
+    c.s.shutdown(std::net::Shutdown::Write).expect("shutdown");
+    assert!(until_closed(&mut c).is_empty());
+}
+
 #[test]
 fn the_per_connection_limit_refuses_with_admin_limit_exceeded() {
     let (srv, mut w) = setup(|c| c.max_persistent_searches = 2);
