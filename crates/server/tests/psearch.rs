@@ -585,3 +585,89 @@ fn small_socket(addr: std::net::SocketAddr) -> (TcpStream, usize) {
         (std, size)
     })
 }
+
+#[test]
+fn openldap_ldapsearch_follows_a_persistent_search() {
+    use std::io::BufRead;
+    use std::process::{Command, Stdio};
+    let (srv, mut w) = setup(|_| {});
+    // OpenLDAP's own client: `-E '!ps=15/0/1'` (all change types, initial entries, ECNs),
+    // line-buffered (stdbuf) so each record reaches the pipe as it is printed.
+    let mut child = Command::new("stdbuf")
+        .args([
+            "-oL",
+            "ldapsearch",
+            "-LLL",
+            "-o",
+            "ldif-wrap=no",
+            "-x",
+            "-H",
+            &srv.url,
+        ])
+        .args([
+            "-D",
+            ADMIN_DN,
+            "-w",
+            ADMIN_PW,
+            "-b",
+            SUB,
+            "-E",
+            "!ps=15/0/1",
+        ])
+        .args(["(objectClass=*)", "uid"])
+        .env("LDAPCONF", "/dev/null")
+        .env("LDAPRC", "/dev/null")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| {
+            panic!("cannot run ldapsearch ({e}): install ldap-utils (scripts/install-test-deps.sh)")
+        });
+    // A deadline for a broken server: the child is killed (by its id) and the reads below end.
+    let (done, watchdog) = std::sync::mpsc::channel::<()>();
+    let pid = child.id().to_string();
+    let guard = std::thread::spawn(move || {
+        if watchdog.recv_timeout(WAIT).is_err() {
+            let _ = Command::new("kill").arg(&pid).status();
+        }
+    });
+    let mut lines = std::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
+    // ldapsearch ends a record only when it prints the next one (and with -LLL shows the ECN as
+    // a comment, "# persistentSearch: add"), so read line by line: until
+    // a line equal to `want`, returning the lines before it.
+    let mut until = |want: &str| -> Vec<String> {
+        let mut seen = Vec::new();
+        for l in lines.by_ref() {
+            let l = l.expect("ldapsearch output");
+            if l == want {
+                return seen;
+            }
+            seen.push(l);
+        }
+        panic!("ldapsearch ended before {want:?}; it printed {seen:?}");
+    };
+    // The initial entries prove the search is registered before the first change.
+    until(&format!("dn: {SUB}"));
+    until("dn: uid=a,ou=ps,dc=example,dc=com");
+    until("dn: uid=b,ou=ps,dc=example,dc=com");
+    let g_dn = format!("uid=g,{SUB}");
+    ok(w.add(&g_dn, person("g")));
+    until(&format!("dn: {g_dn}"));
+    until("# persistentSearch: add");
+    ok(w.modifydn(&g_dn, "uid=h", true, None));
+    until(&format!("dn: uid=h,{SUB}"));
+    let moddn = until("uid: h");
+    assert!(
+        moddn
+            .iter()
+            .any(|l| l.starts_with("# persistentSearch: moddn")),
+        "{moddn:?}"
+    );
+    ok(w.delete(&format!("uid=h,{SUB}")));
+    until(&format!("dn: uid=h,{SUB}"));
+    until("# persistentSearch: delete");
+    let _ = done.send(());
+    let _ = guard.join();
+    let _ = child.kill();
+    let _ = child.wait();
+}
