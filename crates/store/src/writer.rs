@@ -4,8 +4,9 @@
 //! runs each as a closure against a private working copy of the newest version, publishes the
 //! resulting version once for the whole batch, and only then answers the operations. Each
 //! operation is all-or-nothing: the working copy is saved before it runs (an O(1) clone of the
-//! persistent maps) and restored if it returns an error. The durable log attaches in
-//! `commit_batch`, between applying the batch and publishing it.
+//! persistent maps) and restored if it returns an error. The durable log attaches between
+//! applying the batch and publishing it (`Journal::commit`); the change feed (`feed`) gets the
+//! batch after it is published and before any of its operations is answered.
 
 use std::collections::HashSet;
 use std::future::Future;
