@@ -41,4 +41,4 @@ if [ -z "$port" ]; then echo "linden did not report its port:"; cat "$log"; exit
 export LDAP_URL="ldap://127.0.0.1:$port"
 export LDAP_ADMIN_DN="cn=admin,dc=example,dc=com"
 export LDAP_ADMIN_PASSWORD="secret"
-python3 -m pytest -q tests/conformance
+python3 -m pytest -q tests/conformance "$@"

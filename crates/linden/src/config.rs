@@ -99,6 +99,10 @@ pub struct Settings {
     pub max_buffered_bytes: Option<usize>,
     #[serde(default, deserialize_with = "de::int::<0, _, _>")]
     pub write_timeout: Option<u64>,
+    #[serde(default, deserialize_with = "de::int::<0, _, _>")]
+    pub max_persistent_searches: Option<usize>,
+    #[serde(default, deserialize_with = "de::int::<1, _, _>")]
+    pub persistent_search_queue: Option<usize>,
     #[serde(default, deserialize_with = "de::log_target")]
     pub access_log: Option<server::logs::LogTarget>,
     #[serde(default, deserialize_with = "de::log_target")]
@@ -730,6 +734,20 @@ mod tests {
     }
 
     #[test]
+    fn persistent_search_limits() {
+        let s = parse("max_persistent_searches = 0\npersistent_search_queue = 8\n").expect("valid");
+        assert_eq!(s.max_persistent_searches, Some(0));
+        assert_eq!(s.persistent_search_queue, Some(8));
+        let e = parse("persistent_search_queue = 0")
+            .expect_err("zero")
+            .to_string();
+        assert!(
+            e.contains("key 'persistent_search_queue': must be at least 1"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn access_rules_and_anonymous_limits() {
         let s = parse(
             r#"
@@ -930,7 +948,7 @@ log_level = "debug"
         let keys = keys();
         assert_eq!(&keys[..3], &["listen", "data", "suffix"]);
         assert_eq!(keys.last(), Some(&"log_level"));
-        assert_eq!(keys.len(), 50, "{keys:?}");
+        assert_eq!(keys.len(), 52, "{keys:?}");
         let doc = include_str!("../../../docs/configuration.md");
         for k in keys {
             assert!(

@@ -87,6 +87,12 @@ pub fn server_config(s: Settings, admin_password_hash: Vec<u8>) -> server::Confi
     if let Some(v) = s.write_timeout {
         c.write_timeout = v;
     }
+    if let Some(v) = s.max_persistent_searches {
+        c.max_persistent_searches = v;
+    }
+    if let Some(v) = s.persistent_search_queue {
+        c.persistent_search_queue = v;
+    }
     if let Some(v) = s.access_log {
         c.access_log = v;
     }

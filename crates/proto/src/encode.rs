@@ -265,6 +265,26 @@ where
     w.end(op);
 }
 
+/// [`encode_search_entry`] with response controls (e.g. Entry Change Notification) after the
+/// entry. A separate function so the plain search path stays as it is.
+pub fn encode_search_entry_with_controls<'v, A, V>(
+    out: &mut Vec<u8>,
+    msg_id: i32,
+    dn: &[u8],
+    attrs: A,
+    controls: &[Control<'_>],
+) where
+    A: IntoIterator<Item = (&'v [u8], V)>,
+    V: IntoIterator<Item = &'v [u8]>,
+{
+    let mut w = Writer::new(out);
+    let m = w.start(SEQUENCE);
+    w.write_integer(INTEGER, i64::from(msg_id));
+    search_entry_op(&mut w, dn, attrs);
+    crate::controls::encode_controls(&mut w, controls);
+    w.end(m);
+}
+
 /// Appends a response PDU made of an LDAPResult only. `op_tag` is the application tag
 /// *number* of the response, e.g. [`tags::SEARCH_RESULT_DONE`] (5).
 pub fn encode_result(out: &mut Vec<u8>, msg_id: i32, op_tag: u8, result: &LdapResult<'_>) {

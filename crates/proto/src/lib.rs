@@ -7,7 +7,8 @@
 //! - `LdapMessage::decode(pdu) -> Result<LdapMessage<'_>, DecodeError>` for exactly one PDU
 //!   (trailing bytes are an error).
 //! - `LdapMessage::encode(&self, out: &mut Vec<u8>)` appends one PDU.
-//! - `encode_search_entry(out, msg_id, dn, attrs)` streams an entry without building a message.
+//! - `encode_search_entry(out, msg_id, dn, attrs)` streams an entry without building a message;
+//!   `encode_search_entry_with_controls` does the same with response controls.
 //! - `Filter::parse(&str) -> Result<Filter<'static>, FilterParseError>` (RFC 4515) and
 //!   `Display for Filter` writes the string form.
 //!
@@ -20,6 +21,7 @@
 //! - `error`: [`DecodeError`], [`FrameError`], [`FilterParseError`].
 //! - `result`: [`ResultCode`] numbers and names.
 //! - [`tags`], [`oids`]: protocol constants.
+//! - [`controls`]: request and response control values, one module per control.
 //! - [`passwd`]: the Password Modify extended operation values (RFC 3062).
 //! - [`controls`]: control values, one module per control; response controls are encoded by
 //!   [`encode_result_with`] and [`encode_extended_response_with`].
@@ -46,7 +48,7 @@ pub mod tags;
 
 pub use encode::{
     encode_extended_response, encode_extended_response_with, encode_result, encode_result_with,
-    encode_search_entry, encode_search_entry_op,
+    encode_search_entry, encode_search_entry_op, encode_search_entry_with_controls,
 };
 pub use error::{DecodeError, DecodeErrorKind, FilterParseError, FrameError};
 pub use frame::frame;

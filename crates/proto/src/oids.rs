@@ -36,3 +36,7 @@ pub const FEATURE_ALL_OPERATIONAL: &str = "1.3.6.1.4.1.4203.1.5.1";
 pub const FEATURE_ABSOLUTE_FILTERS: &str = "1.3.6.1.4.1.4203.1.5.3";
 /// Modify-Increment feature (RFC 4525).
 pub const FEATURE_MODIFY_INCREMENT: &str = "1.3.6.1.1.14";
+/// Persistent Search request control and Entry Change Notification response control
+/// (draft-ietf-ldapext-psearch-03).
+pub const PERSISTENT_SEARCH: &str = crate::controls::psearch::OID;
+pub const ENTRY_CHANGE_NOTIFICATION: &str = crate::controls::psearch::ECN_OID;

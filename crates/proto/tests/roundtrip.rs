@@ -310,6 +310,25 @@ proptest! {
         };
         prop_assert_eq!(&streamed, &msg.to_vec());
 
+        // With response controls: the same as a message carrying them, and it decodes back.
+        let ctl = Control {
+            oid: Cow::Borrowed(proto::oids::ENTRY_CHANGE_NOTIFICATION.as_bytes()),
+            critical: false,
+            value: val.clone(),
+        };
+        let mut streamed = Vec::new();
+        encode_search_entry_with_controls(
+            &mut streamed,
+            id,
+            &dn,
+            attrs.iter().map(|a| (&a.name[..], a.values.iter().map(|v| &v[..]))),
+            std::slice::from_ref(&ctl),
+        );
+        let msg = LdapMessage { controls: vec![ctl], ..msg };
+        prop_assert_eq!(&streamed, &msg.to_vec());
+        let decoded = LdapMessage::decode(&streamed);
+        prop_assert_eq!(decoded.as_ref(), Ok(&msg));
+
         let mut streamed = Vec::new();
         encode_result(&mut streamed, id, tags::SEARCH_RESULT_DONE, &result);
         let msg = LdapMessage { id, op: ProtocolOp::SearchResultDone(result.clone()), controls: vec![] };

@@ -99,6 +99,12 @@ pub struct Config {
     /// Seconds a client may leave queued responses unread (the server's writes stall) before
     /// it is disconnected (0 = never). Default 60.
     pub write_timeout: u64,
+    /// Persistent searches one connection may have open; more are refused with
+    /// adminLimitExceeded. Default 16.
+    pub max_persistent_searches: usize,
+    /// Committed write batches a persistent search may fall behind (queued, not yet sent to
+    /// its client); beyond it the search ends with adminLimitExceeded. Default 1024.
+    pub persistent_search_queue: usize,
     /// One line per operation: off (default), stdout, or a file (appended to).
     pub access_log: crate::logs::LogTarget,
     /// Every change as an LDIF change record with who and when: off (default), stdout, or a file.
@@ -152,6 +158,8 @@ impl Default for Config {
             idle_timeout: 0,
             max_buffered_bytes: 8 << 20,
             write_timeout: 60,
+            max_persistent_searches: 16,
+            persistent_search_queue: 1024,
             access_log: crate::logs::LogTarget::Off,
             audit_log: crate::logs::LogTarget::Off,
             ldaps_listen: None,

@@ -69,6 +69,9 @@ pub(crate) struct RequestControls {
     pub pre_read: Option<Vec<Vec<u8>>>,
     /// Post-read (RFC 4527): the attributes of the entry after the change to return.
     pub post_read: Option<Vec<Vec<u8>>>,
+    /// Persistent search (draft-ietf-ldapext-psearch-03): the search stays open and sends
+    /// later changes (`ops::psearch`).
+    pub persistent: Option<proto::controls::psearch::PersistentSearch>,
 }
 
 /// One supported control.
@@ -150,6 +153,17 @@ const REGISTRY: &[Spec] = &[
         ops: OpKind::Add as u16 | OpKind::Modify as u16 | OpKind::ModDn as u16,
         parse: |rc, c, _| {
             rc.post_read = Some(read_selection(c, "postread")?);
+            Ok(())
+        },
+    },
+    Spec {
+        oid: oids::PERSISTENT_SEARCH,
+        ops: OpKind::Search as u16,
+        parse: |rc, c, _| {
+            let v = c.value.as_deref().unwrap_or(&[]);
+            let ps = proto::controls::psearch::PersistentSearch::decode(v)
+                .map_err(|e| protocol(format!("persistent search control: {e}")))?;
+            rc.persistent = Some(ps);
             Ok(())
         },
     },

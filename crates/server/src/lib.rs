@@ -4,7 +4,8 @@
 //! - `state`: what all sessions share (schema, store, naming contexts, virtual entries, counters).
 //! - `session`: one connection: framing, pipelined dispatch, batched writes, abandon.
 //! - `ops/*`: one module per operation (bind, search, compare, add, delete, modify, modrdn,
-//!   extended).
+//!   extended), and `ops/psearch`: persistent search, a search that follows the store's change
+//!   feed as a task.
 //! - `error`: the LDAP error every operation returns.
 //!
 //! Use: `Server::start(config)?` builds everything (no sockets), then

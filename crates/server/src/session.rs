@@ -164,6 +164,7 @@ where
         log_tag: crate::logs::conn_tag(conn_id, peer),
         buffered,
         paged: Mutex::new(Default::default()),
+        psearches: Default::default(),
     });
     let mut identity = Arc::new(Identity::default());
     conn.log_event(
@@ -243,6 +244,8 @@ where
         }
     }
     // Let running operations finish writing; then the write task drains and closes.
+    conn.psearches.close();
+    conn.psearches.close();
     conn.log_event(0, &identity, "CLOSED");
     drop(conn);
     drop(handover_tx);
@@ -311,6 +314,7 @@ async fn dispatch(conn: &Arc<Conn>, pdu: &[u8], identity: &mut Arc<Identity>) ->
         ProtocolOp::AbandonRequest(target) => {
             Counters::bump(&shared.counters.abandon);
             conn.log_event(id, identity, &format!("ABANDON target={target}"));
+            conn.psearches.abandon(target);
             if let Ok(map) = conn.running.lock() {
                 if let Some(flag) = map.get(&target) {
                     flag.store(true, std::sync::atomic::Ordering::Relaxed);

@@ -11,10 +11,14 @@
 //!   `Txn`, each all-or-nothing, and are acknowledged after their batch is published. A `Txn`
 //!   may also extend the schema compatibly (`Txn::extend_schema`), published with the batch.
 //!
+//! - `feed`: the change feed: each published batch with its entries before and after, queued
+//!   for subscribers (`Store::subscribe`); a subscriber that falls behind is cut off.
+//!
 //! Persistence (transaction log, snapshots) attaches to the writer: every batch ends in one place
 //! (`Writer::commit_batch`) where the changed entries are known.
 
 pub mod entry;
+pub mod feed;
 pub mod filter;
 pub mod hashtrie;
 pub mod idmap;
@@ -25,6 +29,7 @@ pub mod version;
 pub mod writer;
 
 pub use entry::{Attr, Entry, EntryId};
+pub use feed::{Batch, Change, ChangeKind, FeedEnd, Subscription};
 pub use filter::{Filter, Tri};
 pub use roaring::RoaringBitmap;
 pub use version::Version;

@@ -4,8 +4,9 @@
 //! runs each as a closure against a private working copy of the newest version, publishes the
 //! resulting version once for the whole batch, and only then answers the operations. Each
 //! operation is all-or-nothing: the working copy is saved before it runs (an O(1) clone of the
-//! persistent maps) and restored if it returns an error. The durable log attaches in
-//! `commit_batch`, between applying the batch and publishing it.
+//! persistent maps) and restored if it returns an error. The durable log attaches between
+//! applying the batch and publishing it (`Journal::commit`); the change feed (`feed`) gets the
+//! batch after it is published and before any of its operations is answered.
 
 use std::collections::HashSet;
 use std::future::Future;
@@ -18,6 +19,7 @@ use schema::{AttrId, NormDn, Schema, SchemaError};
 use tokio::sync::oneshot;
 
 use crate::entry::{Attr, Entry, EntryId};
+use crate::feed::{Feed, Subscription};
 use crate::version::Version;
 
 /// Failures of the store itself (not of an operation's own checks).
@@ -72,6 +74,7 @@ const MAX_BATCH: usize = 4096;
 pub struct Store {
     current: Arc<ArcSwap<Version>>,
     jobs: mpsc::Sender<Job>,
+    feed: Arc<Feed>,
 }
 
 /// Wraps an operation so that it is all-or-nothing and answers through `send`.
@@ -137,12 +140,36 @@ impl Store {
         let current = Arc::new(ArcSwap::from_pointee(initial));
         let (tx, rx) = mpsc::channel::<Job>();
         let cur = current.clone();
+        let feed = Arc::new(Feed::default());
+        let fd = feed.clone();
         std::thread::Builder::new()
             .name("linden-writer".into())
-            .spawn(move || writer_loop(rx, cur, journal))
+            .spawn(move || {
+                writer_loop(rx, cur, journal, &fd);
+                fd.close();
+            })
             .map(|_| ())
             .unwrap_or_else(|e| tracing::error!("cannot start the writer thread: {e}"));
-        Store { current, jobs: tx }
+        Store {
+            current,
+            jobs: tx,
+            feed,
+        }
+    }
+
+    /// Subscribes to the change feed (see `feed`): every batch published after this call is
+    /// queued for the subscription, up to `capacity` batches not yet read; beyond that the
+    /// subscription is cut off and ends with `FeedEnd::Lagged` after the queued batches.
+    ///
+    /// To follow a consistent state without losing or repeating a change, subscribe first,
+    /// then take `read()`, and skip every batch whose `seq` is at most that version's `seq`.
+    pub fn subscribe(&self, capacity: usize) -> Subscription {
+        self.feed.subscribe(capacity)
+    }
+
+    /// How many subscriptions are open (for tests and monitoring).
+    pub fn subscribers(&self) -> usize {
+        self.feed.len()
     }
 
     /// The schema of the newest published version. Code that works on a version should use
@@ -223,11 +250,14 @@ fn writer_loop(
     rx: mpsc::Receiver<Job>,
     current: Arc<ArcSwap<Version>>,
     mut journal: Option<Box<dyn Journal>>,
+    feed: &Feed,
 ) {
     let mut replies: Vec<Reply> = Vec::new();
     let mut poisoned: Option<String> = None;
     while let Ok(first) = rx.recv() {
-        let work = (**current.load()).clone();
+        // Kept for the feed's before-images (the working copy shares its structure anyway).
+        let prev = current.load_full();
+        let work = (*prev).clone();
         let mut txn = Txn {
             work,
             now: SystemTime::now(),
@@ -245,6 +275,7 @@ fn writer_loop(
             mut work,
             mut touched,
             schema_changes,
+            now: txn_now,
             ..
         } = txn;
         // Batch numbers count the batches that changed something, without gaps: recovery
@@ -254,6 +285,10 @@ fn writer_loop(
             work.seq += 1;
         }
         let mut failed = poisoned.clone().map(StoreError::Unavailable);
+        // The feed's changes in the order the batch made them, taken before the journal sorts
+        // `touched`; only when someone listens.
+        let prepared = (failed.is_none() && changed && feed.active())
+            .then(|| crate::feed::collect(&touched, &prev, &work));
         if failed.is_none() && changed {
             if let Some(j) = journal.as_mut() {
                 touched.sort_unstable();
@@ -266,8 +301,13 @@ fn writer_loop(
             }
         }
         if failed.is_none() && changed {
-            current.store(Arc::new(work));
+            let now = Arc::new(work);
+            current.store(now.clone());
+            // Before the replies: once a write is acknowledged, its batch is already queued
+            // for every subscriber.
+            feed.publish(prepared, &touched, &prev, &now, txn_now);
         }
+        drop(prev);
         for r in replies.drain(..) {
             r(failed.clone());
         }

@@ -1,8 +1,14 @@
 //! Request and response control values, one module per control. Each module decodes the
 //! control's value from borrowed bytes (rejecting trailing bytes) and encodes its response
 //! value in one pass; the server's control registry decides which operations take which.
+//!
+//! - [`paged`]: Simple Paged Results (RFC 2696).
+//! - [`psearch`]: Persistent Search and Entry Change Notification
+//!   (draft-ietf-ldapext-psearch-03).
+//! - [`readentry`]: pre-read and post-read (RFC 4527).
 
 pub mod paged;
+pub mod psearch;
 pub mod readentry;
 
 pub use paged::PagedResults;

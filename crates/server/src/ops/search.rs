@@ -186,6 +186,21 @@ pub(crate) fn encode_entry(
     sel: &Selection,
     access: Option<&acl::EntryAccess<'_>>,
 ) {
+    encode_entry_with_controls(shared, v, out, id, e, sel, access, &[]);
+}
+
+/// `encode_entry` with response controls on the entry's PDU (e.g. Entry Change Notification).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn encode_entry_with_controls(
+    shared: &Shared,
+    v: Option<&store::Version>,
+    out: &mut Vec<u8>,
+    id: Option<i32>,
+    e: &Entry,
+    sel: &Selection,
+    access: Option<&acl::EntryAccess<'_>>,
+    controls: &[proto::Control<'_>],
+) {
     let schema = &*shared.schema();
     let k = &shared.known;
     let readable = |ty: AttrId| access.is_none_or(|a| a.can(Some(ty), Rights::READ));
@@ -256,7 +271,12 @@ pub(crate) fn encode_entry(
     }
     let attrs = attrs.iter().map(|(n, vs)| (&**n, vs.iter().copied()));
     match id {
-        Some(id) => proto::encode_search_entry(out, id, e.dn().as_bytes(), attrs),
+        Some(id) if controls.is_empty() => {
+            proto::encode_search_entry(out, id, e.dn().as_bytes(), attrs)
+        }
+        Some(id) => {
+            proto::encode_search_entry_with_controls(out, id, e.dn().as_bytes(), attrs, controls)
+        }
         None => proto::encode_search_entry_op(out, e.dn().as_bytes(), attrs),
     }
 }
@@ -265,28 +285,28 @@ pub(crate) fn encode_entry(
 type OutAttr<'a> = (Cow<'a, [u8]>, Vec<&'a [u8]>);
 
 /// A search ready to run: everything resolved from the request.
-struct Prepared {
-    base: NormDn,
-    root: bool,
-    scope: store::Scope,
-    filter: Filter,
-    sel: Selection,
+pub(crate) struct Prepared {
+    pub(crate) base: NormDn,
+    pub(crate) root: bool,
+    pub(crate) scope: store::Scope,
+    pub(crate) filter: Filter,
+    pub(crate) sel: Selection,
     size_limit: u64,
     deadline: Option<Instant>,
     /// The access rules as they apply to the requester.
-    view: acl::View,
+    pub(crate) view: acl::View,
     /// Filter attributes the requester may search in some entries only: checked per entry.
     check: Vec<AttrId>,
     /// The filter has an extensible match over all attributes and the requester is not the
     /// administrator: it must only see the attributes they may search.
     untyped: bool,
     /// The index candidates, once planned against the version the search runs on.
-    cands: Option<store::RoaringBitmap>,
+    pub(crate) cands: Option<store::RoaringBitmap>,
     /// The assertion control, checked against the base entry.
     assertion: Option<Assertion>,
 }
 
-fn prepare(
+pub(crate) fn prepare(
     shared: &Shared,
     v: &store::Version,
     req: &SearchRequest<'_>,
@@ -372,6 +392,9 @@ fn prepare(
 }
 
 pub(crate) async fn handle(mut op: Op, req: &SearchRequest<'_>) -> Next {
+    if let Some(ps) = op.controls.persistent.take() {
+        return super::psearch::start(op, req, ps).await;
+    }
     let shared = op.shared().clone();
     let assertion = Assertion::take(&mut op);
     let paged = op.controls.paged.take();
@@ -517,7 +540,7 @@ pub(crate) async fn handle(mut op: Op, req: &SearchRequest<'_>) -> Next {
 }
 
 /// A paged search's page in the making.
-struct Paging {
+pub(crate) struct Paging {
     /// Entries this page may hold.
     size: u64,
     /// The request's fingerprint (`request_key`).
@@ -557,10 +580,10 @@ fn request_key(req: &SearchRequest<'_>, who: &Identity) -> u64 {
 }
 
 /// What a search sent, with the bytes not yet handed to the connection.
-struct Ran {
-    outcome: Result<(), LdapError>,
-    sent: u64,
-    out: Vec<u8>,
+pub(crate) struct Ran {
+    pub outcome: Result<(), LdapError>,
+    pub sent: u64,
+    pub out: Vec<u8>,
 }
 
 impl Ran {
@@ -598,7 +621,12 @@ impl Ran {
 
 /// Whether the entry still matches once the filter attributes the requester may not search in
 /// this entry are taken as Undefined.
-fn searchable_here(schema: &Schema, p: &Prepared, a: &acl::EntryAccess<'_>, e: &Entry) -> bool {
+pub(crate) fn searchable_here(
+    schema: &Schema,
+    p: &Prepared,
+    a: &acl::EntryAccess<'_>,
+    e: &Entry,
+) -> bool {
     let hide: Vec<AttrId> = p
         .check
         .iter()
@@ -707,7 +735,7 @@ fn walk(
 /// Runs a prepared search on version `v`, handing encoded entries to `sink` (false from the
 /// sink: the connection is gone); `None` if abandoned or gone (nothing more is sent). With
 /// `paging`, sends the next page of the paged search and leaves its cursor there.
-fn execute(
+pub(crate) fn execute(
     conn: &Conn,
     v: &Arc<store::Version>,
     id: i32,
