@@ -14,6 +14,11 @@ cat >"$tmp/linden.toml" <<'TOML'
 size_limit_anonymous = 500
 size_limit = 500
 
+# As the reference slapd's unique overlay (scripts/slapd-reference.sh; test_unique.py).
+[[unique]]
+attributes = ["uid", "mail"]
+base = "ou=unique,dc=example,dc=com"
+
 [[access]]
 attrs = ["userPassword"]
 by = [

@@ -55,6 +55,15 @@ moduleload ppolicy"
         overlays="overlay ppolicy
 ppolicy_hash_cleartext"
     fi
+    if [ -e "$MODDIR/unique.la" ] || [ -e "$MODDIR/unique.so" ]; then
+        # As the Linden the conformance suite runs against (run-conformance-linden.sh):
+        # uid and mail unique under ou=unique (test_unique.py).
+        modules="$modules
+moduleload unique"
+        overlays="$overlays
+overlay unique
+unique_uri ldap:///ou=unique,$SUFFIX?uid,mail?sub"
+    fi
     if [ -e "$MODDIR/pw-sha2.la" ] || [ -e "$MODDIR/pw-sha2.so" ]; then
         modules="$modules
 moduleload pw-sha2"

@@ -139,6 +139,8 @@ pub struct Settings {
     pub bind_lockout_seconds: Option<u64>,
     #[serde(default, deserialize_with = "de::strings")]
     pub indexes: Option<Vec<String>>,
+    #[serde(default, deserialize_with = "de::unique")]
+    pub unique: Option<Vec<server::config::UniqueSpec>>,
     /// Relative paths are resolved against the configuration file's directory.
     #[serde(default, deserialize_with = "de::paths")]
     pub schema_files: Option<Vec<PathBuf>>,
@@ -275,6 +277,12 @@ mod de {
 
     /// The `[[access]]` rules, checked as the server will check them. Their messages name the
     /// rule and field themselves (`access[1].dn: ...`).
+    pub fn unique<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<Vec<server::config::UniqueSpec>>, D::Error> {
+        with(d, |v| super::unique_rules(v).map(Some))
+    }
+
     pub fn access<'de, D: Deserializer<'de>>(
         d: D,
     ) -> Result<Option<Vec<server::acl::RuleSpec>>, D::Error> {
@@ -510,6 +518,40 @@ pub fn check_log_level(s: &str) -> Result<(), String> {
 
 /// The `[[access]]` tables: `dn`, `scope`, `filter`, `attrs` and `by = [{ who, rights }]`.
 /// Messages name the rule and field as `access[I].FIELD`, from 0 like the rule list.
+/// `[[unique]]` tables: `attributes = [...]` and an optional `base`.
+fn unique_rules(value: &toml::Value) -> Result<Vec<server::config::UniqueSpec>, String> {
+    let items = value
+        .as_array()
+        .ok_or_else(|| format!("expected [[unique]] tables, found {}", show(value)))?;
+    let mut rules = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let table = item
+            .as_table()
+            .ok_or_else(|| format!("unique[{i}]: expected a table, found {}", show(item)))?;
+        let mut r = server::config::UniqueSpec::default();
+        for (k, v) in table {
+            match k.as_str() {
+                "attributes" => {
+                    r.attributes = strings(v).map_err(|e| format!("unique[{i}].{k}: {e}"))?
+                }
+                "base" => r.base = Some(string(v).map_err(|e| format!("unique[{i}].{k}: {e}"))?),
+                _ => {
+                    return Err(format!(
+                        "unique[{i}]: unknown field '{k}' (expected attributes, base)"
+                    ))
+                }
+            }
+        }
+        if r.attributes.is_empty() {
+            return Err(format!(
+                "unique[{i}].attributes: at least one attribute type is required"
+            ));
+        }
+        rules.push(r);
+    }
+    Ok(rules)
+}
+
 fn access_rules(value: &toml::Value) -> Result<Vec<server::acl::RuleSpec>, String> {
     let items = value.as_array().ok_or_else(|| {
         format!(
@@ -948,7 +990,7 @@ log_level = "debug"
         let keys = keys();
         assert_eq!(&keys[..3], &["listen", "data", "suffix"]);
         assert_eq!(keys.last(), Some(&"log_level"));
-        assert_eq!(keys.len(), 52, "{keys:?}");
+        assert_eq!(keys.len(), 53, "{keys:?}");
         let doc = include_str!("../../../docs/configuration.md");
         for k in keys {
             assert!(

@@ -72,6 +72,9 @@ pub fn server_config(s: Settings, admin_password_hash: Vec<u8>) -> server::Confi
     if let Some(v) = s.server_id {
         c.server_id = v;
     }
+    if let Some(v) = s.unique {
+        c.unique = v;
+    }
     if let Some(v) = s.max_connections {
         c.max_connections = v;
     }

@@ -14,6 +14,14 @@ pub enum Durability {
     NoSync,
 }
 
+/// One attribute uniqueness rule (the `unique` overlay): the values of each attribute type are
+/// unique among the entries under `base` (every naming context when absent).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UniqueSpec {
+    pub attributes: Vec<String>,
+    pub base: Option<String>,
+}
+
 /// Everything `server::run` needs. Field defaults are documented on `Default`.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -83,6 +91,8 @@ pub struct Config {
     /// This server's id in entryCSN values (0–4095), unique among servers that replicate
     /// with each other, as OpenLDAP's `serverID`. Default 0.
     pub server_id: u16,
+    /// Attribute uniqueness rules (`[[unique]]`); none by default.
+    pub unique: Vec<UniqueSpec>,
     /// Controls one request may carry (0 = no limit); more: adminLimitExceeded. Default 32.
     pub max_controls_per_request: usize,
     /// Connections open at once; more are refused with a Notice of Disconnection (busy).
@@ -153,6 +163,7 @@ impl Default for Config {
             max_controls_per_request: 32,
             max_paged_searches: 8,
             server_id: 0,
+            unique: Vec::new(),
             max_connections: 10_000,
             max_connections_per_ip: 1_000,
             idle_timeout: 0,

@@ -118,6 +118,15 @@ impl Server {
             })?;
             indexed.push(id);
         }
+        // What the overlays look up by value is indexed too (a name they do not know is
+        // reported by `overlays::chain` below).
+        for name in overlays::indexed(&config) {
+            if let Some(id) = schema.attr_by_name(name) {
+                if !indexed.contains(&id) {
+                    indexed.push(id);
+                }
+            }
+        }
         let acl = match &config.access {
             Some(rules) => acl::Acl::compile(&schema, rules),
             None => acl::Acl::compile(&schema, &acl::default_policy()),

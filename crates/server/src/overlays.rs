@@ -8,6 +8,10 @@
 //! operations instead.
 //!
 //! Adding an overlay: implement `Overlay`, construct it from the configuration in `chain`.
+//!
+//! Overlays: [`unique`] (attribute uniqueness).
+
+pub mod unique;
 
 use std::sync::Arc;
 
@@ -35,10 +39,52 @@ pub trait Overlay: Send + Sync {
 
 /// The chain the configuration asks for, in order.
 pub(crate) fn chain(
-    _config: &crate::config::Config,
-    _schema: &schema::Schema,
+    config: &crate::config::Config,
+    schema: &schema::Schema,
 ) -> Result<Vec<Box<dyn Overlay>>, String> {
-    Ok(Vec::new())
+    let mut out: Vec<Box<dyn Overlay>> = Vec::new();
+    if !config.unique.is_empty() {
+        let mut rules = Vec::new();
+        for (i, spec) in config.unique.iter().enumerate() {
+            let at = format!("unique rule {}", i + 1);
+            if spec.attributes.is_empty() {
+                return Err(format!(
+                    "{at}: attributes: at least one attribute type is required"
+                ));
+            }
+            let mut attrs = Vec::new();
+            for name in &spec.attributes {
+                let ty = schema
+                    .attr_by_name(name)
+                    .ok_or_else(|| format!("{at}: attributes: unknown attribute type '{name}'"))?;
+                if schema.attr(ty).equality.is_none() {
+                    return Err(format!(
+                        "{at}: attributes: '{name}' has no equality matching rule"
+                    ));
+                }
+                attrs.push(ty);
+            }
+            let base = match &spec.base {
+                None => None,
+                Some(b) => Some(
+                    schema::Dn::parse(b)
+                        .and_then(|d| d.normalize(schema))
+                        .map_err(|e| format!("{at}: base '{b}': {e}"))?,
+                ),
+            };
+            rules.push(unique::Rule { attrs, base });
+        }
+        out.push(Box::new(unique::Unique { rules }));
+    }
+    Ok(out)
+}
+
+/// The attribute types the overlays look up by value: the server indexes them.
+pub(crate) fn indexed(config: &crate::config::Config) -> impl Iterator<Item = &str> {
+    config
+        .unique
+        .iter()
+        .flat_map(|u| u.attributes.iter().map(String::as_str))
 }
 
 /// Runs the chain on one applied change.
