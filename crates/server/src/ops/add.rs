@@ -320,7 +320,7 @@ pub(crate) async fn handle(mut op: Op, req: &AddRequest<'_>) -> Next {
 
 async fn submit(
     shared: &Arc<Shared>,
-    who: &Identity,
+    who: &Arc<Identity>,
     req: &AddRequest<'_>,
     assertion: Option<Assertion>,
 ) -> Pending {
@@ -357,8 +357,13 @@ async fn submit(
         }
     }
     let sh = shared.clone();
-    let who = who.dn.clone();
+    let who = who.clone();
     submit_write(shared, move |txn| {
-        apply(&sh, txn, &who, e, assertion.as_ref())
+        // Checked again on the version the change applies to.
+        if !who.is_admin {
+            let probe = detached(e.dn.clone(), e.ndn.clone(), e.attrs.clone());
+            authorize_new(&sh, txn.version(), &who, &probe, "add")?;
+        }
+        apply(&sh, txn, &who.dn, e, assertion.as_ref())
     })
 }

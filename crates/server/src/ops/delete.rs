@@ -25,7 +25,7 @@ pub(crate) async fn handle(mut op: Op, dn: &[u8]) -> Next {
 
 fn submit(
     shared: &Arc<Shared>,
-    who: &Identity,
+    who: &Arc<Identity>,
     dn: &[u8],
     assertion: Option<Assertion>,
 ) -> Pending {
@@ -46,7 +46,10 @@ fn submit(
         return refused(e);
     }
     let sh = shared.clone();
+    let who = who.clone();
     submit_write(shared, move |txn| {
+        // Checked again on the version the change applies to.
+        authorize(&sh, txn.version(), &who, &ndn, &needs, true, "delete")?;
         let v = txn.version();
         let e = v.lookup(&ndn).ok_or_else(|| sh.no_such_object(v, &ndn))?;
         check_assertion(assertion.as_ref(), &sh, v, e)?;

@@ -290,7 +290,7 @@ pub(crate) async fn handle(mut op: Op, req: &ModifyRequest<'_>) -> Next {
 
 async fn submit(
     shared: &Arc<Shared>,
-    who: &Identity,
+    who: &Arc<Identity>,
     req: &ModifyRequest<'_>,
     assertion: Option<Assertion>,
 ) -> Pending {
@@ -319,8 +319,11 @@ async fn submit(
         Err(e) => return refused(e),
     };
     let sh = shared.clone();
-    let who = who.dn.clone();
+    let who = who.clone();
     submit_write(shared, move |txn| {
-        apply(&sh, txn, &who, &ndn, mods, assertion.as_ref())
+        // Checked again on the version the change applies to: the rules may depend on
+        // entries (groups) that changed since.
+        authorize(&sh, txn.version(), &who, &ndn, &needs, true, "write")?;
+        apply(&sh, txn, &who.dn, &ndn, mods, assertion.as_ref())
     })
 }

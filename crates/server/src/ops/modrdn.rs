@@ -172,13 +172,17 @@ pub(crate) fn apply(
 
 /// A rename is a delete at the old name and an add at the new one: `delete` on the entry as it
 /// is, `add` on the entry at its new DN (which also needs a visible new parent).
-fn authorize_rename(shared: &Shared, who: &Identity, r: &Rename) -> LdapResult<()> {
+fn authorize_rename(
+    shared: &Shared,
+    v: &store::Version,
+    who: &Identity,
+    r: &Rename,
+) -> LdapResult<()> {
     if who.is_admin {
         return Ok(());
     }
-    let v = shared.store.read();
     let needs = [(None, Rights::DELETE)];
-    authorize(shared, &v, who, &r.ndn, &needs, true, "delete")?;
+    authorize(shared, v, who, &r.ndn, &needs, true, "delete")?;
     let Some(e) = v.lookup(&r.ndn) else {
         return Ok(());
     };
@@ -194,12 +198,12 @@ fn authorize_rename(shared: &Shared, who: &Identity, r: &Rename) -> LdapResult<(
         format!("{},{}", r.new_rdn_norm.norm, parent.norm)
     };
     let probe = detached(String::new(), NormDn { norm, rdns }, e.to_attrs());
-    authorize_new(shared, &v, who, &probe, "add")
+    authorize_new(shared, v, who, &probe, "add")
 }
 
 fn submit(
     shared: &Arc<Shared>,
-    who: &Identity,
+    who: &Arc<Identity>,
     req: &ModifyDnRequest<'_>,
     assertion: Option<Assertion>,
 ) -> Pending {
@@ -207,13 +211,15 @@ fn submit(
         Ok(r) => r,
         Err(e) => return refused(e),
     };
-    if let Err(e) = authorize_rename(shared, who, &r) {
+    if let Err(e) = authorize_rename(shared, &shared.store.read(), who, &r) {
         return refused(e);
     }
     let sh = shared.clone();
-    let who = who.dn.clone();
+    let who = who.clone();
     submit_write(shared, move |txn| {
-        apply(&sh, txn, &who, r, assertion.as_ref())
+        // Checked again on the version the change applies to.
+        authorize_rename(&sh, txn.version(), &who, &r)?;
+        apply(&sh, txn, &who.dn, r, assertion.as_ref())
     })
 }
 
