@@ -259,19 +259,69 @@ fn values(
     }
 }
 
-/// The change record of an add request.
-pub fn add_change(
+/// The change record of what a change applied (`overlays::Applied`): an add is the whole new
+/// entry, server-kept attributes included; a modify replaces or deletes each attribute whose
+/// values changed (modify-increment results, stamps); a delete is a delete. `None` for a
+/// rename, whose request says more than its result. The entry's DN comes with it.
+pub fn applied_change(
     shared: &crate::state::Shared,
-    req: &proto::AddRequest<'_>,
-) -> ldif::ChangeRecord {
-    let mut attrs = Vec::new();
-    for a in &req.attributes {
-        let name = String::from_utf8_lossy(&a.name).into_owned();
-        for v in values(shared, &a.name, &a.values) {
-            attrs.push((name.clone(), v));
+    applied: &crate::overlays::Applied,
+) -> Option<(String, ldif::ChangeRecord)> {
+    use std::collections::BTreeMap;
+    let schema = shared.schema();
+    // Keyed (operational?, description): the client's attributes come first, the server's
+    // stamps after them, as in slapd's audit log.
+    let described = |e: &store::Entry| -> BTreeMap<(bool, String), Vec<Vec<u8>>> {
+        let mut m = BTreeMap::new();
+        for a in e.attrs() {
+            let ty = schema.attr(a.ty);
+            let name = (ty.is_operational(), format!("{}{}", ty.name(), a.options));
+            let secret = schema.is_subtype(a.ty, shared.known.user_password);
+            let vals = a
+                .values()
+                .map(|v| {
+                    if secret {
+                        REDACTED.to_vec()
+                    } else {
+                        v.to_vec()
+                    }
+                })
+                .collect();
+            m.insert(name, vals);
         }
+        m
+    };
+    match (&applied.before, &applied.after) {
+        (None, Some(a)) => {
+            let attrs = described(a)
+                .into_iter()
+                .flat_map(|((_, n), vs)| vs.into_iter().map(move |v| (n.clone(), v)))
+                .collect();
+            Some((a.dn().to_string(), ldif::ChangeRecord::Add(attrs)))
+        }
+        (Some(b), None) => Some((b.dn().to_string(), ldif::ChangeRecord::Delete)),
+        (Some(b), Some(a)) if b.ndn_str() == a.ndn_str() => {
+            let (old, new) = (described(b), described(a));
+            let names: std::collections::BTreeSet<&(bool, String)> =
+                old.keys().chain(new.keys()).collect();
+            let mut mods = Vec::new();
+            for name in names {
+                let (op, values) = match (old.get(name), new.get(name)) {
+                    (Some(_), None) => (ldif::ModOp::Delete, Vec::new()),
+                    (None, Some(v)) => (ldif::ModOp::Add, v.clone()),
+                    (Some(o), Some(v)) if o != v => (ldif::ModOp::Replace, v.clone()),
+                    _ => continue,
+                };
+                mods.push(ldif::Mod {
+                    op,
+                    attr: name.1.clone(),
+                    values,
+                });
+            }
+            Some((a.dn().to_string(), ldif::ChangeRecord::Modify(mods)))
+        }
+        _ => None,
     }
-    ldif::ChangeRecord::Add(attrs)
 }
 
 /// The change record of a modify request.

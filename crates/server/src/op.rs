@@ -76,6 +76,15 @@ impl Op {
         self.conn.log_end(self.log, rc, entries);
     }
 
+    /// How a change will be audited: from what it applies (`logs::applied_change`), or off.
+    pub fn audit_applied(&self) -> Audit {
+        if self.conn.shared.audit_log.enabled() {
+            Audit::Applied
+        } else {
+            Audit::Off
+        }
+    }
+
     /// The audit record of a change, if the audit log is on (written once the change succeeds).
     pub fn audit(&self, dn: &[u8], change: impl FnOnce() -> ldif::ChangeRecord) -> Option<Vec<u8>> {
         let conn = &self.conn;
@@ -101,6 +110,15 @@ impl Op {
         }
         Ok(())
     }
+}
+
+/// What the audit log gets once a change succeeds.
+pub(crate) enum Audit {
+    Off,
+    /// A record made from the request (a rename).
+    Record(Vec<u8>),
+    /// A record made from what the change applied.
+    Applied,
 }
 
 /// The refusal of an operation on an entry the requester can see but may not change.

@@ -166,6 +166,11 @@ fn access_and_audit_logs_record_operations() {
         "failed changes are not audited:\n{text}"
     );
     assert!(text.contains("userPassword: {REDACTED}"), "{text}");
+    // Records say what was applied: the add carries the server's stamps, the modify the
+    // stamps it changed besides the client's change.
+    assert!(text.contains("createTimestamp: "), "{text}");
+    assert!(text.contains("entryUUID: "), "{text}");
+    assert!(text.contains("replace: entryCSN"), "{text}");
     let comments: Vec<&str> = text.lines().filter(|l| l.starts_with("# ")).collect();
     assert_eq!(comments.len(), 4);
     assert!(comments

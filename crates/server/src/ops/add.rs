@@ -308,7 +308,7 @@ fn has_cleartext_password(shared: &Shared, input: &[InputAttr<'_>]) -> bool {
 /// Builds the entry and hands it to the writer. The read loop awaits this, so writes still
 /// reach the writer in arrival order.
 pub(crate) async fn handle(mut op: Op, req: &AddRequest<'_>) -> Next {
-    let audit = op.audit(&req.dn, || crate::logs::add_change(op.shared(), req));
+    let audit = op.audit_applied();
     let assertion = Assertion::take(&mut op);
     let fut = match op.may_write() {
         Ok(()) => submit(op.shared(), &op.who, req, assertion).await,

@@ -13,7 +13,7 @@ use crate::ops::{
 use crate::state::{Identity, Shared};
 
 pub(crate) async fn handle(mut op: Op, dn: &[u8]) -> Next {
-    let audit = op.audit(dn, || ldif::ChangeRecord::Delete);
+    let audit = op.audit_applied();
     let assertion = Assertion::take(&mut op);
     let fut = match op.may_write() {
         Ok(()) => submit(op.shared(), &op.who, dn, assertion),

@@ -34,8 +34,8 @@ use crate::error::{LdapError, LdapResult};
 use crate::state::{Identity, Shared};
 use values::ValueSet;
 
-use crate::op::Op;
 pub(crate) use crate::op::{denied, Pending};
+use crate::op::{Audit, Op};
 pub(crate) use crate::overlays::Applied;
 
 /// A write refused before it reached the writer.
@@ -65,7 +65,7 @@ pub(crate) fn submit_write(
 /// write was already handed to the writer (in arrival order) when `fut` was made. On success
 /// the pre-read and post-read entries (RFC 4527) join the response and the audit record (if
 /// any) is logged; the access line always is.
-pub(crate) async fn finish_write(op: Op, tag: u8, fut: Pending, audit: Option<Vec<u8>>) {
+pub(crate) async fn finish_write(op: Op, tag: u8, fut: Pending, audit: Audit) {
     let Ok(permit) = op.conn.permits.clone().acquire_owned().await else {
         return;
     };
@@ -74,8 +74,23 @@ pub(crate) async fn finish_write(op: Op, tag: u8, fut: Pending, audit: Option<Ve
         let r = fut.await;
         if let Ok(applied) = &r {
             read_entry_controls(&mut op, applied);
-            if let Some(a) = audit {
-                op.conn.shared.audit_log.write(a);
+            let record = match audit {
+                Audit::Off => None,
+                Audit::Record(r) => Some(r),
+                Audit::Applied => {
+                    crate::logs::applied_change(&op.conn.shared, applied).map(|(dn, change)| {
+                        crate::logs::audit_record(
+                            op.conn.id,
+                            op.conn.peer,
+                            &op.who.dn,
+                            &dn,
+                            &change,
+                        )
+                    })
+                }
+            };
+            if let Some(r) = record {
+                op.conn.shared.audit_log.write(r);
             }
         }
         op.finish(tag, r.as_ref().map(|_| ()), None).await;

@@ -278,7 +278,13 @@ pub(crate) fn apply(
 /// Checks the request and hands it to the writer. The read loop awaits this, so writes still
 /// reach the writer in arrival order.
 pub(crate) async fn handle(mut op: Op, req: &ModifyRequest<'_>) -> Next {
-    let audit = op.audit(&req.dn, || crate::logs::modify_change(op.shared(), req));
+    // A schema change applies no entry: its record is the request's.
+    let audit = if super::subschema::targets(op.shared(), &req.dn) {
+        op.audit(&req.dn, || crate::logs::modify_change(op.shared(), req))
+            .map_or(crate::op::Audit::Off, crate::op::Audit::Record)
+    } else {
+        op.audit_applied()
+    };
     let assertion = Assertion::take(&mut op);
     let fut = match op.may_write() {
         Ok(()) => submit(op.shared(), &op.who, req, assertion).await,

@@ -224,7 +224,9 @@ fn submit(
 }
 
 pub(crate) async fn handle(mut op: Op, req: &ModifyDnRequest<'_>) -> Next {
-    let audit = op.audit(&req.dn, || crate::logs::modrdn_change(req));
+    let audit = op
+        .audit(&req.dn, || crate::logs::modrdn_change(req))
+        .map_or(crate::op::Audit::Off, crate::op::Audit::Record);
     let assertion = Assertion::take(&mut op);
     let fut = match op.may_write() {
         Ok(()) => submit(op.shared(), &op.who, req, assertion),
