@@ -7,30 +7,7 @@ use std::time::Instant;
 use anyhow::{bail, Context};
 use clap::Args;
 
-#[derive(Debug, Args)]
-pub struct ImportArgs {
-    /// Take the settings that shape the stored data (password_hash and its cost keys, suffix,
-    /// admin_dn, indexes, data) from this `linden serve` TOML file. Flags given here override
-    /// it.
-    #[arg(long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
-    /// Data directory to create (it must hold no snapshot or log files). [default: ./linden-data]
-    /// [key: data]
-    #[arg(long, value_name = "DIR")]
-    pub data: Option<PathBuf>,
-    /// Naming context(s) of the data (repeatable). [default: dc=example,dc=com] [key: suffix]
-    #[arg(long = "suffix", value_name = "DN")]
-    pub suffixes: Vec<String>,
-    /// Skip bad records and list them at the end, instead of stopping at the first.
-    #[arg(long)]
-    pub continue_on_error: bool,
-    /// Threads that parse and check entries. [default: all cores]
-    #[arg(long, value_name = "N")]
-    pub threads: Option<usize>,
-    /// The LDIF file (RFC 2849), e.g. from slapcat or `linden gen`.
-    #[arg(value_name = "FILE.ldif")]
-    pub file: PathBuf,
-}
+use crate::args::ImportArgs;
 
 #[derive(Debug, Args)]
 pub struct ExportArgs {

@@ -23,8 +23,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use tracing_subscriber::EnvFilter;
 
-use crate::bulk::ImportArgs;
-use crate::cli::ServeArgs;
+use crate::args::{ImportArgs, ServeArgs};
 
 /// A setting that cannot be used. `linden` prints it as one line and exits with status 2.
 #[derive(Debug, Clone, PartialEq, Eq)]

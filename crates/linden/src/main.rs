@@ -10,6 +10,7 @@
 //!
 //! Exit status: 0 after a clean shutdown, 2 for unusable settings (flags or file), 1 otherwise.
 
+mod args;
 mod bulk;
 mod cli;
 mod config;

@@ -20,7 +20,7 @@ use std::fmt;
 use schema::{AttrId, NormDn, Schema};
 use store::{Entry, Filter, Tri, Version};
 
-use crate::state::Identity;
+use crate::identity::Identity;
 
 /// A set of access rights.
 #[derive(Clone, Copy, PartialEq, Eq, Default)]
@@ -264,7 +264,7 @@ impl Acl {
                 Some(raw) => {
                     let f = proto::Filter::parse(raw)
                         .map_err(|e| err("filter", format!("invalid filter '{raw}': {e}")))?;
-                    Some(crate::ops::search::compile(schema, &mut |_| true, &f))
+                    Some(crate::filter::compile(schema, &mut |_| true, &f))
                 }
                 None => None,
             };

@@ -12,12 +12,15 @@
 //! `server.serve(listener, shutdown).await` serves until `shutdown` resolves.
 
 pub mod acl;
+pub mod audit;
 pub mod bulk;
 pub mod config;
 pub mod connlimit;
 mod controls;
 mod csn;
 pub mod error;
+mod filter;
+pub mod identity;
 pub mod lockout;
 pub mod logs;
 mod op;

@@ -89,7 +89,7 @@ impl Op {
     pub fn audit(&self, dn: &[u8], change: impl FnOnce() -> ldif::ChangeRecord) -> Option<Vec<u8>> {
         let conn = &self.conn;
         conn.shared.audit_log.enabled().then(|| {
-            crate::logs::audit_record(
+            crate::audit::audit_record(
                 conn.id,
                 conn.peer,
                 &self.who.dn,

@@ -14,6 +14,7 @@ use store::{Entry, Store};
 
 use crate::config::Config;
 use crate::error::{LdapError, LdapResult};
+pub use crate::identity::Identity;
 
 /// Attribute ids the server itself uses, resolved once.
 pub struct Known {
@@ -119,21 +120,6 @@ impl std::ops::Deref for SubschemaRef {
     }
 }
 
-/// Who a connection is bound as.
-#[derive(Debug, Clone, Default)]
-pub struct Identity {
-    /// The DN as the client gave it at bind; empty for anonymous.
-    pub dn: String,
-    pub ndn: Option<NormDn>,
-    pub is_admin: bool,
-}
-
-impl Identity {
-    pub fn is_anonymous(&self) -> bool {
-        self.ndn.is_none()
-    }
-}
-
 impl Shared {
     pub(crate) fn known_init(schema: &Schema) -> Result<Known, String> {
         Known::resolve(schema)
@@ -235,20 +221,7 @@ impl Shared {
     }
 }
 
-/// Splits an attribute description `name;opt1;opt2` into the type and its options, lower-cased
-/// and sorted (RFC 4512 §2.5: options are case-insensitive and unordered).
-pub fn split_description(desc: &str) -> (&str, String) {
-    let mut parts = desc.split(';');
-    let name = parts.next().unwrap_or("");
-    let mut opts: Vec<String> = parts
-        .filter(|p| !p.is_empty())
-        .map(|p| p.to_ascii_lowercase())
-        .collect();
-    opts.sort();
-    opts.dedup();
-    let options = opts.iter().map(|o| format!(";{o}")).collect::<String>();
-    (name, options)
-}
+pub use crate::filter::split_description;
 
 /// Resolves an attribute description from a request; undefinedAttributeType when unknown.
 pub fn resolve_attr(schema: &Schema, raw: &[u8]) -> LdapResult<(AttrId, String)> {

@@ -95,7 +95,7 @@ async fn password_modify_op(
             .and_then(|v| proto::PasswdModifyRequest::decode(v).ok())
             .and_then(|p| p.user_identity.map(|u| u.to_vec()))
             .unwrap_or_else(|| who.dn.clone().into_bytes());
-        if let Some(a) = op.audit(&target, crate::logs::password_change) {
+        if let Some(a) = op.audit(&target, crate::audit::password_change) {
             shared.audit_log.write(a);
         }
     }

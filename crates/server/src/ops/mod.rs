@@ -78,8 +78,8 @@ pub(crate) async fn finish_write(op: Op, tag: u8, fut: Pending, audit: Audit) {
                 Audit::Off => None,
                 Audit::Record(r) => Some(r),
                 Audit::Applied => {
-                    crate::logs::applied_change(&op.conn.shared, applied).map(|(dn, change)| {
-                        crate::logs::audit_record(
+                    crate::audit::applied_change(&op.conn.shared, applied).map(|(dn, change)| {
+                        crate::audit::audit_record(
                             op.conn.id,
                             op.conn.peer,
                             &op.who.dn,
@@ -276,25 +276,7 @@ pub(crate) fn detached(dn: String, ndn: schema::NormDn, attrs: Vec<Attr>) -> sto
     store::Entry::new(0, None, &dn, &ndn, &attrs)
 }
 
-/// A UTC time to the second as `YYYY{d}MM{d}DD{t}HH{c}MM{c}SS`: GeneralizedTime uses no
-/// separators, the logs ISO 8601's `-`, `T` and `:`.
-pub(crate) fn civil_time(t: SystemTime, d: &str, tsep: &str, c: &str) -> String {
-    let dt = time::OffsetDateTime::from(t);
-    format!(
-        "{:04}{d}{:02}{d}{:02}{tsep}{:02}{c}{:02}{c}{:02}",
-        dt.year(),
-        u8::from(dt.month()),
-        dt.day(),
-        dt.hour(),
-        dt.minute(),
-        dt.second()
-    )
-}
-
-/// RFC 4517 GeneralizedTime in UTC, `YYYYMMDDHHMMSSZ`.
-pub(crate) fn generalized_time(t: SystemTime) -> String {
-    civil_time(t, "", "", "") + "Z"
-}
+pub(crate) use crate::logs::generalized_time;
 
 /// Sets (replaces) a single-valued server-kept attribute.
 pub(crate) fn set_operational(schema: &Schema, attrs: &mut Vec<Attr>, ty: AttrId, value: &[u8]) {

@@ -280,7 +280,7 @@ pub(crate) fn apply(
 pub(crate) async fn handle(mut op: Op, req: &ModifyRequest<'_>) -> Next {
     // A schema change applies no entry: its record is the request's.
     let audit = if super::subschema::targets(op.shared(), &req.dn) {
-        op.audit(&req.dn, || crate::logs::modify_change(op.shared(), req))
+        op.audit(&req.dn, || crate::audit::modify_change(op.shared(), req))
             .map_or(crate::op::Audit::Off, crate::op::Audit::Record)
     } else {
         op.audit_applied()

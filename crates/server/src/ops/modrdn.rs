@@ -225,7 +225,7 @@ fn submit(
 
 pub(crate) async fn handle(mut op: Op, req: &ModifyDnRequest<'_>) -> Next {
     let audit = op
-        .audit(&req.dn, || crate::logs::modrdn_change(req))
+        .audit(&req.dn, || crate::audit::modrdn_change(req))
         .map_or(crate::op::Audit::Off, crate::op::Audit::Record);
     let assertion = Assertion::take(&mut op);
     let fut = match op.may_write() {

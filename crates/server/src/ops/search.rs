@@ -22,111 +22,7 @@ use crate::ops::{check_assertion, paged, Assertion};
 use crate::reply::{Conn, FLUSH_BYTES};
 use crate::state::{Identity, Shared};
 
-/// Compiles a wire filter against the schema (see `store::filter` for the Undefined rules).
-/// An assertion on an attribute `allowed` refuses (one the requester may not search) is
-/// Undefined, so results cannot be used to learn its values. (An extensible match over all
-/// attributes is checked per entry: see `searchable_here`.)
-pub fn compile(
-    schema: &Schema,
-    allowed: &mut dyn FnMut(AttrId) -> bool,
-    f: &proto::Filter<'_>,
-) -> Filter {
-    use proto::Filter as P;
-    let mut attr = |raw: &[u8]| -> Option<AttrId> {
-        let s = std::str::from_utf8(raw).ok()?;
-        let (name, _) = crate::state::split_description(s);
-        let id = schema.attr_by_name(name)?;
-        allowed(id).then_some(id)
-    };
-    match f {
-        P::And(v) if v.is_empty() => Filter::True,
-        P::Or(v) if v.is_empty() => Filter::False,
-        P::And(v) => Filter::And(v.iter().map(|f| compile(schema, allowed, f)).collect()),
-        P::Or(v) => Filter::Or(v.iter().map(|f| compile(schema, allowed, f)).collect()),
-        P::Not(f) => Filter::Not(Box::new(compile(schema, allowed, f))),
-        P::Equality(a, v) | P::Approx(a, v) => match attr(a) {
-            Some(ty) if schema.attr(ty).equality.is_some() => match schema.normalize_eq(ty, v) {
-                Ok(norm) => Filter::Equality { attr: ty, norm },
-                Err(_) => Filter::Undefined,
-            },
-            _ => Filter::Undefined,
-        },
-        P::Substrings {
-            attr: a,
-            initial,
-            any,
-            final_,
-        } => match attr(a) {
-            Some(ty) if schema.attr(ty).substr.is_some() => Filter::Substrings {
-                attr: ty,
-                initial: initial.as_ref().map(|c| c.to_vec()),
-                any: any.iter().map(|c| c.to_vec()).collect(),
-                final_: final_.as_ref().map(|c| c.to_vec()),
-            },
-            _ => Filter::Undefined,
-        },
-        P::GreaterOrEqual(a, v) => match attr(a) {
-            Some(ty) if schema.attr(ty).ordering.is_some() => Filter::GreaterOrEqual {
-                attr: ty,
-                value: v.to_vec(),
-            },
-            _ => Filter::Undefined,
-        },
-        P::LessOrEqual(a, v) => match attr(a) {
-            Some(ty) if schema.attr(ty).ordering.is_some() => Filter::LessOrEqual {
-                attr: ty,
-                value: v.to_vec(),
-            },
-            _ => Filter::Undefined,
-        },
-        P::Present(a) => match attr(a) {
-            Some(ty)
-                if schema
-                    .attr(ty)
-                    .names
-                    .iter()
-                    .any(|n| n.eq_ignore_ascii_case("objectClass")) =>
-            {
-                Filter::True
-            }
-            Some(ty) => Filter::Present(ty),
-            None => Filter::Undefined,
-        },
-        P::Extensible {
-            rule,
-            attr: a,
-            value,
-            dn_attributes,
-        } => {
-            let rule = match rule {
-                Some(r) => match std::str::from_utf8(r)
-                    .ok()
-                    .and_then(|r| schema.rule_by_name(r))
-                {
-                    Some(r) => Some(r),
-                    None => return Filter::Undefined,
-                },
-                None => None,
-            };
-            let ty = match a {
-                Some(a) => match attr(a) {
-                    Some(t) => Some(t),
-                    None => return Filter::Undefined,
-                },
-                None => None,
-            };
-            if rule.is_none() && ty.is_none() {
-                return Filter::Undefined;
-            }
-            Filter::Extensible {
-                rule,
-                attr: ty,
-                value: value.to_vec(),
-                dn: *dn_attributes,
-            }
-        }
-    }
-}
+pub use crate::filter::compile;
 
 /// Which attributes a search returns (RFC 4511 §4.5.1.8).
 pub struct Selection {
@@ -152,7 +48,7 @@ impl Selection {
                 b"1.1" => {}
                 raw => {
                     if let Ok(name) = std::str::from_utf8(raw) {
-                        let (name, _) = crate::state::split_description(name);
+                        let (name, _) = crate::filter::split_description(name);
                         if let Some(id) = schema.attr_by_name(name) {
                             s.named.push(id);
                         }
