@@ -104,7 +104,8 @@ fn read_entry_controls(op: &mut Op, applied: &Applied) {
         let (Some(attrs), Some(e)) = (attrs, entry) else {
             continue;
         };
-        let attrs: Vec<std::borrow::Cow<'_, [u8]>> = attrs.into_iter().map(Into::into).collect();
+        let attrs: Vec<std::borrow::Cow<'_, [u8]>> =
+            attrs.attrs.into_iter().map(Into::into).collect();
         let sel = search::Selection::parse(schema, &attrs, false);
         let v = shared.store.read();
         let view = (!op.who.is_admin).then(|| shared.acl.view(schema, &v, &op.who));
