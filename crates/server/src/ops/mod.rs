@@ -111,7 +111,17 @@ fn read_entry_controls(op: &mut Op, applied: &Applied) {
         let view = (!op.who.is_admin).then(|| shared.acl.view(schema, &v, &op.who));
         let access = view.as_ref().map(|view| view.entry(&shared.acl, schema, e));
         let mut value = Vec::with_capacity(256);
-        search::encode_entry(&shared, None, &mut value, None, e, &sel, access.as_ref());
+        // With the version the computed attributes (entryDN, hasSubordinates,
+        // subschemaSubentry) are returned too, as in a search and as slapd does.
+        search::encode_entry(
+            &shared,
+            Some(&v),
+            &mut value,
+            None,
+            e,
+            &sel,
+            access.as_ref(),
+        );
         op.response.push(proto::Control {
             oid: oid.as_bytes().into(),
             critical: false,
