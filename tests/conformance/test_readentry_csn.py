@@ -176,6 +176,83 @@ def test_postread_on_modrdn_returns_the_new_name(admin, tree, scratch):
     assert sorted(ci(post.entry)["uid"]) == sorted([uid, new])
 
 
+
+def test_read_entry_plus_has_the_computed_attributes(admin, tree, scratch):
+    """'+' brings the computed operational attributes too, as in a search: entryDN (the name
+    before, resp. after, a rename), hasSubordinates and subschemaSubentry."""
+    dn, _, state = scratch
+    new = tree.unique("n")
+    _, _, _, rctls = admin.result3(admin.rename(
+        dn, "uid=" + new, delold=1,
+        serverctrls=[PreReadControl(True, ["+"]), PostReadControl(True, ["+"])]))
+    state["dn"] = "uid=%s,%s" % (new, tree.scratch)
+    pre, post = ci(pre_of(rctls).entry), ci(post_of(rctls).entry)
+    assert norm_dn(pre["entrydn"][0]) == norm_dn(dn)
+    assert norm_dn(post["entrydn"][0]) == norm_dn(state["dn"])
+    for e in (pre, post):
+        assert e["hassubordinates"] == ["FALSE"]
+        assert norm_dn(e["subschemasubentry"][0]) == "cn=subschema"
+    stored = get_entry(admin, state["dn"], ["+"])
+    assert set(post) == set(stored)
+
+
+def test_read_entry_of_an_entry_with_children(admin, tree):
+    rctls = modify(admin, tree.people, [(ldap.MOD_REPLACE, "description", [b"people"])],
+                   [PostReadControl(True, ["hasSubordinates", "entryDN"])])
+    e = ci(post_of(rctls).entry)
+    assert e["hassubordinates"] == ["TRUE"]
+    assert norm_dn(e["entrydn"][0]) == norm_dn(tree.people)
+
+
+@pytest.mark.parametrize("ctl", [PreReadControl, PostReadControl])
+@pytest.mark.parametrize("name", ["noSuchAttribute", "1.2.3.4", "bad attr!"])
+def test_critical_read_entry_with_undefined_type_refuses_the_change(admin, scratch, ctl, name):
+    dn, _, _ = scratch
+    with pytest.raises(ldap.UNDEFINED_TYPE):
+        modify(admin, dn, [(ldap.MOD_REPLACE, "sn", [b"Refused"])], [ctl(True, ["sn", name])])
+    assert get_entry(admin, dn, ["sn"])["sn"] == ["Tester"]
+
+
+@pytest.mark.parametrize("ctl", [PreReadControl, PostReadControl])
+def test_non_critical_read_entry_ignores_undefined_types(admin, scratch, ctl):
+    dn, _, _ = scratch
+    rctls = modify(admin, dn, [(ldap.MOD_REPLACE, "sn", [b"Kept"])],
+                   [ctl(False, ["noSuchAttribute", "sn"])])
+    e = ci(read_controls(rctls)[ctl.controlType].entry)
+    assert set(e) == {"sn"}
+    assert get_entry(admin, dn, ["sn"])["sn"] == ["Kept"]
+
+
+def test_critical_read_entry_accepts_special_names_and_options(admin, scratch):
+    dn, uid, _ = scratch
+    rctls = modify(admin, dn, [(ldap.MOD_REPLACE, "sn", [b"Special"])],
+                   [PostReadControl(True, ["1.1", "uid", "cn;lang-en"])])
+    assert ci(post_of(rctls).entry) == {"uid": [uid]}
+
+
+def test_read_entry_on_a_failed_change_is_not_returned(admin, tree):
+    dn = "uid=%s,%s" % (tree.unique("x"), tree.scratch)
+    with pytest.raises(ldap.NO_SUCH_OBJECT) as exc:
+        modify(admin, dn, [(ldap.MOD_REPLACE, "sn", [b"x"])],
+               [PreReadControl(True, ["sn"]), PostReadControl(True, ["sn"])])
+    assert not exc.value.args[0].get("ctrls")
+
+
+def test_read_entry_repeated_is_protocol_error(admin, scratch):
+    dn, _, _ = scratch
+    with pytest.raises(ldap.PROTOCOL_ERROR):
+        modify(admin, dn, [(ldap.MOD_REPLACE, "sn", [b"Twice"])],
+               [PostReadControl(True, ["sn"]), PostReadControl(True, ["cn"])])
+    assert get_entry(admin, dn, ["sn"])["sn"] == ["Tester"]
+
+
+@pytest.mark.parametrize("ctl", [PreReadControl, PostReadControl])
+def test_critical_read_entry_on_password_modify_is_unavailable(admin, scratch_person, ctl):
+    dn, _, _ = scratch_person
+    with pytest.raises(ldap.UNAVAILABLE_CRITICAL_EXTENSION):
+        admin.passwd_s(dn, None, "Other-pw-1", serverctrls=[ctl(True, ["sn"])])
+    bind_as(dn, "Init-pw-1").unbind_s()
+
 def test_read_entry_without_attributes_returns_user_attributes(admin, scratch):
     """An empty attribute list means all user attributes, as in a search."""
     dn, uid, _ = scratch
