@@ -150,6 +150,26 @@ def test_attribute_supertype_returns_subtypes(anon, tree):
     assert "mail" not in a and "uid" not in a
 
 
+
+def test_attribute_options_select_only_attributes_with_them(admin, anon, tree):
+    """RFC 4512 §2.5: `cn;lang-en` names the cn values tagged lang-en, not a plain cn; a
+    plain `cn` names every cn, tagged or not."""
+    import ldap.modlist
+    from conftest import person_attrs
+    uid = tree.unique("o")
+    dn = "uid=%s,%s" % (uid, tree.scratch)
+    admin.add_s(dn, ldap.modlist.addModlist(person_attrs(
+        uid, extra={"cn;lang-en": ["English Name"]})))
+    try:
+        a = ci(s(anon, dn, ldap.SCOPE_BASE, attrs=["cn;lang-en", "sn;lang-en", "uid"])[0][1])
+        assert a == {"cn;lang-en": ["English Name"], "uid": [uid]}
+        a = ci(s(anon, dn, ldap.SCOPE_BASE, attrs=["cn"])[0][1])
+        assert a == {"cn": ["%s Tester" % uid], "cn;lang-en": ["English Name"]}
+        a = ci(s(anon, dn, ldap.SCOPE_BASE, attrs=["cn;lang-fr"])[0][1])
+        assert a == {}
+    finally:
+        admin.delete_s(dn)
+
 def test_types_only(anon, tree):
     res = s(anon, tree.person("alice"), ldap.SCOPE_BASE, attrs=["cn", "mail"], attrsonly=1)
     a = ci(res[0][1])

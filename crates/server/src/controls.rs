@@ -66,12 +66,41 @@ pub(crate) struct RequestControls {
     /// Assertion (RFC 4528): the operation runs only if its target entry matches.
     pub assertion: Option<proto::Filter<'static>>,
     /// Pre-read (RFC 4527): the attributes of the entry before the change to return.
-    pub pre_read: Option<Vec<Vec<u8>>>,
+    pub pre_read: Option<ReadEntry>,
     /// Post-read (RFC 4527): the attributes of the entry after the change to return.
-    pub post_read: Option<Vec<Vec<u8>>>,
+    pub post_read: Option<ReadEntry>,
     /// Persistent search (draft-ietf-ldapext-psearch-03): the search stays open and sends
     /// later changes (`ops::psearch`).
     pub persistent: Option<proto::controls::psearch::PersistentSearch>,
+}
+
+/// A pre-read or post-read request (RFC 4527).
+#[derive(Debug, Clone)]
+pub(crate) struct ReadEntry {
+    /// The attribute selection, as in a search request.
+    pub attrs: Vec<Vec<u8>>,
+    /// Critical: an undefined attribute type in `attrs` refuses the operation (as slapd).
+    pub critical: bool,
+}
+
+impl RequestControls {
+    /// Checks the attribute names of critical pre-read and post-read controls against the
+    /// schema before the change is made: an undefined type (or an ill-formed description) is
+    /// undefinedAttributeType, as slapd answers. A non-critical control ignores such names.
+    pub(crate) fn check_read_entry(&self, schema: &schema::Schema) -> LdapResult<()> {
+        let critical = [&self.pre_read, &self.post_read]
+            .into_iter()
+            .flatten()
+            .filter(|r| r.critical);
+        for r in critical {
+            for a in &r.attrs {
+                if !matches!(a.as_slice(), b"*" | b"+" | b"1.1") {
+                    crate::state::resolve_attr(schema, a)?;
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// One supported control.
@@ -82,14 +111,18 @@ struct Spec {
     parse: fn(&mut RequestControls, &Control<'_>, &DecodeLimits) -> LdapResult<()>,
 }
 
-fn read_selection(c: &Control<'_>, what: &str) -> LdapResult<Vec<Vec<u8>>> {
+fn read_selection(c: &Control<'_>, what: &str) -> LdapResult<ReadEntry> {
     let v = c
         .value
         .as_deref()
         .ok_or_else(|| protocol(format!("{what} control value is absent")))?;
-    proto::controls::readentry::decode_selection(v)
+    let attrs = proto::controls::readentry::decode_selection(v)
         .map(|s| s.into_iter().map(|a| a.into_owned()).collect())
-        .map_err(|_| protocol(format!("{what} control could not be decoded")))
+        .map_err(|_| protocol(format!("{what} control could not be decoded")))?;
+    Ok(ReadEntry {
+        attrs,
+        critical: c.critical,
+    })
 }
 
 const REGISTRY: &[Spec] = &[

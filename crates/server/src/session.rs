@@ -283,6 +283,7 @@ async fn dispatch(conn: &Arc<Conn>, pdu: &[u8], identity: &mut Arc<Identity>) ->
         ))
     } else {
         crate::controls::parse(&msg.controls, kind, &limits)
+            .and_then(|c| c.check_read_entry(&conn.shared.schema()).map(|()| c))
     };
     let controls = match controls {
         Ok(c) => c,

@@ -119,13 +119,24 @@ fn read_entry_controls(op: &mut Op, applied: &Applied) {
         let (Some(attrs), Some(e)) = (attrs, entry) else {
             continue;
         };
-        let attrs: Vec<std::borrow::Cow<'_, [u8]>> = attrs.into_iter().map(Into::into).collect();
+        let attrs: Vec<std::borrow::Cow<'_, [u8]>> =
+            attrs.attrs.into_iter().map(Into::into).collect();
         let sel = search::Selection::parse(schema, &attrs, false);
         let v = shared.store.read();
         let view = (!op.who.is_admin).then(|| shared.acl.view(schema, &v, &op.who));
         let access = view.as_ref().map(|view| view.entry(&shared.acl, schema, e));
         let mut value = Vec::with_capacity(256);
-        search::encode_entry(&shared, None, &mut value, None, e, &sel, access.as_ref());
+        // With the version the computed attributes (entryDN, hasSubordinates,
+        // subschemaSubentry) are returned too, as in a search and as slapd does.
+        search::encode_entry(
+            &shared,
+            Some(&v),
+            &mut value,
+            None,
+            e,
+            &sel,
+            access.as_ref(),
+        );
         op.response.push(proto::Control {
             oid: oid.as_bytes().into(),
             critical: false,

@@ -30,7 +30,9 @@ pub struct Selection {
     types_only: bool,
     all_user: bool,
     all_operational: bool,
-    named: Vec<AttrId>,
+    /// Named types with the options asked for (`;opt` each, lower case, as
+    /// `state::split_description` gives them).
+    named: Vec<(AttrId, String)>,
 }
 
 impl Selection {
@@ -48,9 +50,9 @@ impl Selection {
                 b"1.1" => {}
                 raw => {
                     if let Ok(name) = std::str::from_utf8(raw) {
-                        let (name, _) = crate::filter::split_description(name);
+                        let (name, options) = crate::filter::split_description(name);
                         if let Some(id) = schema.attr_by_name(name) {
-                            s.named.push(id);
+                            s.named.push((id, options));
                         }
                     }
                 }
@@ -60,12 +62,26 @@ impl Selection {
     }
 
     pub fn wants(&self, schema: &Schema, ty: AttrId) -> bool {
+        self.wants_with(schema, ty, "")
+    }
+
+    /// Whether the selection asks for an attribute of type `ty` with the options `options`
+    /// (RFC 4512 §2.5: a description with options names the attributes that have at least
+    /// those options, so `cn;lang-en` does not name a plain `cn`).
+    pub fn wants_with(&self, schema: &Schema, ty: AttrId, options: &str) -> bool {
         let all = if schema.attr(ty).is_operational() {
             self.all_operational
         } else {
             self.all_user
         };
-        all || self.named.iter().any(|n| schema.is_subtype(ty, *n))
+        let has = |want: &str| {
+            options
+                .split(';')
+                .any(|o| !o.is_empty() && o.eq_ignore_ascii_case(want))
+        };
+        all || self.named.iter().any(|(n, wanted)| {
+            schema.is_subtype(ty, *n) && wanted.split(';').filter(|w| !w.is_empty()).all(has)
+        })
     }
 }
 
@@ -102,7 +118,7 @@ pub(crate) fn encode_entry_with_controls(
     let readable = |ty: AttrId| access.is_none_or(|a| a.can(Some(ty), Rights::READ));
     let mut attrs: Vec<OutAttr<'_>> = Vec::with_capacity(e.attrs().len() + 4);
     for a in e.attrs() {
-        if !sel.wants(schema, a.ty) || !readable(a.ty) {
+        if !sel.wants_with(schema, a.ty, a.options) || !readable(a.ty) {
             continue;
         }
         let name = schema.attr(a.ty).name();
