@@ -1,11 +1,37 @@
 //! The LDAP server: listener, sessions, dispatch, one module per operation.
 //!
+//! The four seams of design.md live here and in `store`:
+//! - **One operation context** (`op`): every request becomes an `Op` (message id, reply half,
+//!   bound and effective identity, parsed request controls, response controls, access-log line)
+//!   handled as `ops::X::handle(op, request) -> Next`. Controls are declared once in
+//!   `controls` (OID, operations, parser): it decides criticality and lists supportedControl.
+//!   A new control: a codec in `proto::controls`, a `Spec` and a field in `controls`, and the
+//!   operations that read the field.
+//! - **One write path** (`ops::submit_write` / `ops::write_job`): every change is checked and
+//!   applied in the writer's job against the version it changes, stamped (entryCSN: `csn`),
+//!   then run through the overlay chain (`overlays`, e.g. `overlays::unique`); it returns what
+//!   it applied (`overlays::Applied`), which feeds pre/post-read, the audit log (`audit`) and
+//!   the change feed. A new overlay: implement `overlays::Overlay`, build it in
+//!   `overlays::chain`.
+//! - **The change feed** (`store::feed`): `Store::subscribe`; its first consumer is
+//!   `ops::psearch`. A new consumer subscribes, then reads the version, and skips batches the
+//!   version already holds.
+//! - **Schema in the version** (`store::Version::schema`, `Txn::extend_schema`):
+//!   `schema_files` at start, `ops::subschema` for a modify of cn=Subschema.
+//!
+//! Modules:
 //! - `config`: the server's configuration (built by the binary from flags and TOML).
-//! - `state`: what all sessions share (schema, store, naming contexts, virtual entries, counters).
-//! - `session`: one connection: framing, pipelined dispatch, batched writes, abandon.
+//! - `state`: what all sessions share (store, naming contexts, virtual entries, counters);
+//!   `identity`: who an operation acts for.
+//! - `session`: one connection's read loop: framing, decoding, dispatch; `reply`: its reply
+//!   half (response queue, back-pressure, batched writes, access-log lines).
+//! - `op`, `controls`: the operation context and the control registry.
 //! - `ops/*`: one module per operation (bind, search, compare, add, delete, modify, modrdn,
-//!   extended), and `ops/psearch`: persistent search, a search that follows the store's change
-//!   feed as a task.
+//!   extended), and what they share: `ops/paged` (paged results cursors), `ops/psearch` and
+//!   `ops/live` (persistent searches), `ops/subschema` (schema changes), `ops/values`
+//!   (attribute values in linear time).
+//! - `filter`: filter compilation; `acl`: access control; `overlays`: the overlay chain;
+//!   `csn`: entryCSN values; `audit`, `logs`: the audit and access logs.
 //! - `error`: the LDAP error every operation returns.
 //!
 //! Use: `Server::start(config)?` builds everything (no sockets), then
