@@ -327,18 +327,21 @@ pub fn keys() -> &'static [&'static str] {
 /// Reads the file named by `--config`, if any, and merges it under the flags.
 pub fn resolve(args: &ServeArgs) -> Result<Settings, ConfigError> {
     let file = match &args.config {
-        Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|e| {
-                ConfigError(format!(
-                    "{}: cannot read configuration file: {e}",
-                    path.display()
-                ))
-            })?;
-            parse_file(path, &text)?
-        }
+        Some(path) => read_file(path)?,
         None => Settings::default(),
     };
     merge(args, file)
+}
+
+/// Reads and parses a configuration file.
+fn read_file(path: &Path) -> Result<Settings, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        ConfigError(format!(
+            "{}: cannot read configuration file: {e}",
+            path.display()
+        ))
+    })?;
+    parse_file(path, &text)
 }
 
 /// The schema configured by the `serve` configuration file `config` (built-in schema plus its
@@ -346,15 +349,7 @@ pub fn resolve(args: &ServeArgs) -> Result<Settings, ConfigError> {
 /// `backup`, `verify`); the built-in schema without one.
 pub fn configured_schema(config: Option<&Path>) -> Result<schema::Schema, ConfigError> {
     let files = match config {
-        Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|e| {
-                ConfigError(format!(
-                    "{}: cannot read configuration file: {e}",
-                    path.display()
-                ))
-            })?;
-            parse_file(path, &text)?.schema_files.unwrap_or_default()
-        }
+        Some(path) => read_file(path)?.schema_files.unwrap_or_default(),
         None => Vec::new(),
     };
     server::configured_schema(&files).map_err(|e| ConfigError(e.to_string()))

@@ -9,15 +9,25 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 pub struct Clock {
     server_id: u16,
-    /// Microseconds since the epoch of the last CSN, and its counter.
-    last: Mutex<(u64, u32)>,
+    last: Mutex<Last>,
+}
+
+/// The last CSN issued: its time in microseconds since the epoch, its counter, and its
+/// `YYYYmmddHHMMSS` (the writer issues thousands a second: the calendar is worked out once a
+/// second).
+#[derive(Default)]
+struct Last {
+    micros: u64,
+    count: u32,
+    second: u64,
+    civil: String,
 }
 
 impl Clock {
     pub fn new(server_id: u16) -> Clock {
         Clock {
             server_id,
-            last: Mutex::new((0, 0)),
+            last: Mutex::new(Last::default()),
         }
     }
 
@@ -26,34 +36,51 @@ impl Clock {
         let micros = now
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX));
-        let (at, count) = match self.last.lock() {
-            Ok(mut last) => {
-                *last = if micros > last.0 {
-                    (micros, 0)
-                } else {
-                    (last.0, last.1.saturating_add(1))
-                };
-                *last
-            }
-            Err(_) => (micros, 0),
+        let Ok(mut last) = self.last.lock() else {
+            return format(micros, 0, self.server_id);
         };
-        format(at, count, self.server_id)
+        if micros > last.micros {
+            last.micros = micros;
+            last.count = 0;
+        } else {
+            last.count = last.count.saturating_add(1);
+        }
+        let second = last.micros / 1_000_000;
+        if second != last.second || last.civil.is_empty() {
+            last.second = second;
+            last.civil = civil(second);
+        }
+        format!(
+            "{}.{:06}Z#{:06x}#{:03x}#000000",
+            last.civil,
+            last.micros % 1_000_000,
+            last.count,
+            self.server_id
+        )
     }
 }
 
-fn format(micros: u64, count: u32, sid: u16) -> String {
-    let secs = i64::try_from(micros / 1_000_000).unwrap_or(0);
-    let frac = micros % 1_000_000;
+/// `YYYYmmddHHMMSS` of a second since the epoch, in UTC.
+fn civil(second: u64) -> String {
+    let secs = i64::try_from(second).unwrap_or(0);
     let dt =
         time::OffsetDateTime::from_unix_timestamp(secs).unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
     format!(
-        "{:04}{:02}{:02}{:02}{:02}{:02}.{frac:06}Z#{count:06x}#{sid:03x}#000000",
+        "{:04}{:02}{:02}{:02}{:02}{:02}",
         dt.year(),
         u8::from(dt.month()),
         dt.day(),
         dt.hour(),
         dt.minute(),
         dt.second()
+    )
+}
+
+fn format(micros: u64, count: u32, sid: u16) -> String {
+    format!(
+        "{}.{:06}Z#{count:06x}#{sid:03x}#000000",
+        civil(micros / 1_000_000),
+        micros % 1_000_000
     )
 }
 

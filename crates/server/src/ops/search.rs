@@ -690,6 +690,20 @@ pub(crate) fn execute(
         }
     }
     let mut gone = false;
+    // Encodes one entry of the result; a buffer's worth goes to the sink. False when the
+    // search must stop: the connection is gone, or the search was abandoned while the sink
+    // waited for a slow reader (checked now rather than up to TICK_EVERY entries later).
+    let mut emit = |ran: &mut Ran, e: &Arc<Entry>, access: Option<&acl::EntryAccess<'_>>| {
+        encode_entry(shared, Some(v), &mut ran.out, Some(id), e, &p.sel, access);
+        ran.sent += 1;
+        if ran.out.len() >= FLUSH_BYTES {
+            if !sink(std::mem::take(&mut ran.out)) || abandoned.load(Ordering::Relaxed) {
+                return false;
+            }
+            ran.out.reserve(16 * 1024);
+        }
+        true
+    };
     let walked = match paging {
         Some(pg) => {
             let walked = match &pg.cursor {
@@ -727,24 +741,10 @@ pub(crate) fn execute(
                     last = Some(eid);
                     let Some(e) = v.get(eid) else { continue };
                     let access = (!p.view.is_admin()).then(|| p.view.entry(&shared.acl, schema, e));
-                    encode_entry(
-                        shared,
-                        Some(v),
-                        &mut ran.out,
-                        Some(id),
-                        e,
-                        &p.sel,
-                        access.as_ref(),
-                    );
-                    ran.sent += 1;
                     c.sent += 1;
-                    if ran.out.len() >= FLUSH_BYTES {
-                        if !sink(std::mem::take(&mut ran.out)) || abandoned.load(Ordering::Relaxed)
-                        {
-                            gone = true;
-                            break;
-                        }
-                        ran.out.reserve(16 * 1024);
+                    if !emit(&mut ran, e, access.as_ref()) {
+                        gone = true;
+                        break;
                     }
                 }
                 if let Some(last) = last {
@@ -761,27 +761,9 @@ pub(crate) fn execute(
                 ));
                 return ControlFlow::Break(());
             }
-            encode_entry(
-                shared,
-                Some(v),
-                &mut ran.out,
-                Some(id),
-                e,
-                &p.sel,
-                access.as_ref(),
-            );
-            ran.sent += 1;
-            if ran.out.len() >= FLUSH_BYTES {
-                if !sink(std::mem::take(&mut ran.out)) {
-                    gone = true;
-                    return ControlFlow::Break(());
-                }
-                // The sink may have waited for a slow reader, long enough to be abandoned:
-                // stop now rather than at the next tick, up to TICK_EVERY entries later.
-                if abandoned.load(Ordering::Relaxed) {
-                    return ControlFlow::Break(());
-                }
-                ran.out.reserve(16 * 1024);
+            if !emit(&mut ran, e, access.as_ref()) {
+                gone = true;
+                return ControlFlow::Break(());
             }
             ControlFlow::Continue(())
         }),
