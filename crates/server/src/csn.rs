@@ -5,7 +5,7 @@
 //! even if the clock steps back: the clock never goes below the last CSN's time.
 
 use std::sync::Mutex;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 pub struct Clock {
     server_id: u16,
@@ -36,9 +36,8 @@ impl Clock {
         let micros = now
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX));
-        let Ok(mut last) = self.last.lock() else {
-            return format(micros, 0, self.server_id);
-        };
+        // The state is two numbers and a string, always left whole: usable after a panic.
+        let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
         if micros > last.micros {
             last.micros = micros;
             last.count = 0;
@@ -62,32 +61,12 @@ impl Clock {
 
 /// `YYYYmmddHHMMSS` of a second since the epoch, in UTC.
 fn civil(second: u64) -> String {
-    let secs = i64::try_from(second).unwrap_or(0);
-    let dt =
-        time::OffsetDateTime::from_unix_timestamp(secs).unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
-    format!(
-        "{:04}{:02}{:02}{:02}{:02}{:02}",
-        dt.year(),
-        u8::from(dt.month()),
-        dt.day(),
-        dt.hour(),
-        dt.minute(),
-        dt.second()
-    )
-}
-
-fn format(micros: u64, count: u32, sid: u16) -> String {
-    format!(
-        "{}.{:06}Z#{count:06x}#{sid:03x}#000000",
-        civil(micros / 1_000_000),
-        micros % 1_000_000
-    )
+    crate::logs::civil_time(UNIX_EPOCH + Duration::from_secs(second), "", "", "")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     #[test]
     fn openldap_form_and_strictly_increasing() {

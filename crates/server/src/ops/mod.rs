@@ -43,7 +43,6 @@ pub(crate) fn refused(e: LdapError) -> Pending {
     Box::pin(async move { Err(e) })
 }
 
-/// Queues `f` on the writer now and returns the future of its result.
 /// The write path: queues the change `f` on the writer now and returns the future of what it
 /// applied. In the writer's job, `f` checks and applies the change against the newest version
 /// (`Txn`), then the overlay chain runs on what it applied; any error rolls all of it back.
@@ -113,8 +112,13 @@ fn read_entry_controls(op: &mut Op, applied: &Applied) {
             proto::oids::POST_READ,
         ),
     ];
+    if reads.iter().all(|(attrs, _, _)| attrs.is_none()) {
+        return;
+    }
     let shared = op.conn.shared.clone();
     let schema = &*shared.schema();
+    let v = shared.store.read();
+    let view = (!op.who.is_admin).then(|| shared.acl.view(schema, &v, &op.who));
     for (attrs, entry, oid) in reads {
         let (Some(attrs), Some(e)) = (attrs, entry) else {
             continue;
@@ -122,8 +126,6 @@ fn read_entry_controls(op: &mut Op, applied: &Applied) {
         let attrs: Vec<std::borrow::Cow<'_, [u8]>> =
             attrs.attrs.into_iter().map(Into::into).collect();
         let sel = search::Selection::parse(schema, &attrs, false);
-        let v = shared.store.read();
-        let view = (!op.who.is_admin).then(|| shared.acl.view(schema, &v, &op.who));
         let access = view.as_ref().map(|view| view.entry(&shared.acl, schema, e));
         let mut value = Vec::with_capacity(256);
         // With the version the computed attributes (entryDN, hasSubordinates,

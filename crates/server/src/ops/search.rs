@@ -364,9 +364,8 @@ pub(crate) async fn handle(mut op: Op, req: &SearchRequest<'_>) -> Next {
         None
     };
     if let Some(e) = virtual_entry {
-        if let Some(pg) = &paging {
+        if paging.is_some() {
             op.response.push(paged_control(0, Vec::new()));
-            let _ = pg;
         }
         let mut out = Vec::with_capacity(1024);
         let mut n = 0;
