@@ -14,13 +14,7 @@ pub enum Durability {
     NoSync,
 }
 
-/// One attribute uniqueness rule (the `unique` overlay): the values of each attribute type are
-/// unique among the entries under `base` (every naming context when absent).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct UniqueSpec {
-    pub attributes: Vec<String>,
-    pub base: Option<String>,
-}
+pub use dit::overlays::unique::UniqueSpec;
 
 /// Everything `server::run` needs. Field defaults are documented on `Default`.
 #[derive(Debug, Clone)]

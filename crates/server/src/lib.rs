@@ -1,18 +1,19 @@
 //! The LDAP server: listener, sessions, dispatch, one module per operation.
 //!
-//! The four seams of design.md live here and in `store`:
+//! The four seams of design.md live here, in `dit` (the directory without sockets) and in
+//! `store`:
 //! - **One operation context** (`op`): every request becomes an `Op` (message id, reply half,
 //!   bound and effective identity, parsed request controls, response controls, access-log line)
 //!   handled as `ops::X::handle(op, request) -> Next`. Controls are declared once in
 //!   `controls` (OID, operations, parser): it decides criticality and lists supportedControl.
 //!   A new control: a codec in `proto::controls`, a `Spec` and a field in `controls`, and the
 //!   operations that read the field.
-//! - **One write path** (`ops::submit_write` / `ops::write_job`): every change is checked and
-//!   applied in the writer's job against the version it changes, stamped (entryCSN: `csn`),
-//!   then run through the overlay chain (`overlays`, e.g. `overlays::unique`); it returns what
-//!   it applied (`overlays::Applied`), which feeds pre/post-read, the audit log (`audit`) and
-//!   the change feed. A new overlay: implement `overlays::Overlay`, build it in
-//!   `overlays::chain`.
+//! - **One write path** (`ops::submit_write`, then `dit::write::write_job` in the writer's
+//!   job): every change is checked and applied against the version it changes, stamped
+//!   (entryCSN: `dit::csn`), then run through the overlay chain (`dit::overlays`, e.g.
+//!   `overlays::unique`); it returns what it applied (`overlays::Applied`), which feeds
+//!   pre/post-read, the audit log (`audit`) and the change feed. A new overlay: implement
+//!   `overlays::Overlay` in `dit`, build it in `overlays::chain`.
 //! - **The change feed** (`store::feed`): `Store::subscribe`; its first consumer is
 //!   `ops::psearch`. A new consumer subscribes, then reads the version, and skips batches the
 //!   version already holds.
@@ -21,37 +22,33 @@
 //!
 //! Modules:
 //! - `config`: the server's configuration (built by the binary from flags and TOML).
-//! - `state`: what all sessions share (store, naming contexts, virtual entries, counters);
-//!   `identity`: who an operation acts for.
+//! - `state`: what all sessions share: `Shared`, which derefs to the directory (`dit::Dit`:
+//!   store, naming contexts, access rules, overlays, virtual entries) and adds what belongs to
+//!   the protocol server (configuration, TLS, connection limits, logs, lockout, counters).
 //! - `session`: one connection's read loop: framing, decoding, dispatch; `reply`: its reply
 //!   half (response queue, back-pressure, batched writes, access-log lines).
 //! - `op`, `controls`: the operation context and the control registry.
 //! - `ops/*`: one module per operation (bind, search, compare, add, delete, modify, modrdn,
 //!   extended), and what they share: `ops/paged` (paged results cursors), `ops/psearch` and
-//!   `ops/live` (persistent searches), `ops/subschema` (schema changes), `ops/values`
-//!   (attribute values in linear time).
-//! - `filter`: filter compilation; `acl`: access control; `overlays`: the overlay chain;
-//!   `csn`: entryCSN values; `audit`, `logs`: the audit and access logs.
-//! - `error`: the LDAP error every operation returns.
+//!   `ops/live` (persistent searches), `ops/subschema` (schema changes).
+//! - `audit`, `logs`: the audit and access logs.
+//! - From `dit`, under the names this crate always used: `identity`, `acl` (access control),
+//!   `filter` (filter compilation), `overlays`, `csn`, `error` (the LDAP error every
+//!   operation returns); `ops` re-exports `dit::write` (checks and stamps of the write path)
+//!   and `dit::values`.
 //!
 //! Use: `Server::start(config)?` builds everything (no sockets), then
 //! `server.serve(listener, shutdown).await` serves until `shutdown` resolves.
 
-pub mod acl;
 pub mod audit;
 pub mod bulk;
 pub mod config;
 pub mod connlimit;
 mod controls;
-mod csn;
-pub mod error;
-mod filter;
-pub mod identity;
 pub mod lockout;
 pub mod logs;
 mod op;
 mod ops;
-pub mod overlays;
 mod persistence;
 mod reply;
 mod session;
@@ -62,7 +59,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use schema::{AttrId, Dn, NormDn, Schema};
-use store::{Attr, Entry};
+use store::Entry;
 
 pub use persistence::SnapshotReport;
 use tokio::net::TcpListener;
@@ -70,6 +67,10 @@ use tokio::net::TcpListener;
 pub use config::{Config, Durability};
 pub use error::LdapError;
 use state::{Counters, Shared};
+
+// The directory's modules, under the names the protocol layer has always used for them.
+use dit::entries::{attr, virtual_entry};
+pub use dit::{acl, csn, error, filter, identity, overlays};
 
 /// Request name of Linden's "take a snapshot now" extended operation (administrator only). An
 /// OID under the UUID arc (ITU-T X.667), so it needs no registration.
@@ -116,7 +117,6 @@ impl Server {
 
     pub(crate) fn build(config: Config, mode: Mode) -> Result<Server, StartError> {
         let schema = Arc::new(configured_schema(&config.schema_files)?);
-        let known = Shared::known_init(&schema).map_err(StartError::Config)?;
         let norm_dn = |what: &str, s: &str| -> Result<(Dn, NormDn), StartError> {
             let dn = Dn::parse(s).map_err(|e| StartError::Config(format!("{what} '{s}': {e}")))?;
             let ndn = dn
@@ -149,7 +149,7 @@ impl Server {
         }
         // What the overlays look up by value is indexed too (a name they do not know is
         // reported by `overlays::chain` below).
-        for name in overlays::indexed(&config) {
+        for name in overlays::indexed(&config.unique) {
             if let Some(id) = schema.attr_by_name(name) {
                 if !indexed.contains(&id) {
                     indexed.push(id);
@@ -171,10 +171,6 @@ impl Server {
         let root_dse = root_dse(&schema, &config);
         // The store's schema: the configured one plus the extensions stored in the data.
         let schema = store.schema();
-        let subschema_cache = arc_swap::ArcSwap::from_pointee((
-            schema.generation(),
-            Arc::new(subschema_entry(&schema)),
-        ));
         config
             .password_hash
             .cost
@@ -192,29 +188,34 @@ impl Server {
             ),
             Mode::Memory => (logs::LogSink::off(), logs::LogSink::off()),
         };
-        let lockout_config = config.lockout;
-        let server_id = config.server_id;
-        let overlays = overlays::chain(&config, &schema).map_err(StartError::Config)?;
-        let dummy_password = config.password_hash.hash(b"linden-dummy-password");
-        let shared = Arc::new(Shared {
-            config,
+        let overlays = overlays::chain(&config.unique, &schema).map_err(StartError::Config)?;
+        let limits = dit::WriteLimits {
+            max_values_per_attribute: config.max_values_per_attribute,
+            max_attributes_per_request: config.max_attributes_per_request,
+        };
+        let dit = dit::Dit::new(
             store,
-            known,
             suffixes,
             admin,
             acl,
-            lockout: lockout::Lockout::new(lockout_config),
+            root_dse,
+            overlays,
+            config.server_id,
+            limits,
+        )
+        .map_err(StartError::Config)?;
+        let dummy_password = config.password_hash.hash(b"linden-dummy-password");
+        let shared = Arc::new(Shared {
+            dit,
+            lockout: lockout::Lockout::new(config.lockout),
+            config,
             dummy_password,
             tls,
             connections: Arc::new(connlimit::Connections::default()),
             access_log,
             audit_log,
-            root_dse,
-            subschema_cache,
             counters: Counters::default(),
             persistence,
-            overlays,
-            csn: csn::Clock::new(server_id),
         });
         Ok(Server { shared })
     }
@@ -333,22 +334,6 @@ impl Server {
     }
 }
 
-fn attr(schema: &Schema, name: &str, values: &[&[u8]]) -> Option<Attr> {
-    let ty = schema.attr_by_name(name)?;
-    Attr::new(
-        schema,
-        ty,
-        "",
-        values.iter().map(|v| Box::<[u8]>::from(*v)).collect(),
-    )
-    .ok()
-}
-
-fn virtual_entry(dn: &str, ndn: NormDn, attrs: Vec<Option<Attr>>) -> Entry {
-    let attrs: Vec<Attr> = attrs.into_iter().flatten().collect();
-    Entry::new(0, None, dn, &ndn, &attrs)
-}
-
 fn root_dse(schema: &Schema, config: &Config) -> Entry {
     let contexts: Vec<&[u8]> = config.suffixes.iter().map(|s| s.as_bytes()).collect();
     let controls: Vec<&[u8]> = controls::supported().map(str::as_bytes).collect();
@@ -409,50 +394,6 @@ pub fn configured_schema(files: &[std::path::PathBuf]) -> Result<Schema, StartEr
             .map_err(|e| StartError::Config(format!("schema_files: {e}")))?;
     }
     Ok(schema)
-}
-
-/// The subschema subentry (`cn=Subschema`) publishing `schema`.
-pub(crate) fn subschema_entry(schema: &Schema) -> Entry {
-    let sub = schema.subschema();
-    let bytes = |v: &Vec<String>| -> Vec<Box<[u8]>> {
-        v.iter().map(|s| Box::<[u8]>::from(s.as_bytes())).collect()
-    };
-    let big = |name: &str, v: &Vec<String>| -> Option<Attr> {
-        let ty = schema.attr_by_name(name)?;
-        // Published as-is: these values are the schema's own definitions, not user input.
-        let values = bytes(v);
-        let norm = values.clone();
-        Some(Attr {
-            ty,
-            options: "".into(),
-            values,
-            norm,
-        })
-    };
-    let ndn = Dn::parse("cn=Subschema")
-        .ok()
-        .and_then(|d| d.normalize(schema).ok())
-        .unwrap_or(NormDn {
-            norm: "cn=subschema".into(),
-            rdns: Vec::new(),
-        });
-    virtual_entry(
-        "cn=Subschema",
-        ndn,
-        vec![
-            attr(
-                schema,
-                "objectClass",
-                &[b"top", b"subentry", b"subschema", b"extensibleObject"],
-            )
-            .or_else(|| attr(schema, "objectClass", &[b"top", b"subschema"])),
-            attr(schema, "cn", &[b"Subschema"]),
-            big("attributeTypes", &sub.attribute_types),
-            big("objectClasses", &sub.object_classes),
-            big("ldapSyntaxes", &sub.ldap_syntaxes),
-            big("matchingRules", &sub.matching_rules),
-        ],
-    )
 }
 
 /// The attributes of a naming context entry created at first start, from its RDN type.

@@ -19,6 +19,8 @@ use std::time::{Duration, SystemTime};
 
 use proto::ResultCode;
 
+use dit::csn::civil_time;
+
 /// Lines (or audit records) queued before new ones are dropped.
 pub const LOG_QUEUE: usize = 64 * 1024;
 /// How often the writer thread writes what has been queued (and so the most a line waits).
@@ -211,26 +213,6 @@ pub fn access_finish(
     }
     let _ = writeln!(line, " etime_us={}", etime.as_micros());
     line.into_bytes()
-}
-
-/// A UTC time to the second as `YYYY{d}MM{d}DD{t}HH{c}MM{c}SS`: GeneralizedTime uses no
-/// separators, the logs ISO 8601's `-`, `T` and `:`.
-pub(crate) fn civil_time(t: SystemTime, d: &str, tsep: &str, c: &str) -> String {
-    let dt = time::OffsetDateTime::from(t);
-    format!(
-        "{:04}{d}{:02}{d}{:02}{tsep}{:02}{c}{:02}{c}{:02}",
-        dt.year(),
-        u8::from(dt.month()),
-        dt.day(),
-        dt.hour(),
-        dt.minute(),
-        dt.second()
-    )
-}
-
-/// RFC 4517 GeneralizedTime in UTC, `YYYYMMDDHHMMSSZ`.
-pub(crate) fn generalized_time(t: SystemTime) -> String {
-    civil_time(t, "", "", "") + "Z"
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ use crate::error::{wire_result, LdapError, LdapResult};
 use crate::overlays::Applied;
 use crate::reply::{AccessLine, Conn};
 use crate::state::Identity;
+use dit::write::denied;
 
 /// What the read loop does after an operation was dispatched.
 pub(crate) enum Next {
@@ -119,22 +120,6 @@ pub(crate) enum Audit {
     Record(Vec<u8>),
     /// A record made from what the change applied.
     Applied,
-}
-
-/// The refusal of an operation on an entry the requester can see but may not change.
-/// Anonymous writers get slapd's strongerAuthRequired; everyone else insufficientAccessRights.
-pub(crate) fn denied(who: &Identity, write: bool, what: &str) -> LdapError {
-    if write && who.is_anonymous() {
-        LdapError::new(
-            ResultCode::StrongerAuthRequired,
-            "modifications require authentication",
-        )
-    } else {
-        LdapError::new(
-            ResultCode::InsufficientAccessRights,
-            format!("no {what} access"),
-        )
-    }
 }
 
 /// `require_tls_for_writes`: changes only over TLS.

@@ -309,7 +309,7 @@ fn has_cleartext_password(shared: &Shared, input: &[InputAttr<'_>]) -> bool {
 /// reach the writer in arrival order.
 pub(crate) async fn handle(mut op: Op, req: &AddRequest<'_>) -> Next {
     let audit = op.audit_applied();
-    let assertion = Assertion::take(&mut op);
+    let assertion = crate::ops::take_assertion(&mut op);
     let fut = match op.may_write() {
         Ok(()) => submit(op.shared(), &op.who, req, assertion).await,
         Err(e) => refused(e),

@@ -10,7 +10,7 @@ use crate::error::{LdapError, LdapResult};
 use crate::state::{resolve_attr, Identity, Shared};
 
 pub(crate) async fn handle(mut op: Op, req: &CompareRequest<'_>) -> Next {
-    let assertion = Assertion::take(&mut op);
+    let assertion = crate::ops::take_assertion(&mut op);
     let e = match compare(op.shared(), &op.who, req, assertion.as_ref()) {
         Ok(true) => LdapError::new(ResultCode::CompareTrue, ""),
         Ok(false) => LdapError::new(ResultCode::CompareFalse, ""),

@@ -14,7 +14,7 @@ use crate::state::{Identity, Shared};
 
 pub(crate) async fn handle(mut op: Op, dn: &[u8]) -> Next {
     let audit = op.audit_applied();
-    let assertion = Assertion::take(&mut op);
+    let assertion = crate::ops::take_assertion(&mut op);
     let fut = match op.may_write() {
         Ok(()) => submit(op.shared(), &op.who, dn, assertion),
         Err(e) => refused(e),

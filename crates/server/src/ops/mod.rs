@@ -20,23 +20,34 @@ pub mod psearch;
 pub mod sasl;
 pub mod search;
 pub mod subschema;
-pub(crate) mod values;
 
 use std::sync::Arc;
-use std::time::SystemTime;
 
 use proto::ResultCode;
-use schema::{AttrId, Schema};
-use store::{Attr, Txn};
+use store::Txn;
 
-use crate::acl::Rights;
 use crate::error::{LdapError, LdapResult};
-use crate::state::{Identity, Shared};
-use values::ValueSet;
+use crate::state::Shared;
 
-pub(crate) use crate::op::{denied, Pending};
+pub(crate) use crate::op::Pending;
 use crate::op::{Audit, Op};
 pub(crate) use crate::overlays::Applied;
+pub(crate) use dit::values;
+pub(crate) use dit::write::{
+    authorize, authorize_new, check_assertion, check_attribute_count, check_entry,
+    check_user_modifiable, check_value_count, checked_values, denied, detached, generalized_time,
+    hash_passwords, push_checked, rdn_values_present, set_operational, stamp_modified,
+    structural_of, write_job, Assertion,
+};
+
+/// The assertion control (RFC 4528) of an operation, if it carries one, to be checked for
+/// its effective identity.
+pub(crate) fn take_assertion(op: &mut Op) -> Option<Assertion> {
+    op.controls
+        .assertion
+        .take()
+        .map(|filter| Assertion::new(op.who.clone(), filter))
+}
 
 /// A write refused before it reached the writer.
 pub(crate) fn refused(e: LdapError) -> Pending {
@@ -147,186 +158,6 @@ fn read_entry_controls(op: &mut Op, applied: &Applied) {
     }
 }
 
-/// One change in the writer's job: applied, then the overlay chain (the same for the
-/// protocol's writes and for start-up entries).
-pub(crate) fn write_job(
-    shared: &Shared,
-    txn: &mut Txn,
-    f: impl FnOnce(&mut Txn) -> LdapResult<Applied>,
-) -> LdapResult<Applied> {
-    let applied = f(txn)?;
-    crate::overlays::run(shared, txn, &applied)?;
-    Ok(applied)
-}
-
-/// Checks that `who` holds, on the existing entry `ndn` in version `v`, each right of `needs`
-/// (attribute, or `None` for the entry itself). An absent entry, or one the requester cannot
-/// see, is noSuchObject with a matchedDN they may see; otherwise a refusal is `denied`.
-pub(crate) fn authorize(
-    shared: &Shared,
-    v: &store::Version,
-    who: &Identity,
-    ndn: &schema::NormDn,
-    needs: &[(Option<AttrId>, Rights)],
-    write: bool,
-    what: &str,
-) -> LdapResult<()> {
-    if who.is_admin {
-        return Ok(());
-    }
-    if write && who.is_anonymous() {
-        // As slapd: anonymous clients may not change anything, whatever the rules say; the
-        // answer is the same for every entry, so it reveals nothing.
-        return Err(denied(who, write, what));
-    }
-    let view = shared.acl.view(&shared.schema(), v, who);
-    let Some(e) = v.lookup(ndn) else {
-        return Err(shared.no_such_object_for(v, ndn, &view));
-    };
-    let access = view.entry(&shared.acl, v.schema(), e);
-    if needs.iter().all(|(ty, r)| access.can(*ty, *r)) {
-        return Ok(());
-    }
-    if access.visible() {
-        Err(denied(who, write, what))
-    } else {
-        Err(shared.no_such_object_for(v, ndn, &view))
-    }
-}
-
-/// Checks that `who` may create `entry` (the `add` right on the new entry itself, evaluated
-/// with its DN and attributes, as 389-ds does). Its parent must exist and be visible.
-pub(crate) fn authorize_new(
-    shared: &Shared,
-    v: &store::Version,
-    who: &Identity,
-    entry: &store::Entry,
-    what: &str,
-) -> LdapResult<()> {
-    if who.is_admin {
-        return Ok(());
-    }
-    if who.is_anonymous() {
-        return Err(denied(who, true, what));
-    }
-    let view = shared.acl.view(&shared.schema(), v, who);
-    let parent_visible = schema::norm_parent(entry.ndn_str())
-        .and_then(|p| v.lookup_norm(p))
-        .is_some_and(|p| view.entry(&shared.acl, &shared.schema(), p).visible());
-    if !parent_visible {
-        return Err(shared.no_such_object_for(v, &entry.ndn(), &view));
-    }
-    if view
-        .entry(&shared.acl, &shared.schema(), entry)
-        .can(None, Rights::ADD)
-    {
-        Ok(())
-    } else {
-        Err(denied(who, true, what))
-    }
-}
-
-/// An assertion control (RFC 4528) on its way to the entry it is checked against: in the
-/// writer's job for changes (against the version being changed), inline for reads.
-pub(crate) struct Assertion {
-    who: Arc<Identity>,
-    filter: proto::Filter<'static>,
-}
-
-impl Assertion {
-    /// The assertion of an operation, if it carries one.
-    pub(crate) fn take(op: &mut crate::op::Op) -> Option<Assertion> {
-        op.controls.assertion.take().map(|filter| Assertion {
-            who: op.who.clone(),
-            filter,
-        })
-    }
-
-    /// assertionFailed unless `e` matches the filter as a search by the requester would see
-    /// it: attributes they may not search in `e` are Undefined, so the answer reveals nothing
-    /// a search would not.
-    pub(crate) fn check(
-        &self,
-        shared: &Shared,
-        v: &store::Version,
-        e: &store::Entry,
-    ) -> LdapResult<()> {
-        let schema = &*shared.schema();
-        let filter = if self.who.is_admin {
-            search::compile(schema, &mut |_| true, &self.filter)
-        } else {
-            let view = shared.acl.view(schema, v, &self.who);
-            let access = view.entry(&shared.acl, schema, e);
-            search::compile(
-                schema,
-                &mut |ty| access.can(Some(ty), Rights::SEARCH),
-                &self.filter,
-            )
-        };
-        if filter.eval(schema, e) == store::Tri::True {
-            Ok(())
-        } else {
-            Err(LdapError::new(
-                ResultCode::AssertionFailed,
-                "the entry does not match the assertion control's filter",
-            ))
-        }
-    }
-}
-
-/// `Assertion::check` for an optional assertion.
-pub(crate) fn check_assertion(
-    a: Option<&Assertion>,
-    shared: &Shared,
-    v: &store::Version,
-    e: &store::Entry,
-) -> LdapResult<()> {
-    a.map_or(Ok(()), |a| a.check(shared, v, e))
-}
-
-/// An entry not (yet) in the tree, for evaluating access rules against it.
-pub(crate) fn detached(dn: String, ndn: schema::NormDn, attrs: Vec<Attr>) -> store::Entry {
-    store::Entry::new(0, None, &dn, &ndn, &attrs)
-}
-
-pub(crate) use crate::logs::generalized_time;
-
-/// Sets (replaces) a single-valued server-kept attribute.
-pub(crate) fn set_operational(schema: &Schema, attrs: &mut Vec<Attr>, ty: AttrId, value: &[u8]) {
-    attrs.retain(|a| a.ty != ty);
-    if let Ok(a) = Attr::new(schema, ty, "", vec![value.into()]) {
-        attrs.push(a);
-    }
-}
-
-/// Records who changed an entry and when (modifiersName, modifyTimestamp, entryCSN).
-pub(crate) fn stamp_modified(shared: &Shared, attrs: &mut Vec<Attr>, who: &str, now: SystemTime) {
-    let schema = &*shared.schema();
-    set_operational(
-        schema,
-        attrs,
-        shared.known.entry_csn,
-        shared.csn.next(now).as_bytes(),
-    );
-    set_operational(schema, attrs, shared.known.modifiers_name, who.as_bytes());
-    set_operational(
-        schema,
-        attrs,
-        shared.known.modify_timestamp,
-        generalized_time(now).as_bytes(),
-    );
-}
-
-/// Stores cleartext userPassword values hashed (already-hashed values are kept as given, so
-/// migrated data keeps working).
-pub(crate) fn hash_passwords(policy: &pwhash::Policy, values: &mut [Box<[u8]>]) {
-    for v in values.iter_mut() {
-        if !pwhash::is_hashed(v) {
-            *v = policy.hash(v).into_boxed_slice();
-        }
-    }
-}
-
 /// Runs password hashing or verification on the blocking pool. It takes milliseconds of CPU
 /// (Argon2 by default) and may wait for a slot of pwhash's memory pool: on a runtime thread it
 /// would stall every connection served there, on the writer every write.
@@ -338,167 +169,5 @@ pub(crate) async fn on_blocking_pool<T: Send + 'static>(
             ResultCode::Other,
             format!("password hashing task failed: {e}"),
         )
-    })
-}
-
-/// Builds the values of one attribute from a request: syntax-checked, no duplicates, each with
-/// its equality-normalized form (computed to find repeats, and kept so that building the
-/// attribute need not normalize again). `context` prefixes messages as slapd does (e.g.
-/// "modify/add").
-pub(crate) fn checked_values(
-    shared: &Shared,
-    ty: AttrId,
-    name: &str,
-    raw: &[std::borrow::Cow<'_, [u8]>],
-    context: &str,
-) -> LdapResult<values::Parts> {
-    let mut set = ValueSet::default();
-    push_checked(shared, &mut set, ty, name, raw, context)?;
-    Ok(set.into_parts())
-}
-
-/// Adds the values of `raw` to `set` as `checked_values` checks them; a value whose normalized
-/// form is already in the set (from `raw` or from before) is attributeOrValueExists. Linear in
-/// the number of values (`ValueSet`), and bounded by `max_values_per_attribute`.
-pub(crate) fn push_checked(
-    shared: &Shared,
-    set: &mut ValueSet,
-    ty: AttrId,
-    name: &str,
-    raw: &[std::borrow::Cow<'_, [u8]>],
-    context: &str,
-) -> LdapResult<()> {
-    let schema = &*shared.schema();
-    check_value_count(shared, name, set.len() + raw.len())?;
-    for v in raw {
-        let i = set.len();
-        let invalid = || {
-            LdapError::new(
-                ResultCode::InvalidAttributeSyntax,
-                format!("{context}{name}: value #{i} invalid per syntax"),
-            )
-        };
-        schema.validate(ty, v).map_err(|_| invalid())?;
-        // An objectClass value must name a class (slapd: invalid per syntax).
-        if ty == shared.known.object_class
-            && std::str::from_utf8(v)
-                .ok()
-                .and_then(|n| schema.class_by_name(n.trim()))
-                .is_none()
-        {
-            return Err(invalid());
-        }
-        let n = schema
-            .normalize_eq(ty, v)
-            .map_err(|_| invalid())?
-            .into_boxed_slice();
-        if !set.insert(v.as_ref().into(), n) {
-            return Err(LdapError::new(
-                ResultCode::AttributeOrValueExists,
-                format!("{context}{name}: value #{i} provided more than once"),
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// `max_values_per_attribute`: the values one attribute of a request may carry.
-pub(crate) fn check_value_count(shared: &Shared, name: &str, n: usize) -> LdapResult<()> {
-    let max = shared.config.max_values_per_attribute;
-    if max > 0 && n > max {
-        return Err(LdapError::new(
-            ResultCode::AdminLimitExceeded,
-            format!("{name}: {n} values, more than the server allows in one request ({max}, max_values_per_attribute)"),
-        ));
-    }
-    Ok(())
-}
-
-/// `max_attributes_per_request`: the attributes of an add, or the changes of a modify.
-pub(crate) fn check_attribute_count(shared: &Shared, what: &str, n: usize) -> LdapResult<()> {
-    let max = shared.config.max_attributes_per_request;
-    if max > 0 && n > max {
-        return Err(LdapError::new(
-            ResultCode::AdminLimitExceeded,
-            format!("{n} {what}, more than the server allows in one request ({max}, max_attributes_per_request)"),
-        ));
-    }
-    Ok(())
-}
-
-/// Refuses changes to attributes the server keeps itself.
-pub(crate) fn check_user_modifiable(schema: &Schema, ty: AttrId, name: &str) -> LdapResult<()> {
-    if schema.attr(ty).no_user_modification {
-        return Err(LdapError::new(
-            ResultCode::ConstraintViolation,
-            format!("{name}: no user modification allowed"),
-        ));
-    }
-    Ok(())
-}
-
-/// Checks the whole entry against the schema and returns the structural object class name.
-pub(crate) fn check_entry(shared: &Shared, attrs: &[Attr]) -> LdapResult<String> {
-    let schema = &*shared.schema();
-    let oc: Vec<&[u8]> = attrs
-        .iter()
-        .filter(|a| a.ty == shared.known.object_class)
-        .flat_map(|a| a.values.iter().map(|v| &**v))
-        .collect();
-    let counts: Vec<(AttrId, usize)> = attrs.iter().map(|a| (a.ty, a.values.len())).collect();
-    let structural = schema.check_entry(&oc, &counts)?;
-    Ok(schema
-        .class(structural)
-        .names
-        .first()
-        .cloned()
-        .unwrap_or_else(|| schema.class(structural).oid.clone()))
-}
-
-/// Every value of each RDN AVA must be in the entry (RFC 4512 §2.3).
-pub(crate) fn rdn_values_present(
-    shared: &Shared,
-    ndn: &schema::NormDn,
-    attrs: &[Attr],
-) -> LdapResult<()> {
-    if let Some(rdn) = ndn.rdns.first() {
-        for (ty, raw) in rdn {
-            let norm = shared.schema().normalize_eq(*ty, raw).unwrap_or_default();
-            let present = attrs
-                .iter()
-                .any(|a| a.ty == *ty && a.options.is_empty() && a.find(&norm).is_some());
-            if !present {
-                return Err(LdapError::new(
-                    ResultCode::NamingViolation,
-                    format!(
-                        "value of naming attribute '{}' is not present in entry",
-                        shared.schema().attr(*ty).name()
-                    ),
-                ));
-            }
-        }
-    }
-    Ok(())
-}
-
-/// The structural object class an objectClass value set names: the most specific structural
-/// class among them (the others must be its superclasses for the entry to be valid).
-pub(crate) fn structural_of(shared: &Shared, attrs: &[Attr]) -> Option<schema::ClassId> {
-    let schema = &*shared.schema();
-    let ids: Vec<schema::ClassId> = attrs
-        .iter()
-        .filter(|a| a.ty == shared.known.object_class)
-        .flat_map(|a| a.values.iter())
-        .filter_map(|v| {
-            std::str::from_utf8(v)
-                .ok()
-                .and_then(|n| schema.class_by_name(n.trim()))
-        })
-        .filter(|c| schema.class(*c).kind == schema::ClassKind::Structural)
-        .collect();
-    // The most specific: no other listed class has it among its superclasses.
-    ids.iter().copied().find(|c| {
-        !ids.iter()
-            .any(|o| o != c && schema.class_closure(&[*o]).contains(c))
     })
 }

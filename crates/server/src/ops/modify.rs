@@ -285,7 +285,7 @@ pub(crate) async fn handle(mut op: Op, req: &ModifyRequest<'_>) -> Next {
     } else {
         op.audit_applied()
     };
-    let assertion = Assertion::take(&mut op);
+    let assertion = crate::ops::take_assertion(&mut op);
     let fut = match op.may_write() {
         Ok(()) => submit(op.shared(), &op.who, req, assertion).await,
         Err(e) => refused(e),

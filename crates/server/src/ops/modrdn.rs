@@ -227,7 +227,7 @@ pub(crate) async fn handle(mut op: Op, req: &ModifyDnRequest<'_>) -> Next {
     let audit = op
         .audit(&req.dn, || crate::audit::modrdn_change(req))
         .map_or(crate::op::Audit::Off, crate::op::Audit::Record);
-    let assertion = Assertion::take(&mut op);
+    let assertion = crate::ops::take_assertion(&mut op);
     let fut = match op.may_write() {
         Ok(()) => submit(op.shared(), &op.who, req, assertion),
         Err(e) => refused(e),

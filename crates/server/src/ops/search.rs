@@ -308,7 +308,7 @@ pub(crate) async fn handle(mut op: Op, req: &SearchRequest<'_>) -> Next {
         return super::psearch::start(op, req, ps).await;
     }
     let shared = op.shared().clone();
-    let assertion = Assertion::take(&mut op);
+    let assertion = crate::ops::take_assertion(&mut op);
     let paged = op.controls.paged.take();
     // Later pages of a paged search run on the version of its first page.
     let mut paging = None;

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use store::{Entry, Txn};
 
 use crate::error::LdapResult;
-use crate::state::Shared;
+use crate::Dit;
 
 /// What one change did: the entry before and after it (`None` before an add, after a
 /// delete). Returned to the operation (pre/post-read controls) and handed to the overlays.
@@ -34,18 +34,18 @@ pub trait Overlay: Send + Sync {
     fn name(&self) -> &'static str;
     /// Runs after `applied` is in `txn`'s working version, before the batch is logged and
     /// published. An error refuses the change.
-    fn after(&self, shared: &Shared, txn: &mut Txn, applied: &Applied) -> LdapResult<()>;
+    fn after(&self, shared: &Dit, txn: &mut Txn, applied: &Applied) -> LdapResult<()>;
 }
 
 /// The chain the configuration asks for, in order.
-pub(crate) fn chain(
-    config: &crate::config::Config,
+pub fn chain(
+    unique_specs: &[unique::UniqueSpec],
     schema: &schema::Schema,
 ) -> Result<Vec<Box<dyn Overlay>>, String> {
     let mut out: Vec<Box<dyn Overlay>> = Vec::new();
-    if !config.unique.is_empty() {
+    if !unique_specs.is_empty() {
         let mut rules = Vec::new();
-        for (i, spec) in config.unique.iter().enumerate() {
+        for (i, spec) in unique_specs.iter().enumerate() {
             let at = format!("unique rule {}", i + 1);
             if spec.attributes.is_empty() {
                 return Err(format!(
@@ -80,15 +80,14 @@ pub(crate) fn chain(
 }
 
 /// The attribute types the overlays look up by value: the server indexes them.
-pub(crate) fn indexed(config: &crate::config::Config) -> impl Iterator<Item = &str> {
-    config
-        .unique
+pub fn indexed(unique_specs: &[unique::UniqueSpec]) -> impl Iterator<Item = &str> {
+    unique_specs
         .iter()
         .flat_map(|u| u.attributes.iter().map(String::as_str))
 }
 
 /// Runs the chain on one applied change.
-pub(crate) fn run(shared: &Shared, txn: &mut Txn, applied: &Applied) -> LdapResult<()> {
+pub fn run(shared: &Dit, txn: &mut Txn, applied: &Applied) -> LdapResult<()> {
     for o in &shared.overlays {
         o.after(shared, txn, applied)?;
     }

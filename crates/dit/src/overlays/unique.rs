@@ -16,7 +16,14 @@ use store::{Entry, Filter, Txn};
 
 use super::{Applied, Overlay};
 use crate::error::{LdapError, LdapResult};
-use crate::state::Shared;
+use crate::Dit;
+
+/// One `[[unique]]` rule as configured: attribute type names and an optional base DN.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UniqueSpec {
+    pub attributes: Vec<String>,
+    pub base: Option<String>,
+}
 
 /// One rule: these attributes are unique under `base` (or under every naming context).
 pub struct Rule {
@@ -60,7 +67,7 @@ impl Overlay for Unique {
         "unique"
     }
 
-    fn after(&self, _: &Shared, txn: &mut Txn, applied: &Applied) -> LdapResult<()> {
+    fn after(&self, _: &Dit, txn: &mut Txn, applied: &Applied) -> LdapResult<()> {
         let Some(e) = &applied.after else {
             return Ok(());
         };

@@ -3,6 +3,8 @@
 //! microsecond, the server id (`server_id`, hex) and a modifier number (always 0). Replication
 //! compares CSNs as strings, so every CSN a server issues must sort after the previous one,
 //! even if the clock steps back: the clock never goes below the last CSN's time.
+//!
+//! Also the calendar forms of a time the server writes (GeneralizedTime stamps, log times).
 
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -61,7 +63,27 @@ impl Clock {
 
 /// `YYYYmmddHHMMSS` of a second since the epoch, in UTC.
 fn civil(second: u64) -> String {
-    crate::logs::civil_time(UNIX_EPOCH + Duration::from_secs(second), "", "", "")
+    civil_time(UNIX_EPOCH + Duration::from_secs(second), "", "", "")
+}
+
+/// A UTC time to the second as `YYYY{d}MM{d}DD{t}HH{c}MM{c}SS`: GeneralizedTime uses no
+/// separators, the logs ISO 8601's `-`, `T` and `:`.
+pub fn civil_time(t: SystemTime, d: &str, tsep: &str, c: &str) -> String {
+    let dt = ::time::OffsetDateTime::from(t);
+    format!(
+        "{:04}{d}{:02}{d}{:02}{tsep}{:02}{c}{:02}{c}{:02}",
+        dt.year(),
+        u8::from(dt.month()),
+        dt.day(),
+        dt.hour(),
+        dt.minute(),
+        dt.second()
+    )
+}
+
+/// RFC 4517 GeneralizedTime in UTC, `YYYYMMDDHHMMSSZ`.
+pub fn generalized_time(t: SystemTime) -> String {
+    civil_time(t, "", "", "") + "Z"
 }
 
 #[cfg(test)]

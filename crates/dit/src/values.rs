@@ -13,11 +13,11 @@ use std::hash::BuildHasher;
 const INDEX_FROM: usize = 16;
 
 /// Raw values and their normalized forms, position by position.
-pub(crate) type Parts = (Vec<Box<[u8]>>, Vec<Box<[u8]>>);
+pub type Parts = (Vec<Box<[u8]>>, Vec<Box<[u8]>>);
 
 /// Raw values with their equality-normalized forms, no two normalized forms equal.
 #[derive(Default)]
-pub(crate) struct ValueSet {
+pub struct ValueSet {
     pub values: Vec<Box<[u8]>>,
     pub norms: Vec<Box<[u8]>>,
     /// Positions in `norms`, once there are more than `INDEX_FROM` values.
@@ -38,6 +38,10 @@ impl ValueSet {
 
     pub fn len(&self) -> usize {
         self.norms.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.norms.is_empty()
     }
 
     fn build_index(&mut self) {

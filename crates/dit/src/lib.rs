@@ -1,0 +1,267 @@
+//! The directory itself, with no sockets (design.md, "Crates and seams"): who an operation
+//! acts for (`identity`), access control (`acl`), filter compilation (`filter`), the write
+//! path's checks and stamps (`write`) and its overlay chain (`overlays`), entryCSN values and
+//! time stamps (`csn`), the server-held virtual entries (`entries`: cn=Subschema), values in
+//! linear time (`values`) and the error every operation returns (`error`).
+//!
+//! [`Dit`] is the directory state every operation shares: the store (whose versions hold the
+//! entries, indexes and schema), the naming contexts, the administrator, the compiled access
+//! rules, the overlay chain and the CSN clock. It is immutable after start; all mutable
+//! directory state lives in the store's versions. The server wraps it with what belongs to
+//! sockets (listeners, TLS, connection limits, logs) and derefs to it.
+//!
+//! Everything here can be tested without a socket: build a `Dit` with `Dit::new`, write with
+//! `store.write_blocking(|txn| write::write_job(&dit, txn, ...))`, read with `store.read()`.
+
+pub mod acl;
+pub mod csn;
+pub mod entries;
+pub mod error;
+pub mod filter;
+pub mod identity;
+pub mod overlays;
+pub mod values;
+pub mod write;
+
+use std::sync::Arc;
+
+use proto::ResultCode;
+use schema::{AttrId, Dn, NormDn, Schema};
+use store::{Entry, Store};
+
+use crate::error::{LdapError, LdapResult};
+pub use crate::identity::Identity;
+
+/// Attribute ids the server itself uses, resolved once.
+pub struct Known {
+    pub object_class: AttrId,
+    pub user_password: AttrId,
+    pub create_timestamp: AttrId,
+    pub modify_timestamp: AttrId,
+    pub creators_name: AttrId,
+    pub modifiers_name: AttrId,
+    pub entry_uuid: AttrId,
+    pub entry_dn: AttrId,
+    pub structural_object_class: AttrId,
+    pub has_subordinates: AttrId,
+    pub num_subordinates: AttrId,
+    pub subschema_subentry: AttrId,
+    pub entry_csn: AttrId,
+}
+
+impl Known {
+    fn resolve(schema: &Schema) -> Result<Known, String> {
+        let get = |n: &str| {
+            schema
+                .attr_by_name(n)
+                .ok_or_else(|| format!("built-in schema lacks attribute type '{n}'"))
+        };
+        Ok(Known {
+            object_class: get("objectClass")?,
+            user_password: get("userPassword")?,
+            create_timestamp: get("createTimestamp")?,
+            modify_timestamp: get("modifyTimestamp")?,
+            creators_name: get("creatorsName")?,
+            modifiers_name: get("modifiersName")?,
+            entry_uuid: get("entryUUID")?,
+            entry_dn: get("entryDN")?,
+            structural_object_class: get("structuralObjectClass")?,
+            has_subordinates: get("hasSubordinates")?,
+            num_subordinates: get("numSubordinates")?,
+            subschema_subentry: get("subschemaSubentry")?,
+            entry_csn: get("entryCSN")?,
+        })
+    }
+}
+
+/// Limits the write path enforces on one request (named settings, adminLimitExceeded).
+#[derive(Debug, Clone, Copy)]
+pub struct WriteLimits {
+    /// `max_values_per_attribute` (0 = none).
+    pub max_values_per_attribute: usize,
+    /// `max_attributes_per_request` (0 = none).
+    pub max_attributes_per_request: usize,
+}
+
+/// The directory every operation shares (see the crate documentation).
+pub struct Dit {
+    pub store: Store,
+    pub known: Known,
+    pub suffixes: Vec<NormDn>,
+    pub admin: NormDn,
+    pub acl: acl::Acl,
+    /// The root DSE, served from memory, not stored.
+    pub root_dse: Entry,
+    /// `cn=Subschema` as last built, with the generation of the schema it shows: rebuilt by
+    /// `subschema()` when the schema was extended since (design.md seam 4).
+    pub subschema_cache: arc_swap::ArcSwap<(u64, Arc<Entry>)>,
+    /// The overlays every change passes through, in order (`overlays`).
+    pub overlays: Vec<Box<dyn overlays::Overlay>>,
+    /// entryCSN values for changes.
+    pub csn: csn::Clock,
+    pub limits: WriteLimits,
+}
+
+/// The subschema subentry as `Dit::subschema` lends it.
+pub struct SubschemaRef(arc_swap::Guard<Arc<(u64, Arc<Entry>)>>);
+
+impl std::ops::Deref for SubschemaRef {
+    type Target = Entry;
+
+    fn deref(&self) -> &Entry {
+        &self.0 .1
+    }
+}
+
+impl Dit {
+    /// A directory over `store`: `suffixes` and `admin` normalized, the rules and overlays
+    /// compiled, `root_dse` built by the caller (it lists what the protocol layer supports).
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "each is a separate part the caller builds"
+    )]
+    pub fn new(
+        store: Store,
+        suffixes: Vec<NormDn>,
+        admin: NormDn,
+        acl: acl::Acl,
+        root_dse: Entry,
+        overlays: Vec<Box<dyn overlays::Overlay>>,
+        server_id: u16,
+        limits: WriteLimits,
+    ) -> Result<Dit, String> {
+        let schema = store.schema();
+        let known = Known::resolve(&schema)?;
+        let subschema_cache = arc_swap::ArcSwap::from_pointee((
+            schema.generation(),
+            Arc::new(entries::subschema_entry(&schema)),
+        ));
+        Ok(Dit {
+            store,
+            known,
+            suffixes,
+            admin,
+            acl,
+            root_dse,
+            subschema_cache,
+            overlays,
+            csn: csn::Clock::new(server_id),
+            limits,
+        })
+    }
+
+    /// The schema of the newest published version. Code working on a version should prefer
+    /// `version.schema()`; this one is never older than any version read before the call,
+    /// and ids never change between schemas (only new ones are appended), so `Known` and
+    /// attribute ids resolved earlier stay valid.
+    pub fn schema(&self) -> store::SchemaGuard {
+        self.store.current_schema()
+    }
+
+    /// The subschema subentry (`cn=Subschema`) of the current schema, served from memory and
+    /// rebuilt only after the schema changed. Borrowed, like `schema()`: every search asks.
+    pub fn subschema(&self) -> SubschemaRef {
+        let cached = self.subschema_cache.load();
+        if cached.0 == self.schema().generation() {
+            return SubschemaRef(cached);
+        }
+        drop(cached);
+        // Two sessions may rebuild at once; either result is the current schema's entry, and
+        // a stale one stored last is rebuilt by the next call.
+        let schema = self.store.schema();
+        self.subschema_cache.store(Arc::new((
+            schema.generation(),
+            Arc::new(entries::subschema_entry(&schema)),
+        )));
+        SubschemaRef(self.subschema_cache.load())
+    }
+
+    /// Parses and normalizes a DN from the wire (invalidDNSyntax when it is not one).
+    pub fn parse_dn(&self, raw: &[u8]) -> LdapResult<(Dn, NormDn)> {
+        let s = std::str::from_utf8(raw)
+            .map_err(|_| LdapError::new(ResultCode::InvalidDnSyntax, "invalid DN: not UTF-8"))?;
+        let dn =
+            Dn::parse(s).map_err(|e| LdapError::new(ResultCode::InvalidDnSyntax, e.to_string()))?;
+        let ndn = dn
+            .normalize(&self.schema())
+            .map_err(|e| LdapError::new(ResultCode::InvalidDnSyntax, e.to_string()))?;
+        Ok((dn, ndn))
+    }
+
+    /// Parses the DN of a new entry (`Schema::parse_new_dn`), with `parse_dn`'s errors.
+    pub fn parse_new_dn(&self, raw: &[u8]) -> LdapResult<schema::NewDn> {
+        let s = std::str::from_utf8(raw)
+            .map_err(|_| LdapError::new(ResultCode::InvalidDnSyntax, "invalid DN: not UTF-8"))?;
+        self.schema()
+            .parse_new_dn(s)
+            .map_err(|e| LdapError::new(ResultCode::InvalidDnSyntax, e.to_string()))
+    }
+
+    /// The naming context holding the normalized DN `norm`, if any.
+    pub fn suffix_of(&self, norm: &str) -> Option<&NormDn> {
+        self.suffixes
+            .iter()
+            .find(|s| s.norm == norm || schema::norm_is_descendant(norm, &s.norm))
+    }
+
+    /// Whether the normalized DN `norm` is a naming context.
+    pub fn is_suffix(&self, norm: &str) -> bool {
+        self.suffixes.iter().any(|s| s.norm == norm)
+    }
+
+    /// noSuchObject for `ndn` as the requester of `view` may know it: matchedDN is the nearest
+    /// ancestor they can see, so the answer never reveals a hidden entry.
+    pub fn no_such_object_for(
+        &self,
+        v: &store::Version,
+        ndn: &NormDn,
+        view: &crate::acl::View,
+    ) -> LdapError {
+        if view.is_admin() {
+            return self.no_such_object(v, ndn);
+        }
+        let mut at = v.matched(ndn);
+        while let Some(e) = at {
+            if view.entry(&self.acl, &self.schema(), e).visible() {
+                break;
+            }
+            at = e.parent.and_then(|p| v.get(p));
+        }
+        let matched = at.map(|e| e.dn().to_string()).unwrap_or_default();
+        LdapError::new(ResultCode::NoSuchObject, "no such object").with_matched(matched)
+    }
+
+    /// noSuchObject for `ndn`, with the nearest existing ancestor as matchedDN.
+    pub fn no_such_object(&self, v: &store::Version, ndn: &NormDn) -> LdapError {
+        self.no_such_object_norm(v, &ndn.norm)
+    }
+
+    /// `no_such_object` for a normalized DN string.
+    pub fn no_such_object_norm(&self, v: &store::Version, norm: &str) -> LdapError {
+        let matched = v
+            .matched_norm(norm)
+            .map(|e| e.dn().to_string())
+            .unwrap_or_default();
+        LdapError::new(ResultCode::NoSuchObject, "no such object").with_matched(matched)
+    }
+}
+
+pub use filter::split_description;
+
+/// Resolves an attribute description from a request; undefinedAttributeType when unknown.
+pub fn resolve_attr(schema: &Schema, raw: &[u8]) -> LdapResult<(AttrId, String)> {
+    let s = std::str::from_utf8(raw).map_err(|_| {
+        LdapError::new(
+            ResultCode::UndefinedAttributeType,
+            "attribute description is not UTF-8",
+        )
+    })?;
+    let (name, options) = split_description(s);
+    match schema.attr_by_name(name) {
+        Some(id) => Ok((id, options)),
+        None => Err(LdapError::new(
+            ResultCode::UndefinedAttributeType,
+            format!("{name}: attribute type undefined"),
+        )),
+    }
+}
