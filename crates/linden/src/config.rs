@@ -136,6 +136,10 @@ pub struct Settings {
     pub bind_failures_per_ip: Option<u32>,
     #[serde(default, deserialize_with = "de::int::<1, _, _>")]
     pub bind_lockout_seconds: Option<u64>,
+    #[serde(default, deserialize_with = "de::int::<0, _, _>")]
+    pub bind_throttle_max_ms: Option<u64>,
+    #[serde(default, deserialize_with = "de::networks")]
+    pub bind_trusted_addresses: Option<Vec<server::lockout::Network>>,
     #[serde(default, deserialize_with = "de::strings")]
     pub indexes: Option<Vec<String>>,
     #[serde(default, deserialize_with = "de::unique")]
@@ -204,6 +208,18 @@ mod de {
 
     pub fn strings<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::Error> {
         with(d, |v| super::strings(v).map(Some))
+    }
+
+    pub fn networks<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<Vec<server::lockout::Network>>, D::Error> {
+        with(d, |v| {
+            super::strings(v)?
+                .iter()
+                .map(|s| server::lockout::parse_network(s))
+                .collect::<Result<Vec<_>, _>>()
+                .map(Some)
+        })
     }
 
     pub fn suffixes<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::Error> {
@@ -760,6 +776,19 @@ mod tests {
             e.starts_with("linden.toml: key argon2_memory_kib must be between"),
             "{e}"
         );
+        let s = parse(
+            "bind_throttle_max_ms = 500\nbind_trusted_addresses = [\"10.0.0.0/8\", \"::1\"]\n",
+        )
+        .expect("valid");
+        assert_eq!(s.bind_throttle_max_ms, Some(500));
+        assert_eq!(s.bind_trusted_addresses.map(|v| v.len()), Some(2));
+        let e = parse("bind_trusted_addresses = [\"10.0.0.0/40\"]")
+            .expect_err("bad network")
+            .to_string();
+        assert!(
+            e.starts_with("linden.toml: key 'bind_trusted_addresses': invalid address or network '10.0.0.0/40'"),
+            "{e}"
+        );
         let e = parse("bind_lockout_seconds = 0")
             .expect_err("zero")
             .to_string();
@@ -984,7 +1013,7 @@ log_level = "debug"
         let keys = keys();
         assert_eq!(&keys[..3], &["listen", "data", "suffix"]);
         assert_eq!(keys.last(), Some(&"log_level"));
-        assert_eq!(keys.len(), 53, "{keys:?}");
+        assert_eq!(keys.len(), 55, "{keys:?}");
         let doc = include_str!("../../../docs/configuration.md");
         for k in keys {
             assert!(

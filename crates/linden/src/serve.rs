@@ -136,6 +136,12 @@ pub fn server_config(s: Settings, admin_password_hash: Vec<u8>) -> server::Confi
     if let Some(v) = s.bind_lockout_seconds {
         c.lockout.window = std::time::Duration::from_secs(v);
     }
+    if let Some(v) = s.bind_throttle_max_ms {
+        c.lockout.max_delay = std::time::Duration::from_millis(v);
+    }
+    if let Some(v) = s.bind_trusted_addresses {
+        c.lockout.trusted = v;
+    }
     if let Some(v) = s.indexes {
         c.indexes = v;
     }

@@ -207,7 +207,7 @@ impl Server {
         let dummy_password = config.password_hash.hash(b"linden-dummy-password");
         let shared = Arc::new(Shared {
             dit,
-            lockout: lockout::Lockout::new(config.lockout),
+            lockout: lockout::Lockout::new(config.lockout.clone()),
             config,
             dummy_password,
             tls,

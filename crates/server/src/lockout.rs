@@ -1,11 +1,20 @@
-//! Failed-bind rate limiting: after too many failed simple binds for one DN, or from one client
-//! address, within a window, further binds for it fail for a while without the password being
-//! checked at all.
+//! Failed-bind throttling: after too many failed simple binds for one DN, or from one client
+//! address, within a window, every further *failed* bind for it is answered late — 100 ms,
+//! doubling with each failure, up to `max_delay` — while a bind with the right password is
+//! answered at once. A client guessing passwords is slowed to a crawl on each connection, and
+//! nobody is locked out by someone else's failures: a login host whose users mistype, or a
+//! stranger failing binds to a shared service account, delays only the failures.
 //!
-//! The answer while locked is invalidCredentials, the same as for a wrong password, and a DN
-//! that does not exist is counted and locked exactly like one that does, so the lockout never
-//! tells a client whether a DN exists. A successful bind clears its DN's count (not its
-//! address's: one valid account must not reset the budget for guessing others).
+//! This is deliberately not a lockout. A lock that refuses even the right password hands a
+//! denial of service to anyone who can reach the port (five wrong passwords for the service
+//! account of every login host). A hard per-account lock belongs to the password policy, which
+//! an administrator turns on per account (pwdLockout), as in OpenLDAP.
+//!
+//! The answer is invalidCredentials for a wrong password and for a DN that does not exist,
+//! after the same delay, so throttling never tells a client whether a DN exists. A successful
+//! bind clears its DN's count (not its address's: one valid account must not reset the budget
+//! for guessing others). Addresses in `trusted` (a load balancer, the login hosts' own
+//! network) are never throttled by address; their DNs still are.
 //!
 //! Memory is bounded: each table keeps at most `MAX_TRACKED` keys; when full, expired records
 //! go first, then the oldest.
@@ -16,18 +25,29 @@ use std::net::IpAddr;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+/// A trusted address or network (`bind_trusted_addresses`).
+pub use ipnet::IpNet as Network;
+
 /// Keys (DNs or addresses) each table tracks at most.
 pub const MAX_TRACKED: usize = 100_000;
 
-/// When binds are refused.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The delay of the first throttled failure; each further one doubles it.
+pub const FIRST_DELAY: Duration = Duration::from_millis(100);
+
+/// When failed binds are answered late.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LockoutConfig {
-    /// Failed binds for one DN within `window` that lock it (0 = never).
+    /// Failed binds for one DN within `window` after which its failures are delayed (0 = never).
     pub failures_per_dn: u32,
-    /// Failed binds from one address within `window` that lock it (0 = never).
+    /// Failed binds from one address within `window` after which its failures are delayed
+    /// (0 = never).
     pub failures_per_ip: u32,
-    /// Both the window failures are counted in and how long a lock lasts.
+    /// The window failures are counted in.
     pub window: Duration,
+    /// The longest a failed bind is held back.
+    pub max_delay: Duration,
+    /// Addresses never throttled by address (`bind_trusted_addresses`).
+    pub trusted: Vec<ipnet::IpNet>,
 }
 
 impl Default for LockoutConfig {
@@ -36,15 +56,27 @@ impl Default for LockoutConfig {
             failures_per_dn: 5,
             failures_per_ip: 50,
             window: Duration::from_secs(60),
+            max_delay: Duration::from_secs(2),
+            trusted: Vec::new(),
         }
     }
+}
+
+/// A trusted address as configured: an address (`10.1.2.3`, `::1`) or a network in CIDR form
+/// (`10.0.0.0/8`, `2001:db8::/32`).
+pub fn parse_network(s: &str) -> Result<ipnet::IpNet, String> {
+    let s = s.trim();
+    s.parse::<ipnet::IpNet>()
+        .or_else(|_| s.parse::<IpAddr>().map(ipnet::IpNet::from))
+        .map_err(|_| {
+            format!("invalid address or network '{s}' (expected e.g. 10.0.0.5 or 10.0.0.0/8)")
+        })
 }
 
 #[derive(Debug, Clone, Copy)]
 struct Record {
     failures: u32,
     since: Instant,
-    locked_until: Option<Instant>,
 }
 
 struct Table<K> {
@@ -60,31 +92,17 @@ impl<K: Eq + Hash + Clone + std::fmt::Display> Table<K> {
         }
     }
 
-    fn locked(&self, k: &K, now: Instant) -> bool {
+    /// Counts a failure; returns how many failures beyond the limit this one is (`None`
+    /// below the limit).
+    fn fail(&self, k: &K, now: Instant, window: Duration) -> Option<u32> {
         if self.limit == 0 {
-            return false;
-        }
-        let Ok(map) = self.map.lock() else {
-            return false;
-        };
-        map.get(k)
-            .and_then(|r| r.locked_until)
-            .is_some_and(|t| t > now)
-    }
-
-    /// Counts a failure; true when it locks the key.
-    fn fail(&self, k: &K, now: Instant, window: Duration) -> bool {
-        if self.limit == 0 {
-            return false;
+            return None;
         }
         let Ok(mut map) = self.map.lock() else {
-            return false;
+            return None;
         };
         if !map.contains_key(k) && map.len() >= MAX_TRACKED {
-            let expired = |r: &Record| {
-                now.duration_since(r.since) > window && r.locked_until.is_none_or(|t| t <= now)
-            };
-            map.retain(|_, r| !expired(r));
+            map.retain(|_, r| now.duration_since(r.since) <= window);
             if map.len() >= MAX_TRACKED {
                 if let Some(oldest) = map
                     .iter()
@@ -98,21 +116,15 @@ impl<K: Eq + Hash + Clone + std::fmt::Display> Table<K> {
         let r = map.entry(k.clone()).or_insert(Record {
             failures: 0,
             since: now,
-            locked_until: None,
         });
-        if now.duration_since(r.since) > window && r.locked_until.is_none_or(|t| t <= now) {
+        if now.duration_since(r.since) > window {
             *r = Record {
                 failures: 0,
                 since: now,
-                locked_until: None,
             };
         }
-        r.failures += 1;
-        if r.failures >= self.limit && r.locked_until.is_none_or(|t| t <= now) {
-            r.locked_until = Some(now + window);
-            return true;
-        }
-        false
+        r.failures = r.failures.saturating_add(1);
+        r.failures.checked_sub(self.limit)
     }
 
     fn clear(&self, k: &K) {
@@ -125,6 +137,8 @@ impl<K: Eq + Hash + Clone + std::fmt::Display> Table<K> {
 /// The failed-bind counters of a server.
 pub struct Lockout {
     window: Duration,
+    max_delay: Duration,
+    trusted: Vec<ipnet::IpNet>,
     dns: Table<String>,
     ips: Table<IpAddr>,
 }
@@ -133,27 +147,38 @@ impl Lockout {
     pub fn new(c: LockoutConfig) -> Lockout {
         Lockout {
             window: c.window,
+            max_delay: c.max_delay,
+            trusted: c.trusted,
             dns: Table::new(c.failures_per_dn),
             ips: Table::new(c.failures_per_ip),
         }
     }
 
-    /// Whether a bind for normalized DN `ndn` from `ip` must be refused now.
-    pub fn locked(&self, ndn: &str, ip: IpAddr) -> bool {
-        let now = Instant::now();
-        self.dns.locked(&ndn.to_string(), now) || self.ips.locked(&ip, now)
+    /// Records a failed bind for normalized DN `ndn` from `ip`; returns how long to hold back
+    /// its answer (zero below both limits).
+    pub fn failed(&self, ndn: &str, ip: IpAddr) -> Duration {
+        self.failed_at(ndn, ip, Instant::now())
     }
 
-    /// Records a failed bind.
-    pub fn failed(&self, ndn: &str, ip: IpAddr) {
-        let now = Instant::now();
-        let secs = self.window.as_secs();
-        if self.dns.fail(&ndn.to_string(), now, self.window) {
-            tracing::warn!(dn = ndn, client = %ip, "too many failed binds for this DN: binds for it refused for {secs} s");
+    fn failed_at(&self, ndn: &str, ip: IpAddr, now: Instant) -> Duration {
+        let by_dn = self.dns.fail(&ndn.to_string(), now, self.window);
+        let by_ip = if self.trusted.iter().any(|n| n.contains(&ip)) {
+            None
+        } else {
+            self.ips.fail(&ip, now, self.window)
+        };
+        let max = self.max_delay.as_secs();
+        if by_dn == Some(0) {
+            tracing::warn!(dn = ndn, client = %ip, "too many failed binds for this DN: its failed binds are answered late (up to {max} s)");
         }
-        if self.ips.fail(&ip, now, self.window) {
-            tracing::warn!(client = %ip, "too many failed binds from this address: its binds refused for {secs} s");
+        if by_ip == Some(0) {
+            tracing::warn!(client = %ip, "too many failed binds from this address: its failed binds are answered late (up to {max} s)");
         }
+        by_dn.max(by_ip).map_or(Duration::ZERO, |excess| {
+            FIRST_DELAY
+                .saturating_mul(1 << excess.min(16))
+                .min(self.max_delay)
+        })
     }
 
     /// Records a successful bind: the DN's count starts over.
@@ -167,43 +192,65 @@ mod tests {
     use super::*;
 
     const IP: IpAddr = IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
+    const OTHER: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(192, 0, 2, 7));
+
+    fn lockout(per_dn: u32, per_ip: u32, trusted: &[&str]) -> Lockout {
+        Lockout::new(LockoutConfig {
+            failures_per_dn: per_dn,
+            failures_per_ip: per_ip,
+            window: Duration::from_secs(60),
+            max_delay: Duration::from_secs(2),
+            trusted: trusted
+                .iter()
+                .map(|t| parse_network(t).expect("net"))
+                .collect(),
+        })
+    }
 
     #[test]
-    fn locks_after_limit_and_unlocks_after_window() {
-        let l = Lockout::new(LockoutConfig {
-            failures_per_dn: 3,
-            failures_per_ip: 0,
-            window: Duration::from_millis(200),
-        });
-        for _ in 0..2 {
-            l.failed("uid=a", IP);
-        }
-        assert!(!l.locked("uid=a", IP));
-        l.failed("uid=a", IP);
-        assert!(l.locked("uid=a", IP));
-        assert!(!l.locked("uid=b", IP), "other DNs are not affected");
-        std::thread::sleep(Duration::from_millis(250));
-        assert!(!l.locked("uid=a", IP));
-        l.failed("uid=a", IP);
-        assert!(!l.locked("uid=a", IP), "a new window starts");
+    fn failures_beyond_the_limit_are_delayed_more_and_more_up_to_the_cap() {
+        let l = lockout(3, 0, &[]);
+        let t = Instant::now();
+        let delays: Vec<u128> = (0..8)
+            .map(|_| l.failed_at("uid=a", IP, t).as_millis())
+            .collect();
+        assert_eq!(delays, [0, 0, 100, 200, 400, 800, 1600, 2000]);
+        assert_eq!(l.failed_at("uid=b", IP, t), Duration::ZERO, "other DNs");
+        // A new window starts over.
+        let later = t + Duration::from_secs(61);
+        assert_eq!(l.failed_at("uid=a", IP, later), Duration::ZERO);
     }
 
     #[test]
     fn success_clears_the_dn_but_not_the_address() {
-        let l = Lockout::new(LockoutConfig {
-            failures_per_dn: 2,
-            failures_per_ip: 3,
-            window: Duration::from_secs(60),
-        });
-        l.failed("uid=a", IP);
+        let l = lockout(2, 3, &[]);
+        let t = Instant::now();
+        l.failed_at("uid=a", IP, t);
         l.succeeded("uid=a");
-        l.failed("uid=a", IP);
-        assert!(!l.locked("uid=a", IP));
-        l.failed("uid=b", IP);
-        assert!(
-            l.locked("uid=c", IP),
-            "three failures from the address lock it"
+        assert_eq!(l.failed_at("uid=a", IP, t), Duration::ZERO);
+        assert_eq!(
+            l.failed_at("uid=b", IP, t),
+            FIRST_DELAY,
+            "three failures from the address"
         );
+        assert_eq!(
+            l.failed_at("uid=c", OTHER, t),
+            Duration::ZERO,
+            "another address"
+        );
+    }
+
+    #[test]
+    fn trusted_addresses_are_not_throttled_by_address() {
+        let l = lockout(0, 2, &["127.0.0.0/8", "2001:db8::/32", "192.0.2.9"]);
+        assert!(parse_network("10.0.0.0/33").is_err());
+        assert!(parse_network("host.example").is_err());
+        let t = Instant::now();
+        for i in 0..10 {
+            assert_eq!(l.failed_at(&format!("uid={i}"), IP, t), Duration::ZERO);
+        }
+        l.failed_at("uid=x", OTHER, t);
+        assert_eq!(l.failed_at("uid=y", OTHER, t), FIRST_DELAY);
     }
 
     #[test]

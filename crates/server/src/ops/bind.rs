@@ -2,7 +2,8 @@
 //!
 //! A wrong password and an unknown DN give the same answer (invalidCredentials) after the same
 //! work: an unknown DN is checked against a dummy hash of the configured scheme. Failed binds
-//! count towards the lockout (`lockout`) for the DN and the client address.
+//! count for the DN and the client address and, beyond their limits, are answered late
+//! (`lockout`).
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -109,18 +110,15 @@ fn require_tls(shared: &Shared, tls: Option<&TlsInfo>) -> LdapResult<()> {
     Ok(())
 }
 
-/// Whether `password` is the password of `ndn`, under the failed-bind lockout: while the DN
-/// or the client's address is locked the answer is no without looking. Verification runs on
-/// the blocking pool (a strong hash takes tens of milliseconds).
+/// Whether `password` is the password of `ndn`. Verification runs on the blocking pool (a
+/// strong hash takes tens of milliseconds). A failure is counted for the DN and the client's
+/// address (`lockout`) and, beyond their limits, answered late; a success never is.
 pub(crate) async fn check_password(
     shared: &Arc<Shared>,
     ndn: &NormDn,
     password: &[u8],
     peer: IpAddr,
 ) -> bool {
-    if shared.lockout.locked(&ndn.norm, peer) {
-        return false;
-    }
     let stored: Vec<Vec<u8>> = if *ndn == shared.admin {
         vec![shared.config.admin_password_hash.clone()]
     } else {
@@ -158,7 +156,10 @@ pub(crate) async fn check_password(
     if ok {
         shared.lockout.succeeded(&ndn.norm);
     } else {
-        shared.lockout.failed(&ndn.norm, peer);
+        let delay = shared.lockout.failed(&ndn.norm, peer);
+        if !delay.is_zero() {
+            tokio::time::sleep(delay).await;
+        }
     }
     ok
 }
