@@ -14,6 +14,7 @@
 //! `store.write_blocking(|txn| write::write_job(&dit, txn, ...))`, read with `store.read()`.
 
 pub mod acl;
+pub mod authz;
 pub mod csn;
 pub mod entries;
 pub mod error;

@@ -254,3 +254,60 @@ fn the_assertion_control_sees_what_the_requester_may_search() {
         .unwrap_err();
     assert_eq!(e.code, ResultCode::AssertionFailed);
 }
+
+#[test]
+fn authentication_identities_map_to_entries_by_dn_or_search() {
+    use dit::authz::{AuthzMap, AuthzRuleSpec, Mapped};
+    let dit = setup();
+    add_person(&dit, "alice").unwrap();
+    add_person(&dit, "bob").unwrap();
+    let rule = |pattern: &str, replace: &str| AuthzRuleSpec {
+        pattern: pattern.into(),
+        replace: replace.into(),
+    };
+    let map = AuthzMap::compile(&[
+        rule(
+            r"gidNumber=0\+uidNumber=0,cn=peercred,cn=external,cn=auth",
+            "cn=admin,dc=example,dc=com",
+        ),
+        rule(
+            "cn=([^,]+),ou=certs",
+            "ldap:///dc=example,dc=com??sub?(uid=$1)",
+        ),
+        rule(
+            "cn=anyone,ou=certs2",
+            "ldap:///dc=example,dc=com??sub?(sn=*)",
+        ),
+    ])
+    .unwrap();
+    let schema = dit.schema();
+    assert_eq!(
+        map.map(
+            &dit,
+            "gidNumber=0+uidNumber=0,cn=peercred,cn=external,cn=auth"
+        ),
+        Mapped::Dn(dit.admin.clone())
+    );
+    // The whole identity must match, case-insensitively.
+    assert_eq!(
+        map.map(
+            &dit,
+            "gidNumber=0+uidNumber=01,cn=peercred,cn=external,cn=auth"
+        ),
+        Mapped::Unmapped
+    );
+    assert_eq!(
+        map.map(&dit, "CN=alice,OU=certs"),
+        Mapped::Dn(norm(&schema, &format!("uid=alice,{SUFFIX}")))
+    );
+    assert!(
+        matches!(map.map(&dit, "cn=carol,ou=certs"), Mapped::Nothing(m) if m.contains("no entry"))
+    );
+    assert!(
+        matches!(map.map(&dit, "cn=anyone,ou=certs2"), Mapped::Nothing(m) if m.contains("more than one"))
+    );
+    let e = AuthzMap::compile(&[rule("(unclosed", "cn=x")]).unwrap_err();
+    assert!(e.starts_with("authz_map rule 1: pattern:"), "{e}");
+    let e = AuthzMap::compile(&[rule("x", "ldap:///dc=x??nowhere?(a=b)")]).unwrap_err();
+    assert!(e.contains("unknown scope 'nowhere'"), "{e}");
+}

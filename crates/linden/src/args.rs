@@ -13,15 +13,21 @@ pub struct ServeArgs {
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
 
-    /// Address and port to listen on. Port 0 lets the system choose one; the address actually
-    /// bound is logged as "listening on ADDR:PORT". [default: 127.0.0.1:3389] [key: listen]
+    /// Address and port to listen on (repeat for several, e.g. 127.0.0.1:389 and [::1]:389).
+    /// Port 0 lets the system choose one; each address actually bound is logged as
+    /// "listening on ADDR:PORT". [default: 127.0.0.1:3389] [key: listen]
     #[arg(long, value_name = "ADDR:PORT")]
-    pub listen: Option<SocketAddr>,
+    pub listen: Vec<SocketAddr>,
 
-    /// Also listen for LDAPS (TLS from the first byte) on this address, e.g. 0.0.0.0:636.
-    /// [default: none] [key: ldaps_listen]
+    /// Also listen for LDAPS (TLS from the first byte) on this address, e.g. 0.0.0.0:636
+    /// (repeat for several). [default: none] [key: ldaps_listen]
     #[arg(long, value_name = "ADDR:PORT")]
-    pub ldaps_listen: Option<SocketAddr>,
+    pub ldaps_listen: Vec<SocketAddr>,
+
+    /// Also serve LDAP on this Unix socket (ldapi://), where SASL EXTERNAL binds as the
+    /// connecting user. [default: none] [key: ldapi]
+    #[arg(long, value_name = "PATH")]
+    pub ldapi: Option<PathBuf>,
 
     /// Data directory. Holds admin-password.hash when the administrator password is generated.
     /// [default: ./linden-data] [key: data]

@@ -46,7 +46,7 @@ pub const DEFAULT_LOG_LEVEL: &str = "info";
 #[serde(deny_unknown_fields)]
 pub struct Settings {
     #[serde(default, deserialize_with = "de::listen")]
-    pub listen: Option<SocketAddr>,
+    pub listen: Option<Vec<SocketAddr>>,
     #[serde(default, deserialize_with = "de::path")]
     pub data: Option<PathBuf>,
     #[serde(rename = "suffix", default, deserialize_with = "de::suffixes")]
@@ -107,7 +107,11 @@ pub struct Settings {
     #[serde(default, deserialize_with = "de::log_target")]
     pub audit_log: Option<server::logs::LogTarget>,
     #[serde(default, deserialize_with = "de::ldaps_listen")]
-    pub ldaps_listen: Option<SocketAddr>,
+    pub ldaps_listen: Option<Vec<SocketAddr>>,
+    #[serde(default, deserialize_with = "de::path")]
+    pub ldapi: Option<PathBuf>,
+    #[serde(default, deserialize_with = "de::mode")]
+    pub ldapi_mode: Option<u32>,
     #[serde(default, deserialize_with = "de::path")]
     pub tls_cert: Option<PathBuf>,
     #[serde(default, deserialize_with = "de::path")]
@@ -144,6 +148,8 @@ pub struct Settings {
     pub indexes: Option<Vec<String>>,
     #[serde(default, deserialize_with = "de::unique")]
     pub unique: Option<Vec<server::config::UniqueSpec>>,
+    #[serde(default, deserialize_with = "de::authz_map")]
+    pub authz_map: Option<Vec<dit::authz::AuthzRuleSpec>>,
     /// Relative paths are resolved against the configuration file's directory.
     #[serde(default, deserialize_with = "de::paths")]
     pub schema_files: Option<Vec<PathBuf>>,
@@ -177,19 +183,57 @@ mod de {
         read(&v).map_err(D::Error::custom)
     }
 
-    fn address(v: &toml::Value, example: &str) -> Result<Option<SocketAddr>, String> {
-        let s = super::string(v)?;
-        s.parse().map(Some).map_err(|_| {
-            format!("invalid socket address '{s}' (expected ADDR:PORT, e.g. {example})")
+    /// One address or an array of them.
+    fn addresses(v: &toml::Value, example: &str) -> Result<Option<Vec<SocketAddr>>, String> {
+        if !v.is_array() {
+            // One address: a string, or the message about what else it is.
+            super::string(v)?;
+        }
+        let all = super::strings(v)?;
+        if all.is_empty() {
+            return Err(format!("at least one address is required (e.g. {example})"));
+        }
+        all.iter()
+            .map(|s| {
+                s.parse().map_err(|_| {
+                    format!("invalid socket address '{s}' (expected ADDR:PORT, e.g. {example})")
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(Some)
+    }
+
+    pub fn listen<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<SocketAddr>>, D::Error> {
+        with(d, |v| addresses(v, "127.0.0.1:3389"))
+    }
+
+    pub fn ldaps_listen<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<Vec<SocketAddr>>, D::Error> {
+        with(d, |v| addresses(v, "0.0.0.0:636"))
+    }
+
+    /// Permission bits written in octal, as a string: "0660".
+    pub fn mode<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+        with(d, |v| {
+            let s = super::string(v)?;
+            match u32::from_str_radix(s.trim_start_matches("0o"), 8) {
+                Ok(m) if m <= 0o777 => Ok(Some(m)),
+                _ => Err(format!(
+                    "invalid permission bits '{s}' (expected octal, e.g. \"0660\")"
+                )),
+            }
         })
     }
 
-    pub fn listen<'de, D: Deserializer<'de>>(d: D) -> Result<Option<SocketAddr>, D::Error> {
-        with(d, |v| address(v, "127.0.0.1:3389"))
-    }
-
-    pub fn ldaps_listen<'de, D: Deserializer<'de>>(d: D) -> Result<Option<SocketAddr>, D::Error> {
-        with(d, |v| address(v, "0.0.0.0:636"))
+    pub fn authz_map<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<Vec<dit::authz::AuthzRuleSpec>>, D::Error> {
+        with(d, |v| {
+            let rules = super::authz_rules(v)?;
+            dit::authz::AuthzMap::compile(&rules)?;
+            Ok(Some(rules))
+        })
     }
 
     pub fn string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
@@ -401,7 +445,10 @@ pub fn merge(args: &ServeArgs, file: Settings) -> Result<Settings, ConfigError> 
         None if s.log_level.is_empty() => DEFAULT_LOG_LEVEL.to_string(),
         None => std::mem::take(&mut s.log_level),
     };
-    flag(&args.listen, &mut s.listen);
+    if !args.listen.is_empty() {
+        s.listen = Some(args.listen.clone());
+    }
+    flag(&args.ldapi, &mut s.ldapi);
     flag(&args.data, &mut s.data);
     if !args.suffixes.is_empty() {
         s.suffixes = Some(args.suffixes.clone());
@@ -413,7 +460,9 @@ pub fn merge(args: &ServeArgs, file: Settings) -> Result<Settings, ConfigError> 
     flag(&args.max_outstanding, &mut s.max_outstanding);
     flag(&args.size_limit, &mut s.size_limit);
     flag(&args.time_limit, &mut s.time_limit);
-    flag(&args.ldaps_listen, &mut s.ldaps_listen);
+    if !args.ldaps_listen.is_empty() {
+        s.ldaps_listen = Some(args.ldaps_listen.clone());
+    }
     if let Some(d) = &args.durability {
         s.durability =
             Some(parse_durability(d).map_err(|e| ConfigError(format!("--durability: {e}")))?);
@@ -555,6 +604,38 @@ fn unique_rules(value: &toml::Value) -> Result<Vec<server::config::UniqueSpec>, 
         if r.attributes.is_empty() {
             return Err(format!(
                 "unique[{i}].attributes: at least one attribute type is required"
+            ));
+        }
+        rules.push(r);
+    }
+    Ok(rules)
+}
+
+fn authz_rules(value: &toml::Value) -> Result<Vec<dit::authz::AuthzRuleSpec>, String> {
+    let items = value
+        .as_array()
+        .ok_or_else(|| format!("expected [[authz_map]] tables, found {}", show(value)))?;
+    let mut rules = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let table = item
+            .as_table()
+            .ok_or_else(|| format!("authz_map[{i}]: expected a table, found {}", show(item)))?;
+        let mut r = dit::authz::AuthzRuleSpec::default();
+        for (k, v) in table {
+            let s = string(v).map_err(|e| format!("authz_map[{i}].{k}: {e}"))?;
+            match k.as_str() {
+                "match" => r.pattern = s,
+                "replace" => r.replace = s,
+                _ => {
+                    return Err(format!(
+                        "authz_map[{i}]: unknown field '{k}' (expected match, replace)"
+                    ))
+                }
+            }
+        }
+        if r.pattern.is_empty() {
+            return Err(format!(
+                "authz_map[{i}].match: a regular expression is required"
             ));
         }
         rules.push(r);
@@ -896,7 +977,7 @@ log_level = "debug"
 "#,
         )
         .expect("valid file");
-        assert_eq!(s.listen, Some("0.0.0.0:389".parse().expect("addr")));
+        assert_eq!(s.listen, Some(vec!["0.0.0.0:389".parse().expect("addr")]));
         assert_eq!(s.data, Some(PathBuf::from("/var/lib/linden")));
         assert_eq!(
             s.suffixes,
@@ -988,13 +1069,13 @@ log_level = "debug"
         let file = parse("listen = \"127.0.0.1:1\"\ndata = \"/d\"\nsuffix = \"o=file\"\nlog_level = \"warn\"\nadmin_password = \"f\"")
             .expect("valid");
         let args = ServeArgs {
-            listen: Some("127.0.0.1:2".parse().expect("addr")),
+            listen: vec!["127.0.0.1:2".parse().expect("addr")],
             suffixes: vec!["o=flag".into()],
             admin_password: Some("flag".into()),
             ..ServeArgs::default()
         };
         let s = merge(&args, file).expect("merge");
-        assert_eq!(s.listen, Some("127.0.0.1:2".parse().expect("addr")));
+        assert_eq!(s.listen, Some(vec!["127.0.0.1:2".parse().expect("addr")]));
         assert_eq!(s.data, Some(PathBuf::from("/d")));
         assert_eq!(s.suffixes, Some(vec!["o=flag".to_string()]));
         assert_eq!(s.admin_password.as_deref(), Some("flag"));
@@ -1013,7 +1094,7 @@ log_level = "debug"
         let keys = keys();
         assert_eq!(&keys[..3], &["listen", "data", "suffix"]);
         assert_eq!(keys.last(), Some(&"log_level"));
-        assert_eq!(keys.len(), 55, "{keys:?}");
+        assert_eq!(keys.len(), 58, "{keys:?}");
         let doc = include_str!("../../../docs/configuration.md");
         for k in keys {
             assert!(

@@ -102,7 +102,16 @@ pub fn server_config(s: Settings, admin_password_hash: Vec<u8>) -> server::Confi
     if let Some(v) = s.audit_log {
         c.audit_log = v;
     }
-    c.ldaps_listen = s.ldaps_listen.or(c.ldaps_listen);
+    if let Some(v) = s.ldaps_listen {
+        c.ldaps_listen = v;
+    }
+    c.ldapi = s.ldapi.or(c.ldapi);
+    if let Some(v) = s.ldapi_mode {
+        c.ldapi_mode = v;
+    }
+    if let Some(v) = s.authz_map {
+        c.authz_map = v;
+    }
     c.tls_cert = s.tls_cert.or(c.tls_cert);
     c.tls_key = s.tls_key.or(c.tls_key);
     c.tls_client_ca = s.tls_client_ca.or(c.tls_client_ca);
@@ -189,8 +198,9 @@ pub fn run(mut settings: Settings) -> anyhow::Result<()> {
     drop(source);
 
     let config = server_config(settings, hash);
-    let listen = config.listen;
-    let ldaps_listen = config.ldaps_listen;
+    let listen = config.listen.clone();
+    let ldaps_listen = config.ldaps_listen.clone();
+    let ldapi = config.ldapi.clone().map(|p| (p, config.ldapi_mode));
     let suffixes = config.suffixes.join("; ");
     let data = config.data_dir.display().to_string();
     // Start-up problems (a suffix that is not a DN, an unknown index attribute) are settings
@@ -208,32 +218,37 @@ pub fn run(mut settings: Settings) -> anyhow::Result<()> {
     let result = runtime.block_on(async {
         // Before the port is announced: whoever reads that line may signal at once.
         let shutdown = shutdown_signal()?;
-        let listener = tokio::net::TcpListener::bind(listen)
-            .await
-            .with_context(|| format!("cannot listen on {listen}"))?;
-        let bound = listener
-            .local_addr()
-            .with_context(|| format!("cannot listen on {listen}"))?;
-        let ldaps = match ldaps_listen {
-            Some(addr) => {
-                let l = tokio::net::TcpListener::bind(addr)
-                    .await
-                    .with_context(|| format!("cannot listen (ldaps) on {addr}"))?;
-                let a = l
-                    .local_addr()
-                    .with_context(|| format!("cannot listen (ldaps) on {addr}"))?;
-                tracing::info!("listening for ldaps on {a}");
-                Some(l)
-            }
-            None => None,
-        };
+        let mut listeners = server::Listeners::default();
+        let mut bound = Vec::new();
+        for addr in &listen {
+            let (l, a) = bind(*addr, "").await?;
+            listeners.ldap.push(l);
+            bound.push(a.to_string());
+        }
+        for addr in &ldaps_listen {
+            let (l, a) = bind(*addr, " (ldaps)").await?;
+            tracing::info!("listening for ldaps on {a}");
+            listeners.ldaps.push(l);
+        }
+        #[cfg(unix)]
+        if let Some((path, mode)) = &ldapi {
+            listeners.ldapi = Some(bind_local(path, *mode)?);
+            tracing::info!("listening for ldapi on {}", path.display());
+        }
         // Tests and scripts read the port from this line when started with port 0.
-        tracing::info!("listening on {bound}, suffixes: {suffixes}, data directory: {data}");
+        tracing::info!(
+            "listening on {}, suffixes: {suffixes}, data directory: {data}",
+            bound.join(", ")
+        );
         server
-            .serve_with_ldaps(listener, ldaps, shutdown)
+            .serve_listeners(listeners, shutdown)
             .await
             .context("serving")?;
         tracing::info!("shutting down");
+        #[cfg(unix)]
+        if let Some((path, _)) = &ldapi {
+            let _ = std::fs::remove_file(path);
+        }
         anyhow::Ok(())
     });
     runtime.shutdown_timeout(SHUTDOWN_GRACE);
@@ -252,6 +267,42 @@ pub fn run(mut settings: Settings) -> anyhow::Result<()> {
         ),
     }
     result
+}
+
+/// Binds one TCP listener; the error names the address.
+async fn bind(
+    addr: std::net::SocketAddr,
+    what: &str,
+) -> anyhow::Result<(tokio::net::TcpListener, std::net::SocketAddr)> {
+    let l = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen{what} on {addr}"))?;
+    let a = l
+        .local_addr()
+        .with_context(|| format!("cannot listen{what} on {addr}"))?;
+    Ok((l, a))
+}
+
+/// Binds the ldapi socket at `path` with permission bits `mode`. A socket file left by a
+/// server that is gone is replaced; one a running server answers on is not.
+#[cfg(unix)]
+fn bind_local(path: &std::path::Path, mode: u32) -> anyhow::Result<tokio::net::UnixListener> {
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    let shown = path.display();
+    if let Ok(meta) = std::fs::symlink_metadata(path) {
+        if !meta.file_type().is_socket() {
+            anyhow::bail!("ldapi: {shown} exists and is not a socket");
+        }
+        if std::os::unix::net::UnixStream::connect(path).is_ok() {
+            anyhow::bail!("ldapi: {shown} is in use by a running server");
+        }
+        std::fs::remove_file(path).with_context(|| format!("ldapi: cannot replace {shown}"))?;
+    }
+    let l = tokio::net::UnixListener::bind(path)
+        .with_context(|| format!("ldapi: cannot listen on {shown}"))?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+        .with_context(|| format!("ldapi: cannot set the permissions of {shown}"))?;
+    Ok(l)
 }
 
 /// Registers the SIGINT and SIGTERM handlers now (a signal that arrives before the returned

@@ -20,7 +20,7 @@ pub use dit::overlays::unique::UniqueSpec;
 #[derive(Debug, Clone)]
 pub struct Config {
     /// Address to listen on. Default `127.0.0.1:3389`.
-    pub listen: SocketAddr,
+    pub listen: Vec<SocketAddr>,
     /// Data directory. Default `./linden-data`.
     pub data_dir: PathBuf,
     /// Naming contexts served; each suffix entry is created at first start. Default `dc=example,dc=com`.
@@ -49,8 +49,12 @@ pub struct Config {
     pub password_hash: pwhash::Policy,
     /// Failed-bind lockout. Default 5 failures per DN, 50 per address, 60 s.
     pub lockout: crate::lockout::LockoutConfig,
-    /// LDAPS (TLS from the first byte) listener address; none by default.
-    pub ldaps_listen: Option<SocketAddr>,
+    /// LDAPS (TLS from the first byte) listener addresses; none by default.
+    pub ldaps_listen: Vec<SocketAddr>,
+    /// LDAP over a Unix socket (`ldapi://`) at this path; none by default.
+    pub ldapi: Option<PathBuf>,
+    /// The ldapi socket's permission bits. Default 0o660: the server's user and group.
+    pub ldapi_mode: u32,
     /// PEM certificate chain and private key for LDAPS and StartTLS. Without them a
     /// self-signed certificate is created in the data directory at first start.
     pub tls_cert: Option<PathBuf>,
@@ -87,6 +91,8 @@ pub struct Config {
     pub server_id: u16,
     /// Attribute uniqueness rules (`[[unique]]`); none by default.
     pub unique: Vec<UniqueSpec>,
+    /// SASL EXTERNAL identity mapping rules (`[[authz_map]]`), in order.
+    pub authz_map: Vec<dit::authz::AuthzRuleSpec>,
     /// Controls one request may carry (0 = no limit); more: adminLimitExceeded. Default 32.
     pub max_controls_per_request: usize,
     /// Connections open at once; more are refused with a Notice of Disconnection (busy).
@@ -136,7 +142,7 @@ pub struct Config {
 impl Default for Config {
     fn default() -> Self {
         Config {
-            listen: SocketAddr::from(([127, 0, 0, 1], 3389)),
+            listen: vec![SocketAddr::from(([127, 0, 0, 1], 3389))],
             data_dir: PathBuf::from("./linden-data"),
             suffixes: vec!["dc=example,dc=com".to_string()],
             admin_dn: "cn=admin,dc=example,dc=com".to_string(),
@@ -158,6 +164,7 @@ impl Default for Config {
             max_paged_searches: 8,
             server_id: 0,
             unique: Vec::new(),
+            authz_map: Vec::new(),
             max_connections: 10_000,
             max_connections_per_ip: 1_000,
             idle_timeout: 0,
@@ -167,7 +174,9 @@ impl Default for Config {
             persistent_search_queue: 1024,
             access_log: crate::logs::LogTarget::Off,
             audit_log: crate::logs::LogTarget::Off,
-            ldaps_listen: None,
+            ldaps_listen: Vec::new(),
+            ldapi: None,
+            ldapi_mode: 0o660,
             tls_cert: None,
             tls_key: None,
             tls_client_ca: None,

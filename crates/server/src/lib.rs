@@ -204,10 +204,12 @@ impl Server {
             limits,
         )
         .map_err(StartError::Config)?;
+        let authz = dit::authz::AuthzMap::compile(&config.authz_map).map_err(StartError::Config)?;
         let dummy_password = config.password_hash.hash(b"linden-dummy-password");
         let shared = Arc::new(Shared {
             dit,
             lockout: lockout::Lockout::new(config.lockout.clone()),
+            authz,
             config,
             dummy_password,
             tls,
@@ -253,8 +255,23 @@ impl Server {
         ldaps: Option<TcpListener>,
         shutdown: impl Future<Output = ()> + Send,
     ) -> std::io::Result<()> {
+        let listeners = Listeners {
+            ldap: vec![listener],
+            ldaps: ldaps.into_iter().collect(),
+            ..Listeners::default()
+        };
+        self.serve_listeners(listeners, shutdown).await
+    }
+
+    /// Accepts connections on every listener until `shutdown` resolves. Snapshots are taken
+    /// in the background when the configured interval or log volume calls for one.
+    pub async fn serve_listeners(
+        &self,
+        listeners: Listeners,
+        shutdown: impl Future<Output = ()> + Send,
+    ) -> std::io::Result<()> {
         let sh = self.shared.clone();
-        let snapshots = tokio::spawn(async move {
+        let mut tasks = vec![tokio::spawn(async move {
             let mut tick = tokio::time::interval(std::time::Duration::from_secs(5));
             loop {
                 tick.tick().await;
@@ -279,57 +296,101 @@ impl Server {
                     }
                 }
             }
-        });
-        let r = self.accept_loop(listener, ldaps, shutdown).await;
-        snapshots.abort();
-        r
+        })];
+        for (l, tls) in listeners
+            .ldap
+            .into_iter()
+            .map(|l| (l, false))
+            .chain(listeners.ldaps.into_iter().map(|l| (l, true)))
+        {
+            tasks.push(tokio::spawn(accept_tcp(self.shared.clone(), l, tls)));
+        }
+        #[cfg(unix)]
+        if let Some(l) = listeners.ldapi {
+            tasks.push(tokio::spawn(accept_local(self.shared.clone(), l)));
+        }
+        shutdown.await;
+        for t in tasks {
+            t.abort();
+        }
+        Ok(())
     }
+}
 
-    async fn accept_loop(
-        &self,
-        listener: TcpListener,
-        ldaps: Option<TcpListener>,
-        shutdown: impl Future<Output = ()> + Send,
-    ) -> std::io::Result<()> {
-        tokio::pin!(shutdown);
-        let accept_tls = async |l: &Option<TcpListener>| match l {
-            Some(l) => l.accept().await,
-            None => std::future::pending().await,
-        };
-        loop {
-            let (r, is_tls) = tokio::select! {
-                _ = &mut shutdown => return Ok(()),
-                r = listener.accept() => (r, false),
-                r = accept_tls(&ldaps) => (r, true),
-            };
-            match r {
-                Ok((stream, peer)) => {
-                    let c = &self.shared.config;
-                    match connlimit::Connections::admit(
-                        &self.shared.connections,
-                        peer.ip(),
-                        c.max_connections,
-                        c.max_connections_per_ip,
-                    ) {
-                        Ok(admitted) => {
-                            let shared = self.shared.clone();
-                            tokio::spawn(async move {
-                                session::run(shared, stream, peer, is_tls).await;
-                                drop(admitted);
-                            });
-                        }
-                        Err(why) => {
-                            tracing::debug!(%peer, "connection refused: {why:?} limit reached");
-                            tokio::spawn(session::refuse_busy(stream, why));
-                        }
+/// The sockets a server accepts connections on (`Server::serve_listeners`).
+#[derive(Default)]
+pub struct Listeners {
+    /// LDAP (plain, StartTLS available).
+    pub ldap: Vec<TcpListener>,
+    /// LDAPS (TLS from the first byte).
+    pub ldaps: Vec<TcpListener>,
+    /// `ldapi://`: LDAP over a Unix socket, SASL EXTERNAL from the peer's credentials.
+    #[cfg(unix)]
+    pub ldapi: Option<tokio::net::UnixListener>,
+}
+
+/// Out of file descriptors and the like: back off instead of spinning.
+async fn accept_failed(e: std::io::Error) {
+    tracing::warn!("accept failed: {e}");
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+}
+
+/// Accepts TCP connections (LDAPS ones when `tls`) under the connection limits.
+async fn accept_tcp(shared: Arc<Shared>, listener: TcpListener, tls: bool) {
+    loop {
+        match listener.accept().await {
+            Ok((stream, peer)) => {
+                let c = &shared.config;
+                match connlimit::Connections::admit(
+                    &shared.connections,
+                    peer.ip(),
+                    c.max_connections,
+                    c.max_connections_per_ip,
+                ) {
+                    Ok(admitted) => {
+                        let shared = shared.clone();
+                        tokio::spawn(async move {
+                            session::run(shared, stream, peer, tls).await;
+                            drop(admitted);
+                        });
+                    }
+                    Err(why) => {
+                        tracing::debug!(%peer, "connection refused: {why:?} limit reached");
+                        tokio::spawn(session::refuse_busy(stream, why));
                     }
                 }
-                Err(e) => {
-                    // Out of file descriptors and the like: back off instead of spinning.
-                    tracing::warn!("accept failed: {e}");
-                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+            Err(e) => accept_failed(e).await,
+        }
+    }
+}
+
+/// Accepts `ldapi://` connections, counted against `max_connections` (all local clients share
+/// one "address" for `max_connections_per_ip`: the unspecified one).
+#[cfg(unix)]
+async fn accept_local(shared: Arc<Shared>, listener: tokio::net::UnixListener) {
+    let local = std::net::IpAddr::from([0, 0, 0, 0]);
+    loop {
+        match listener.accept().await {
+            Ok((stream, _)) => {
+                let c = &shared.config;
+                match connlimit::Connections::admit(
+                    &shared.connections,
+                    local,
+                    c.max_connections,
+                    c.max_connections,
+                ) {
+                    Ok(admitted) => {
+                        let shared = shared.clone();
+                        tokio::spawn(async move {
+                            session::run_local(shared, stream).await;
+                            drop(admitted);
+                        });
+                    }
+                    Err(why) => tracing::debug!("ldapi connection refused: {why:?} limit reached"),
                 }
             }
+            Err(e) => accept_failed(e).await,
         }
     }
 }

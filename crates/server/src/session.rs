@@ -25,7 +25,7 @@ use crate::op::{Next, Op};
 use crate::ops;
 use crate::reply::{notice_of_disconnection, result_pdu, write_loop, Conn, OUT_QUEUE};
 use crate::state::{Counters, Identity, Shared};
-use crate::tls::TlsInfo;
+use crate::tls::{PeerCred, TlsInfo};
 
 /// The response tag for a request tag, for refusing a request before it runs.
 fn response_tag(op: &ProtocolOp<'_>) -> Option<u8> {
@@ -82,6 +82,31 @@ pub(crate) async fn run(shared: Arc<Shared>, stream: TcpStream, peer: SocketAddr
     }
 }
 
+/// Serves one `ldapi://` connection: local, so secure without TLS (StartTLS is refused), and
+/// SASL EXTERNAL binds as the connecting process's user and group.
+#[cfg(unix)]
+pub(crate) async fn run_local(shared: Arc<Shared>, stream: tokio::net::UnixStream) {
+    let cred = match stream.peer_cred() {
+        Ok(c) => PeerCred {
+            uid: c.uid(),
+            gid: c.gid(),
+        },
+        Err(e) => {
+            tracing::debug!("ldapi: cannot read the peer's credentials: {e}");
+            return;
+        }
+    };
+    Counters::bump(&shared.counters.connections);
+    let (rd, wr) = stream.into_split();
+    let info = TlsInfo {
+        client_subject: None,
+        local: Some(cred),
+    };
+    // A local client stands for no network address; its log lines say `client=ldapi`.
+    let peer = SocketAddr::from(([0, 0, 0, 0], 0));
+    serve(shared, rd, wr, peer, Some(info)).await;
+}
+
 type TlsStream = tokio_rustls::server::TlsStream<TcpStream>;
 
 async fn handshake(
@@ -99,7 +124,13 @@ async fn handshake(
                 .peer_certificates()
                 .and_then(|c| c.first())
                 .and_then(crate::tls::subject_dn);
-            Some((tls, TlsInfo { client_subject }))
+            Some((
+                tls,
+                TlsInfo {
+                    client_subject,
+                    local: None,
+                },
+            ))
         }
         Ok(Err(e)) => {
             tracing::debug!(%peer, "TLS handshake failed: {e}");
@@ -159,9 +190,12 @@ where
         out: tx,
         running: Mutex::new(HashMap::new()),
         peer,
+        log_tag: match tls.as_ref().and_then(|t| t.local) {
+            Some(_) => (format!(" conn={conn_id}"), " client=ldapi".to_string()),
+            None => crate::logs::conn_tag(conn_id, peer),
+        },
         tls,
         id: conn_id,
-        log_tag: crate::logs::conn_tag(conn_id, peer),
         buffered,
         paged: Mutex::new(Default::default()),
         psearches: Default::default(),
@@ -170,10 +204,10 @@ where
     conn.log_event(
         0,
         &identity,
-        if conn.tls.is_some() {
-            "CONNECT tls=yes"
-        } else {
-            "CONNECT tls=no"
+        match &conn.tls {
+            Some(t) if t.local.is_some() => "CONNECT ldapi",
+            Some(_) => "CONNECT tls=yes",
+            None => "CONNECT tls=no",
         },
     );
     let mut buf: Vec<u8> = Vec::with_capacity(16 * 1024);

@@ -39,6 +39,8 @@ pub struct Shared {
     pub dit: dit::Dit,
     pub config: Config,
     pub lockout: crate::lockout::Lockout,
+    /// `authz_map`: SASL EXTERNAL identities (certificate subjects, ldapi peers) to entries.
+    pub authz: dit::authz::AuthzMap,
     /// A hash of the configured scheme and cost, verified for binds to DNs without a
     /// password so that they take as long as binds to DNs with one.
     pub(crate) dummy_password: Vec<u8>,

@@ -25,12 +25,33 @@ pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 pub const GENERATED_CERT: &str = "tls-cert.pem";
 pub const GENERATED_KEY: &str = "tls-key.pem";
 
-/// What TLS gave a connection.
+/// What a secure transport gave a connection: TLS (LDAPS or StartTLS), or a local `ldapi://`
+/// socket, which needs no encryption and counts as secure wherever TLS is required (as slapd
+/// gives ldapi a security strength).
 #[derive(Debug, Clone, Default)]
 pub struct TlsInfo {
     /// The client certificate's subject as an LDAP DN string (RFC 4514 order), if the client
     /// presented one that verified against `tls_client_ca`.
     pub client_subject: Option<String>,
+    /// On an `ldapi://` connection: the connecting process's user and group (SO_PEERCRED).
+    pub local: Option<PeerCred>,
+}
+
+/// The credentials of the process at the other end of a local socket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PeerCred {
+    pub uid: u32,
+    pub gid: u32,
+}
+
+impl PeerCred {
+    /// The SASL EXTERNAL authentication identity of a local connection, in slapd's form.
+    pub fn authc_dn(&self) -> String {
+        format!(
+            "gidNumber={}+uidNumber={},cn=peercred,cn=external,cn=auth",
+            self.gid, self.uid
+        )
+    }
 }
 
 fn provider() -> Arc<rustls::crypto::CryptoProvider> {

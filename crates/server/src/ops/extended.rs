@@ -126,7 +126,12 @@ fn start_tls(conn: &Arc<Conn>, id: i32) -> (Next, Vec<u8>, ResultCode) {
         (out, code)
     };
     let busy = conn.busy();
-    let (out, rc) = if conn.tls.is_some() {
+    let (out, rc) = if conn.tls.as_ref().is_some_and(|t| t.local.is_some()) {
+        refuse(
+            ResultCode::OperationsError,
+            "StartTLS is not available on ldapi:// connections (they are local already)",
+        )
+    } else if conn.tls.is_some() {
         refuse(
             ResultCode::OperationsError,
             "TLS is already established on this connection",

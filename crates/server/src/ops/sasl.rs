@@ -1,7 +1,11 @@
 //! SASL binds (RFC 4513 §5.2, RFC 4422): EXTERNAL and PLAIN, both single round trip.
 //!
-//! EXTERNAL (RFC 4422 appendix A) takes the identity from the TLS client certificate: its
-//! subject, read as an LDAP DN, must be the administrator DN or name an existing entry.
+//! EXTERNAL (RFC 4422 appendix A) takes the identity from the TLS client certificate, or from
+//! a local (`ldapi://`) client's user and group (`gidNumber=G+uidNumber=U,cn=peercred,
+//! cn=external,cn=auth`, as slapd). The `authz_map` rules (`dit::authz`) may map either to an
+//! entry or the administrator; without a matching rule a certificate subject, read as an LDAP
+//! DN, must be the administrator DN or name an existing entry, and a local client acts as its
+//! peercred identity.
 //! PLAIN (RFC 4616) carries `authzid NUL authcid NUL password`; the authcid is `dn:<DN>`, or
 //! `u:<uid>` / a bare uid that must name exactly one entry by its `uid`. Neither mechanism
 //! allows acting as someone else: an authzid, if given, must name the authenticated identity.
@@ -15,6 +19,7 @@ use schema::NormDn;
 use crate::error::{LdapError, LdapResult};
 use crate::state::{Identity, Shared};
 use crate::tls::TlsInfo;
+use dit::authz::Mapped;
 
 fn invalid(why: &str) -> LdapError {
     LdapError::new(ResultCode::InvalidCredentials, why)
@@ -74,26 +79,62 @@ pub(crate) fn external(
     let Some(tls) = tls else {
         return Err(LdapError::new(
             ResultCode::InappropriateAuthentication,
-            "SASL EXTERNAL needs a TLS connection with a client certificate",
+            "SASL EXTERNAL needs a TLS connection with a client certificate, or an ldapi:// connection",
         ));
     };
-    let Some(subject) = &tls.client_subject else {
-        return Err(LdapError::new(
-            ResultCode::InappropriateAuthentication,
-            "SASL EXTERNAL: the client presented no certificate (or tls_client_ca is not set)",
-        ));
+    let who = if let Some(cred) = tls.local {
+        // A local client is who the kernel says it is; unless a rule maps it to an entry, it
+        // acts as that identity itself (which access rules may name), as in slapd.
+        let authc = cred.authc_dn();
+        match mapped(shared, &authc)? {
+            Some(who) => who,
+            None => Identity {
+                ndn: Some(shared.parse_dn(authc.as_bytes())?.1),
+                dn: authc,
+                is_admin: false,
+            },
+        }
+    } else {
+        let Some(subject) = &tls.client_subject else {
+            return Err(LdapError::new(
+                ResultCode::InappropriateAuthentication,
+                "SASL EXTERNAL: the client presented no certificate (or tls_client_ca is not set)",
+            ));
+        };
+        match mapped(shared, subject)? {
+            Some(who) => who,
+            None => {
+                let ndn = shared
+                    .parse_dn(subject.as_bytes())
+                    .map_err(|_| {
+                        invalid(&format!("the certificate subject '{subject}' is not a DN"))
+                    })?
+                    .1;
+                identity_of(shared, &ndn).ok_or_else(|| {
+                    invalid(&format!(
+                        "the certificate subject '{subject}' names no entry"
+                    ))
+                })?
+            }
+        }
     };
-    let ndn = shared
-        .parse_dn(subject.as_bytes())
-        .map_err(|_| invalid(&format!("the certificate subject '{subject}' is not a DN")))?
-        .1;
-    let who = identity_of(shared, &ndn).ok_or_else(|| {
-        invalid(&format!(
-            "the certificate subject '{subject}' names no entry"
-        ))
-    })?;
     check_authzid(shared, authzid, &who, None)?;
     Ok(who)
+}
+
+/// The entry (or administrator) the `authz_map` rules map an authentication identity to;
+/// `None` when no rule matches it.
+fn mapped(shared: &Shared, authc: &str) -> LdapResult<Option<Identity>> {
+    match shared.authz.map(shared, authc) {
+        Mapped::Unmapped => Ok(None),
+        Mapped::Nothing(why) => Err(invalid(&format!("'{authc}' maps to no entry: {why}"))),
+        Mapped::Dn(ndn) => identity_of(shared, &ndn).map(Some).ok_or_else(|| {
+            invalid(&format!(
+                "'{authc}' maps to '{}', which names no entry",
+                ndn.norm
+            ))
+        }),
+    }
 }
 
 pub(crate) async fn plain(

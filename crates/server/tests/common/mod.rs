@@ -55,7 +55,7 @@ impl TestServer {
         let data = tempfile::tempdir().expect("temporary data directory");
         let mut config = server::Config {
             data_dir: data.path().to_path_buf(),
-            listen: "127.0.0.1:0".parse().expect("addr"),
+            listen: vec!["127.0.0.1:0".parse().expect("addr")],
             admin_password_hash: pwhash::hash(pwhash::Scheme::default(), ADMIN_PW.as_bytes()),
             access: Some(open_read_policy()),
             size_limit_anonymous: 0,

@@ -1,0 +1,210 @@
+//! Several listening addresses and `ldapi://` with SASL EXTERNAL from the peer's credentials,
+//! through the `linden` binary and OpenLDAP's client tools.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed unwrap is a failed test"
+)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+
+/// Runs an OpenLDAP client tool: (exit status, stdout, stderr).
+fn tool(name: &str, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(name).args(args).output().unwrap_or_else(|e| {
+        panic!("{name}: {e} (scripts/install-test-deps.sh installs ldap-utils)")
+    });
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `ldapi://` URL of a socket path (the path percent-encoded, as RFC 4516 asks).
+fn ldapi_url(path: &std::path::Path) -> String {
+    let mut url = String::from("ldapi://");
+    for b in path.to_str().expect("utf-8 path").bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            url.push(char::from(b));
+        } else {
+            url.push_str(&format!("%{b:02X}"));
+        }
+    }
+    url
+}
+
+struct Server {
+    child: std::process::Child,
+    /// The addresses of the "listening on" line.
+    bound: Vec<String>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(config: &std::path::Path, data: &std::path::Path) -> Server {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_linden"))
+        .args(["serve", "--demo", "--admin-password", "secret", "--config"])
+        .arg(config)
+        .arg("--data")
+        .arg(data)
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start linden");
+    let stderr = child.stderr.take().expect("stderr");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if let Some(rest) = line.split("listening on ").nth(1) {
+                let addrs = rest.split(", suffixes").next().unwrap_or("").to_string();
+                let _ = tx.send(Ok(addrs));
+            } else if line.contains("ERROR") || line.starts_with("error") {
+                let _ = tx.send(Err(line));
+            }
+        }
+    });
+    let line = rx
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("server address")
+        .expect("server started");
+    Server {
+        child,
+        bound: line.split(", ").map(str::to_string).collect(),
+    }
+}
+
+#[test]
+fn several_addresses_and_ldapi_with_peer_credentials() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let socket = tmp.path().join("ldapi sock");
+    let (_, uid, _) = tool("id", &["-u"]);
+    let uid = uid.trim();
+    let config = tmp.path().join("linden.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"listen = ["127.0.0.1:0", "127.0.0.2:0"]
+ldapi = "{}"
+ldapi_mode = "0600"
+
+# This process's user is the administrator over ldapi.
+[[authz_map]]
+match = 'gidNumber=[0-9]+\+uidNumber={uid},cn=peercred,cn=external,cn=auth'
+replace = "cn=admin,dc=example,dc=com"
+
+# A certificate subject maps through a search.
+[[authz_map]]
+match = 'cn=([^,]+),ou=certs'
+replace = "ldap:///ou=people,dc=example,dc=com??sub?(uid=$1)"
+"#,
+            socket.display()
+        ),
+    )
+    .expect("write config");
+    let srv = serve(&config, &tmp.path().join("data"));
+    assert_eq!(srv.bound.len(), 2, "{:?}", srv.bound);
+    assert!(srv.bound[0].starts_with("127.0.0.1:"), "{:?}", srv.bound);
+    assert!(srv.bound[1].starts_with("127.0.0.2:"), "{:?}", srv.bound);
+    for addr in &srv.bound {
+        let (rc, out, err) = tool(
+            "ldapwhoami",
+            &[
+                "-x",
+                "-H",
+                &format!("ldap://{addr}"),
+                "-D",
+                "cn=admin,dc=example,dc=com",
+                "-w",
+                "secret",
+            ],
+        );
+        assert_eq!(rc, 0, "{addr}: {err}");
+        assert_eq!(out.trim(), "dn:cn=admin,dc=example,dc=com", "{addr}");
+    }
+    {
+        use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+        let meta = std::fs::metadata(&socket).expect("ldapi socket");
+        assert!(meta.file_type().is_socket());
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+    }
+    let url = ldapi_url(&socket);
+    let (rc, out, err) = tool("ldapwhoami", &["-Q", "-Y", "EXTERNAL", "-H", &url]);
+    assert_eq!(rc, 0, "{err}");
+    assert_eq!(out.trim(), "dn:cn=admin,dc=example,dc=com");
+    // Mapped to the administrator: it may change entries without a password.
+    let ldif = tmp.path().join("change.ldif");
+    std::fs::write(
+        &ldif,
+        "dn: uid=alice,ou=people,dc=example,dc=com\nchangetype: modify\nreplace: description\ndescription: set over ldapi\n",
+    )
+    .expect("write ldif");
+    let (rc, _, err) = tool(
+        "ldapmodify",
+        &[
+            "-Q",
+            "-Y",
+            "EXTERNAL",
+            "-H",
+            &url,
+            "-f",
+            ldif.to_str().expect("path"),
+        ],
+    );
+    assert_eq!(rc, 0, "{err}");
+    // A plain bind over ldapi works too, and StartTLS is refused there.
+    let (rc, out, err) = tool(
+        "ldapsearch",
+        &[
+            "-x",
+            "-LLL",
+            "-H",
+            &url,
+            "-D",
+            "uid=alice,ou=people,dc=example,dc=com",
+            "-w",
+            "password",
+            "-b",
+            "uid=alice,ou=people,dc=example,dc=com",
+            "-s",
+            "base",
+            "description",
+        ],
+    );
+    assert_eq!(rc, 0, "{err}");
+    assert!(out.contains("description: set over ldapi"), "{out}");
+    let (rc, _, err) = tool("ldapwhoami", &["-x", "-ZZ", "-H", &url]);
+    assert_ne!(rc, 0);
+    assert!(err.contains("ldapi"), "{err}");
+}
+
+#[test]
+fn a_second_server_does_not_take_over_a_live_ldapi_socket() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let socket = tmp.path().join("ldapi");
+    let config = tmp.path().join("linden.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "listen = \"127.0.0.1:0\"\nldapi = \"{}\"\n",
+            socket.display()
+        ),
+    )
+    .expect("write config");
+    let _first = serve(&config, &tmp.path().join("one"));
+    let out = Command::new(env!("CARGO_BIN_EXE_linden"))
+        .args(["serve", "--admin-password", "secret", "--config"])
+        .arg(&config)
+        .arg("--data")
+        .arg(tmp.path().join("two"))
+        .output()
+        .expect("second server");
+    assert_ne!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("in use by a running server"), "{err}");
+}
