@@ -71,6 +71,10 @@ fn import_export_import_gives_identical_data() {
         "operational attributes are exported"
     );
     assert!(
+        exported.contains("entryCSN: ") && exported.contains("#000#000000"),
+        "an import stamps entryCSN as every change does"
+    );
+    assert!(
         exported.contains("userPassword: {ARGON2}$argon2id$"),
         "cleartext passwords are hashed on import"
     );

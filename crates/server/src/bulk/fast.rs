@@ -337,7 +337,12 @@ mod tests {
     fn compare(ldif: &str) -> (usize, usize) {
         let server = Server::build(Config::default(), Mode::Memory).expect("server");
         let shared = &server.shared;
-        let stamps = add::Stamps::new(shared, "cn=admin,dc=example,dc=com", "20261124000000Z");
+        let stamps = add::Stamps::new(
+            shared,
+            "cn=admin,dc=example,dc=com",
+            "20261124000000Z",
+            "20261124000000.000000Z#000000#000#000000",
+        );
         let mut fast = FastBuild::default();
         let (mut taken, mut total) = (0, 0);
         for rec in ldif::Reader::new(ldif.as_bytes()) {

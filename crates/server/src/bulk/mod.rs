@@ -257,9 +257,11 @@ pub fn import(
     let threads = opts.threads.max(1);
     let keep_going = opts.continue_on_error;
     let mut tree = ImportTree::default();
-    // One time for the whole import (it is one batch), stamped while entries are built.
-    let stamp_time = crate::ops::generalized_time(SystemTime::now());
-    let stamps = add::Stamps::new(&shared, &admin, &stamp_time);
+    // One time and one entryCSN for the whole import (it is one batch), stamped while entries
+    // are built; entries that carry their own (slapcat output) keep them.
+    let now = SystemTime::now();
+    let stamp_time = crate::ops::generalized_time(now);
+    let stamps = add::Stamps::new(&shared, &admin, &stamp_time, &shared.csn.next(now));
     let (done_tx, done_rx) = std::sync::mpsc::sync_channel::<BuiltBlock>(threads);
     // A block may be read only when fewer than `BLOCKS_AHEAD * threads` await placing.
     let (slot_tx, slot_rx) = std::sync::mpsc::sync_channel::<()>(BLOCKS_AHEAD * threads);

@@ -236,20 +236,21 @@ pub(crate) fn stamp_new(shared: &Shared, attrs: &mut Vec<Attr>, stamps: &Stamps)
     }
 }
 
-/// The server-kept attributes every entry added by `who` at one time gets (creatorsName,
-/// createTimestamp, modifiersName, modifyTimestamp), normalized once: an import stamps a
-/// million entries with the same four.
+/// The server-kept attributes every entry added by `who` in one change gets (creatorsName,
+/// createTimestamp, modifiersName, modifyTimestamp, entryCSN), normalized once: an import,
+/// which is one change, stamps a million entries with the same five.
 pub(crate) struct Stamps(Vec<Attr>);
 
 impl Stamps {
-    pub(crate) fn new(shared: &Shared, who: &str, now: &str) -> Stamps {
+    pub(crate) fn new(shared: &Shared, who: &str, now: &str, csn: &str) -> Stamps {
         let k = &shared.known;
-        let mut attrs = Vec::with_capacity(4);
+        let mut attrs = Vec::with_capacity(5);
         for (ty, value) in [
             (k.creators_name, who),
             (k.create_timestamp, now),
             (k.modifiers_name, who),
             (k.modify_timestamp, now),
+            (k.entry_csn, csn),
         ] {
             set_operational(&shared.schema(), &mut attrs, ty, value.as_bytes());
         }
@@ -279,17 +280,13 @@ pub(crate) fn apply(
         Site::Under(_, pdn) => (stored_dn(&e.dn[..e.rdn_len], pdn), false),
         Site::Root => (e.dn, true),
     };
-    let stamps = Stamps::new(shared, who, &generalized_time(txn.now()));
+    let stamps = Stamps::new(
+        shared,
+        who,
+        &generalized_time(txn.now()),
+        &shared.csn.next(txn.now()),
+    );
     stamp_new(shared, &mut e.attrs, &stamps);
-    if !e.attrs.iter().any(|a| a.ty == shared.known.entry_csn) {
-        let csn = shared.csn.next(txn.now());
-        set_operational(
-            &shared.schema(),
-            &mut e.attrs,
-            shared.known.entry_csn,
-            csn.as_bytes(),
-        );
-    }
     let id = txn.add(dn, e.ndn, e.attrs, root)?;
     Ok(Applied {
         before: None,
