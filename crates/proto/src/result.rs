@@ -61,6 +61,7 @@ const TABLE: &[(ResultCode, &str)] = &[
         "objectClassModsProhibited",
     ),
     (ResultCode::AffectsMultipleDsas, "affectsMultipleDSAs"),
+    (ResultCode::VirtualListViewError, "virtualListViewError"),
     (ResultCode::Other, "other"),
     (ResultCode::Canceled, "canceled"),
     (ResultCode::NoSuchOperation, "noSuchOperation"),
