@@ -164,6 +164,7 @@ where
         log_tag: crate::logs::conn_tag(conn_id, peer),
         buffered,
         paged: Mutex::new(Default::default()),
+        vlv: Mutex::new(Default::default()),
         psearches: Default::default(),
     });
     let mut identity = Arc::new(Identity::default());

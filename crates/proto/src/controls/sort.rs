@@ -14,7 +14,7 @@
 
 use std::borrow::Cow;
 
-use ber::tag::{BOOLEAN, ENUMERATED, OCTET_STRING, SEQUENCE};
+use ber::tag::{ENUMERATED, OCTET_STRING, SEQUENCE};
 use ber::{Reader, Writer};
 
 use crate::tags::context;

@@ -18,6 +18,7 @@ pub mod modrdn;
 pub(crate) mod paged;
 pub mod psearch;
 pub mod sasl;
+pub(crate) mod sort;
 pub mod search;
 pub mod subschema;
 pub(crate) mod values;
