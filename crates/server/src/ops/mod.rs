@@ -18,8 +18,8 @@ pub mod modrdn;
 pub(crate) mod paged;
 pub mod psearch;
 pub mod sasl;
-pub(crate) mod sort;
 pub mod search;
+pub(crate) mod sort;
 pub mod subschema;
 pub(crate) mod values;
 

@@ -601,7 +601,8 @@ fn has_untyped_extensible(f: &Filter) -> bool {
 const INLINE_CANDIDATES: u64 = 64;
 
 /// What `walk` hands each entry it finds: the entry and the requester's access to it.
-pub(crate) type Visit<'v> = dyn FnMut(&Arc<Entry>, Option<acl::EntryAccess<'_>>) -> ControlFlow<()> + 'v;
+pub(crate) type Visit<'v> =
+    dyn FnMut(&Arc<Entry>, Option<acl::EntryAccess<'_>>) -> ControlFlow<()> + 'v;
 
 /// How a walk over the scope ended.
 pub(crate) enum Walked {

@@ -271,7 +271,11 @@ fn resolve(
     })
 }
 
-pub(crate) fn list_key(req: &SearchRequest<'_>, who: &crate::state::Identity, fingerprint: u64) -> u64 {
+pub(crate) fn list_key(
+    req: &SearchRequest<'_>,
+    who: &crate::state::Identity,
+    fingerprint: u64,
+) -> u64 {
     super::search::request_key(req, who) ^ fingerprint.rotate_left(17)
 }
 
@@ -342,11 +346,7 @@ pub(crate) fn collect(
             over = true;
             return ControlFlow::Break(());
         }
-        let vals = order
-            .keys
-            .iter()
-            .map(|k| key_value(schema, e, k))
-            .collect();
+        let vals = order.keys.iter().map(|k| key_value(schema, e, k)).collect();
         rows.push((e.id, vals));
         ControlFlow::Continue(())
     });
@@ -405,7 +405,8 @@ pub(crate) fn send(
     let shared = &*conn.shared;
     let schema = &*shared.schema();
     let order = p.order.as_ref()?;
-    let access = |e: &Arc<Entry>| (!p.view.is_admin()).then(|| p.view.entry(&shared.acl, schema, e));
+    let access =
+        |e: &Arc<Entry>| (!p.view.is_admin()).then(|| p.view.entry(&shared.acl, schema, e));
     let Some(vlv) = &order.vlv else {
         let (list, w) = match collect(shared, v, p, bases, abandoned, walk) {
             Ok(x) => x,
@@ -461,7 +462,7 @@ pub(crate) fn send(
     match window(schema, order, &vlv.req, &list) {
         Ok(None) => {
             // An empty list: nothing to send, target 0.
-                ran.vlv = Some(VlvResponse {
+            ran.vlv = Some(VlvResponse {
                 target_position: 0,
                 content_count: 0,
                 result: 0,
@@ -469,7 +470,7 @@ pub(crate) fn send(
             });
         }
         Ok(Some((target, range))) => {
-                for &id in &list.ids[range] {
+            for &id in &list.ids[range] {
                 let Some(e) = v.get(id) else { continue };
                 if !emit(ran, e, access(e).as_ref()) {
                     return None;
@@ -531,8 +532,7 @@ fn window(
                     return Err(range_error);
                 }
                 // Both are at most i64::MAX and n is a list length: i128 cannot overflow.
-                i64::try_from(i128::from(n64) * i128::from(offset) / i128::from(count))
-                    .unwrap_or(0)
+                i64::try_from(i128::from(n64) * i128::from(offset) / i128::from(count)).unwrap_or(0)
             } else {
                 if offset > n64 {
                     return Err(range_error);
