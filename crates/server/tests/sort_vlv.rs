@@ -332,3 +332,54 @@ fn sorting_more_than_max_sort_entries_is_an_admin_limit() {
     let rs = c.recv_until_done(2);
     assert_eq!(uids(&rs), ["a1", "a3"]);
 }
+
+#[test]
+fn values_the_requester_may_not_search_sort_as_missing() {
+    use server::acl::{ClauseSpec, RuleSpec};
+    let srv = server_with(|c| {
+        let by = |who: &str, rights: &[&str]| ClauseSpec {
+            who: who.into(),
+            rights: rights.iter().map(|r| r.to_string()).collect(),
+        };
+        // description: the administrator's and its entry's own.
+        c.access = Some(vec![
+            RuleSpec {
+                attrs: Some(vec!["description".into()]),
+                by: vec![by("self", &["read"])],
+                ..RuleSpec::default()
+            },
+            RuleSpec {
+                by: vec![by("*", &["read", "search", "compare"])],
+                ..RuleSpec::default()
+            },
+        ]);
+    });
+    let mut mods = String::new();
+    for (uid, d) in [("a1", "d"), ("a2", "c"), ("a3", "b"), ("a4", "a")] {
+        mods.push_str(&format!(
+            "dn: uid={uid},{SV}\nchangetype: modify\nadd: description\ndescription: {d}\n\n"
+        ));
+    }
+    let (rc, out, err) = tool(
+        "ldapmodify",
+        &["-x", "-H", &srv.url, "-D", ADMIN_DN, "-w", ADMIN_PW],
+        Some(&mods),
+    );
+    assert_eq!(rc, 0, "{out}{err}");
+    let key: &[(&str, Option<&str>, bool)] = &[("description", Some("2.5.13.3"), false)];
+    let mut admin = RawClient::connect(srv.addr);
+    admin.bind(1, ADMIN_DN, ADMIN_PW);
+    admin.send(2, search(SV), vec![sort(key)]);
+    assert_eq!(
+        uids(&admin.recv_until_done(2)),
+        ["a4", "a3", "a2", "a1", "a5"]
+    );
+    // Anonymous may not search description: every entry lacks the key, so the walk's order
+    // stands and reveals nothing.
+    let mut anon = RawClient::connect(srv.addr);
+    anon.send(1, search(SV), vec![sort(key)]);
+    assert_eq!(
+        uids(&anon.recv_until_done(1)),
+        ["a1", "a2", "a3", "a4", "a5"]
+    );
+}

@@ -341,12 +341,21 @@ pub(crate) fn collect(
     let max = shared.config.max_sort_entries;
     let mut rows: Vec<(u32, Vec<Option<Vec<u8>>>)> = Vec::new();
     let mut over = false;
-    let w = walk(shared, v, p, bases, abandoned, &mut |e, _| {
+    let w = walk(shared, v, p, bases, abandoned, &mut |e, access| {
         if max > 0 && rows.len() >= max {
             over = true;
             return ControlFlow::Break(());
         }
-        let vals = order.keys.iter().map(|k| key_value(schema, e, k)).collect();
+        // A value the requester may not search counts as missing: the order must not reveal
+        // it (slapd sorts by it whatever its access rules say).
+        let vals = order
+            .keys
+            .iter()
+            .map(|k| match &access {
+                Some(a) if !a.can(Some(k.ty), acl::Rights::SEARCH) => None,
+                _ => key_value(schema, e, k),
+            })
+            .collect();
         rows.push((e.id, vals));
         ControlFlow::Continue(())
     });
