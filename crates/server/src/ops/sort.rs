@@ -172,25 +172,6 @@ fn resolve(
             Some(r),
         ));
     };
-    let max_keys = shared.config.max_sort_keys;
-    if sort.keys.len() > max_keys {
-        return Err((
-            LdapError::new(
-                ResultCode::UnwillingToPerform,
-                format!("Too many sort keys (at most {max_keys}, max_sort_keys)"),
-            ),
-            None,
-        ));
-    }
-    if vlv.is_some() && op.controls.paged.is_some() {
-        return Err((
-            LdapError::new(
-                ResultCode::UnwillingToPerform,
-                "VLV incompatible with PagedResults",
-            ),
-            None,
-        ));
-    }
     let schema = shared.schema();
     let mut keys = Vec::with_capacity(sort.keys.len());
     let mut unsorted = None;
@@ -240,6 +221,27 @@ fn resolve(
                 }
             }
         }
+    }
+    // As slapd: the keys are checked first (when it parses the control), then their number
+    // and the company the control keeps.
+    let max_keys = shared.config.max_sort_keys;
+    if sort.keys.len() > max_keys {
+        return Err((
+            LdapError::new(
+                ResultCode::UnwillingToPerform,
+                format!("Too many sort keys (at most {max_keys}, max_sort_keys)"),
+            ),
+            None,
+        ));
+    }
+    if vlv.is_some() && op.controls.paged.is_some() {
+        return Err((
+            LdapError::new(
+                ResultCode::UnwillingToPerform,
+                "VLV incompatible with PagedResults",
+            ),
+            None,
+        ));
     }
     let fingerprint = {
         use std::hash::{Hash, Hasher};
