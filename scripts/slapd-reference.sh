@@ -64,6 +64,13 @@ moduleload unique"
 overlay unique
 unique_uri ldap:///ou=unique,$SUFFIX?uid,mail?sub"
     fi
+    if [ -e "$MODDIR/sssvlv.la" ] || [ -e "$MODDIR/sssvlv.so" ]; then
+        # Server-side sort and virtual list view (test_sort_vlv.py).
+        modules="$modules
+moduleload sssvlv"
+        overlays="$overlays
+overlay sssvlv"
+    fi
     if [ -e "$MODDIR/pw-sha2.la" ] || [ -e "$MODDIR/pw-sha2.so" ]; then
         modules="$modules
 moduleload pw-sha2"

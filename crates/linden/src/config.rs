@@ -86,6 +86,12 @@ pub struct Settings {
     pub max_controls_per_request: Option<usize>,
     #[serde(default, deserialize_with = "de::int::<1, _, _>")]
     pub max_paged_searches: Option<usize>,
+    #[serde(default, deserialize_with = "de::int::<0, _, _>")]
+    pub max_sort_entries: Option<usize>,
+    #[serde(default, deserialize_with = "de::int::<1, _, _>")]
+    pub max_sort_keys: Option<usize>,
+    #[serde(default, deserialize_with = "de::int::<1, _, _>")]
+    pub max_vlv_contexts: Option<usize>,
     #[serde(default, deserialize_with = "de::server_id")]
     pub server_id: Option<u16>,
     #[serde(default, deserialize_with = "de::int::<1, _, _>")]
@@ -1094,7 +1100,7 @@ log_level = "debug"
         let keys = keys();
         assert_eq!(&keys[..3], &["listen", "data", "suffix"]);
         assert_eq!(keys.last(), Some(&"log_level"));
-        assert_eq!(keys.len(), 58, "{keys:?}");
+        assert_eq!(keys.len(), 61, "{keys:?}");
         let doc = include_str!("../../../docs/configuration.md");
         for k in keys {
             assert!(

@@ -69,6 +69,15 @@ pub fn server_config(s: Settings, admin_password_hash: Vec<u8>) -> server::Confi
     if let Some(v) = s.max_paged_searches {
         c.max_paged_searches = v;
     }
+    if let Some(v) = s.max_sort_entries {
+        c.max_sort_entries = v;
+    }
+    if let Some(v) = s.max_sort_keys {
+        c.max_sort_keys = v;
+    }
+    if let Some(v) = s.max_vlv_contexts {
+        c.max_vlv_contexts = v;
+    }
     if let Some(v) = s.server_id {
         c.server_id = v;
     }

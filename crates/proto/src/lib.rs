@@ -96,6 +96,8 @@ pub enum ResultCode {
     EntryAlreadyExists = 68,
     ObjectClassModsProhibited = 69,
     AffectsMultipleDsas = 71,
+    /// draft-ietf-ldapext-ldapv3-vlv-09 (OpenLDAP's LDAP_VLV_ERROR)
+    VirtualListViewError = 76,
     Other = 80,
     /// RFC 3909
     Canceled = 118,

@@ -17,6 +17,9 @@ pub const PAGED_RESULTS: &str = "1.2.840.113556.1.4.319";
 /// Server-side sort request / response controls (RFC 2891).
 pub const SORT_REQUEST: &str = "1.2.840.113556.1.4.473";
 pub const SORT_RESPONSE: &str = "1.2.840.113556.1.4.474";
+/// Virtual list view request / response controls (draft-ietf-ldapext-ldapv3-vlv-09).
+pub const VLV_REQUEST: &str = "2.16.840.1.113730.3.4.9";
+pub const VLV_RESPONSE: &str = "2.16.840.1.113730.3.4.10";
 /// Assertion control (RFC 4528).
 pub const ASSERTION: &str = "1.3.6.1.1.12";
 /// Pre-read / post-read controls (RFC 4527).

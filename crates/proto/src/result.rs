@@ -61,6 +61,7 @@ const TABLE: &[(ResultCode, &str)] = &[
         "objectClassModsProhibited",
     ),
     (ResultCode::AffectsMultipleDsas, "affectsMultipleDSAs"),
+    (ResultCode::VirtualListViewError, "virtualListViewError"),
     (ResultCode::Other, "other"),
     (ResultCode::Canceled, "canceled"),
     (ResultCode::NoSuchOperation, "noSuchOperation"),
@@ -110,7 +111,7 @@ mod tests {
         for c in ResultCode::all() {
             assert_eq!(ResultCode::from_u32(c as u32), Some(c));
         }
-        assert_eq!(ResultCode::all().count(), 44);
+        assert_eq!(ResultCode::all().count(), 45);
         assert_eq!(
             ResultCode::AssertionFailed.to_string(),
             "assertionFailed (122)"

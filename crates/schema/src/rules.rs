@@ -791,14 +791,25 @@ impl Schema {
 
     /// Orders two raw values with a given rule (its family's order).
     pub fn compare_with(&self, rule: RuleId, a: &[u8], b: &[u8]) -> Option<Ordering> {
-        let f = self.family(rule);
-        let na = self.normalize_family(f, a)?;
-        let nb = self.normalize_family(f, b)?;
-        Some(match f {
-            F::Integer | F::IntFirst => integer_cmp(&na, &nb),
-            F::GenTime => gentime_cmp(&na, &nb),
-            _ => na.cmp(&nb),
-        })
+        let na = self.order_key(rule, a)?;
+        let nb = self.order_key(rule, b)?;
+        Some(self.compare_keys(rule, &na, &nb))
+    }
+
+    /// A value prepared for ordering with `rule` (its normalized form); `None` when the value
+    /// cannot be normalized. Sorting many values normalizes each once and compares the keys
+    /// with [`Schema::compare_keys`], the same order as [`Schema::compare_with`].
+    pub fn order_key(&self, rule: RuleId, v: &[u8]) -> Option<Vec<u8>> {
+        self.normalize_family(self.family(rule), v)
+    }
+
+    /// Orders two keys made by [`Schema::order_key`] with the same rule.
+    pub fn compare_keys(&self, rule: RuleId, a: &[u8], b: &[u8]) -> Ordering {
+        match self.family(rule) {
+            F::Integer | F::IntFirst => integer_cmp(a, b),
+            F::GenTime => gentime_cmp(a, b),
+            _ => a.cmp(b),
+        }
     }
 
     /// Substring match of a raw value with the attribute's SUBSTR rule. `None` when the

@@ -86,6 +86,15 @@ pub struct Config {
     /// Paged searches (RFC 2696) one connection may have open between pages; opening one more
     /// drops the oldest (its cookie is then refused). Default 8.
     pub max_paged_searches: usize,
+    /// Entries a server-side sort (RFC 2891) or virtual list view may hold in memory (0 = no
+    /// limit); a search matching more ends with adminLimitExceeded. Default 100,000.
+    pub max_sort_entries: usize,
+    /// Keys one sort request may name; more: unwillingToPerform (slapd's `sssvlv-maxkeys`).
+    /// Default 5.
+    pub max_sort_keys: usize,
+    /// Virtual list views one connection keeps for their context ids; one more drops the
+    /// oldest. Default 5 (slapd's `sssvlv-maxperconn`).
+    pub max_vlv_contexts: usize,
     /// This server's id in entryCSN values (0–4095), unique among servers that replicate
     /// with each other, as OpenLDAP's `serverID`. Default 0.
     pub server_id: u16,
@@ -162,6 +171,9 @@ impl Default for Config {
             max_requested_attributes: 1_000,
             max_controls_per_request: 32,
             max_paged_searches: 8,
+            max_sort_entries: 100_000,
+            max_sort_keys: 5,
+            max_vlv_contexts: 5,
             server_id: 0,
             unique: Vec::new(),
             authz_map: Vec::new(),

@@ -72,6 +72,18 @@ pub(crate) struct RequestControls {
     /// Persistent search (draft-ietf-ldapext-psearch-03): the search stays open and sends
     /// later changes (`ops::psearch`).
     pub persistent: Option<proto::controls::psearch::PersistentSearch>,
+    /// Server-side sort (RFC 2891): the keys as sent, resolved against the schema by
+    /// `ops::sort`.
+    pub sort: Option<SortRequest>,
+    /// Virtual list view (draft-ietf-ldapext-ldapv3-vlv-09), on a sorted search (`ops::sort`).
+    pub vlv: Option<proto::controls::vlv::VlvRequest<'static>>,
+}
+
+/// A server-side sort request (RFC 2891).
+#[derive(Debug, Clone)]
+pub(crate) struct SortRequest {
+    pub keys: Vec<proto::controls::sort::SortKey<'static>>,
+    pub critical: bool,
 }
 
 /// A pre-read or post-read request (RFC 4527).
@@ -190,6 +202,43 @@ const REGISTRY: &[Spec] = &[
         },
     },
     Spec {
+        oid: oids::SORT_REQUEST,
+        ops: OpKind::Search as u16,
+        parse: |rc, c, _| {
+            let v = c
+                .value
+                .as_deref()
+                .ok_or_else(|| protocol("sorted results control value is absent"))?;
+            if v.is_empty() {
+                return Err(protocol("sorted results control value is empty"));
+            }
+            let keys = proto::controls::sort::decode_request(v)
+                .map_err(|_| protocol("serverSort control: decoding error"))?;
+            rc.sort = Some(SortRequest {
+                keys: keys.into_iter().map(|k| k.into_owned()).collect(),
+                critical: c.critical,
+            });
+            Ok(())
+        },
+    },
+    Spec {
+        oid: oids::VLV_REQUEST,
+        ops: OpKind::Search as u16,
+        parse: |rc, c, _| {
+            let v = c
+                .value
+                .as_deref()
+                .ok_or_else(|| protocol("vlv control value is absent"))?;
+            if v.is_empty() {
+                return Err(protocol("vlv control value is empty"));
+            }
+            let r = proto::controls::vlv::VlvRequest::decode(v)
+                .map_err(|e| protocol(format!("vlv control could not be decoded ({e})")))?;
+            rc.vlv = Some(r.into_owned());
+            Ok(())
+        },
+    },
+    Spec {
         oid: oids::PERSISTENT_SEARCH,
         ops: OpKind::Search as u16,
         parse: |rc, c, _| {
@@ -300,6 +349,11 @@ mod tests {
             ),
             ctl(oids::ASSERTION, false, None),
             ctl(oids::ASSERTION, false, Some(&[0x87, 0x00, 0x00])),
+            ctl(oids::SORT_REQUEST, false, None),
+            ctl(oids::SORT_REQUEST, true, Some(&[])),
+            ctl(oids::SORT_REQUEST, false, Some(&[0x30, 0x00])),
+            ctl(oids::VLV_REQUEST, false, None),
+            ctl(oids::VLV_REQUEST, true, Some(&[0x30, 0x00])),
         ] {
             let e = parse(std::slice::from_ref(&c), OpKind::Search, &l).unwrap_err();
             assert_eq!(e.code, ResultCode::ProtocolError, "{c:?}");
@@ -315,5 +369,7 @@ mod tests {
         assert!(all.contains(&oids::PAGED_RESULTS));
         assert!(all.contains(&oids::ASSERTION));
         assert!(all.contains(&oids::MANAGE_DSA_IT));
+        assert!(all.contains(&oids::SORT_REQUEST));
+        assert!(all.contains(&oids::VLV_REQUEST));
     }
 }

@@ -29,7 +29,8 @@
 //!   half (response queue, back-pressure, batched writes, access-log lines).
 //! - `op`, `controls`: the operation context and the control registry.
 //! - `ops/*`: one module per operation (bind, search, compare, add, delete, modify, modrdn,
-//!   extended), and what they share: `ops/paged` (paged results cursors), `ops/psearch` and
+//!   extended), and what they share: `ops/paged` (paged results cursors), `ops/sort`
+//!   (server-side sort and virtual list view, entered from `ops/search`), `ops/psearch` and
 //!   `ops/live` (persistent searches), `ops/subschema` (schema changes).
 //! - `audit`, `logs`: the audit and access logs.
 //! - From `dit`, under the names this crate always used: `identity`, `acl` (access control),

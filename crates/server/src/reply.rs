@@ -40,6 +40,8 @@ pub(crate) struct Conn {
     pub buffered: Arc<Semaphore>,
     /// Open paged searches (RFC 2696), between their pages.
     pub paged: Mutex<crate::ops::paged::PagedSearches>,
+    /// Virtual list views kept for their context ids (`ops::sort`).
+    pub(crate) vlv: Mutex<crate::ops::sort::VlvContexts>,
     /// Open persistent searches, for Abandon, close and `max_persistent_searches`.
     pub(crate) psearches: crate::ops::live::Open,
 }

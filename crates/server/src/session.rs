@@ -198,6 +198,7 @@ where
         id: conn_id,
         buffered,
         paged: Mutex::new(Default::default()),
+        vlv: Mutex::new(Default::default()),
         psearches: Default::default(),
     });
     let mut identity = Arc::new(Identity::default());

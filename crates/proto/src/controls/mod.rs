@@ -6,10 +6,14 @@
 //! - [`psearch`]: Persistent Search and Entry Change Notification
 //!   (draft-ietf-ldapext-psearch-03).
 //! - [`readentry`]: pre-read and post-read (RFC 4527).
+//! - [`sort`]: server-side sort request and sortResult (RFC 2891).
+//! - [`vlv`]: virtual list view request and response (draft-ietf-ldapext-ldapv3-vlv-09).
 
 pub mod paged;
 pub mod psearch;
 pub mod readentry;
+pub mod sort;
+pub mod vlv;
 
 pub use paged::PagedResults;
 

@@ -19,6 +19,7 @@ pub(crate) mod paged;
 pub mod psearch;
 pub mod sasl;
 pub mod search;
+pub(crate) mod sort;
 pub mod subschema;
 
 use std::sync::Arc;

@@ -3,7 +3,8 @@
 //! A paged search is bound to the version its first page ran on: that version is kept, with
 //! the ids of the entries the whole search matches (a compressed bitmap). Each page takes the
 //! lowest ids left, so walking all pages returns every entry exactly once, however the
-//! directory changes meanwhile. Each page gets a new cookie: an older one (a page already
+//! directory changes meanwhile. A sorted paged search (RFC 2891 with RFC 2696) keeps its ids
+//! in sorted order instead, sorted once on the first page. Each page gets a new cookie: an older one (a page already
 //! answered, or a search dropped to make room) is refused as slapd refuses it.
 
 use std::collections::VecDeque;
@@ -19,10 +20,53 @@ pub(crate) struct Cursor {
     /// Fingerprint of the request (all but the control): a cookie serves only its own search.
     pub key: u64,
     pub version: Arc<Version>,
-    /// Entries still to send, by id.
-    pub left: RoaringBitmap,
+    /// Entries still to send.
+    pub left: Left,
     /// Entries sent by earlier pages (for the size limit, which bounds the whole walk).
     pub sent: u64,
+}
+
+/// The entries a paged search has still to send.
+pub(crate) enum Left {
+    /// In id order (an unsorted search).
+    Ids(RoaringBitmap),
+    /// In the order of a server-side sort.
+    Sorted(VecDeque<u32>),
+}
+
+impl Left {
+    pub fn len(&self) -> u64 {
+        match self {
+            Left::Ids(b) => b.len(),
+            Left::Sorted(v) => v.len() as u64,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The ids in the order they are to be sent.
+    pub fn iter(&self) -> Box<dyn Iterator<Item = u32> + '_> {
+        match self {
+            Left::Ids(b) => Box::new(b.iter()),
+            Left::Sorted(v) => Box::new(v.iter().copied()),
+        }
+    }
+
+    /// Drops the first `n` ids (those a page sent).
+    pub fn drop_first(&mut self, n: usize) {
+        match self {
+            Left::Ids(b) => {
+                if let Some(last) = b.iter().nth(n.saturating_sub(1)).filter(|_| n > 0) {
+                    b.remove_range(..=last);
+                }
+            }
+            Left::Sorted(v) => {
+                v.drain(..n.min(v.len()));
+            }
+        }
+    }
 }
 
 /// The open paged searches of a connection, oldest first.

@@ -18,7 +18,7 @@ use store::{Entry, Filter, Tri};
 use crate::acl::{self, Rights};
 use crate::error::{LdapError, LdapResult};
 use crate::op::{Next, Op};
-use crate::ops::{check_assertion, paged, Assertion};
+use crate::ops::{check_assertion, paged, sort, Assertion};
 use crate::reply::{Conn, FLUSH_BYTES};
 use crate::state::{Identity, Shared};
 
@@ -203,7 +203,7 @@ pub(crate) struct Prepared {
     pub(crate) scope: store::Scope,
     pub(crate) filter: Filter,
     pub(crate) sel: Selection,
-    size_limit: u64,
+    pub(crate) size_limit: u64,
     deadline: Option<Instant>,
     /// The access rules as they apply to the requester.
     pub(crate) view: acl::View,
@@ -216,6 +216,8 @@ pub(crate) struct Prepared {
     pub(crate) cands: Option<store::RoaringBitmap>,
     /// The assertion control, checked against the base entry.
     assertion: Option<Assertion>,
+    /// Server-side sort and VLV (`ops::sort`); `None` for a plain search.
+    pub(crate) order: Option<sort::Order>,
 }
 
 pub(crate) fn prepare(
@@ -300,6 +302,7 @@ pub(crate) fn prepare(
         untyped,
         cands: None,
         assertion: None,
+        order: None,
     })
 }
 
@@ -307,13 +310,24 @@ pub(crate) async fn handle(mut op: Op, req: &SearchRequest<'_>) -> Next {
     if let Some(ps) = op.controls.persistent.take() {
         return super::psearch::start(op, req, ps).await;
     }
+    if op.controls.sort.is_some() || op.controls.vlv.is_some() {
+        return sort::handle(op, req).await;
+    }
+    run(op, req, None).await
+}
+
+/// Runs a search, sorted (and windowed) by `order` if there is one.
+pub(crate) async fn run(mut op: Op, req: &SearchRequest<'_>, order: Option<sort::Order>) -> Next {
     let shared = op.shared().clone();
     let assertion = crate::ops::take_assertion(&mut op);
     let paged = op.controls.paged.take();
     // Later pages of a paged search run on the version of its first page.
     let mut paging = None;
     if let Some(pr) = paged {
-        let key = request_key(req, &op.who);
+        let key = match &order {
+            Some(o) => sort::list_key(req, &op.who, o.fingerprint()),
+            None => request_key(req, &op.who),
+        };
         let mut cursor = None;
         if !pr.cookie.is_empty() {
             let taken = match op.conn.paged.lock() {
@@ -345,7 +359,10 @@ pub(crate) async fn handle(mut op: Op, req: &SearchRequest<'_>) -> Next {
     }
     let v = match paging.as_ref().and_then(|p| p.cursor.as_ref()) {
         Some(c) => c.version.clone(),
-        None => shared.store.read(),
+        None => order
+            .as_ref()
+            .and_then(|o| o.version())
+            .unwrap_or_else(|| shared.store.read()),
     };
     let mut p = match prepare(&shared, &v, req, &op.who) {
         Ok(p) => p,
@@ -355,6 +372,7 @@ pub(crate) async fn handle(mut op: Op, req: &SearchRequest<'_>) -> Next {
         }
     };
     p.assertion = assertion;
+    p.order = order;
     // The server-held entries: root DSE and subschema subentry, base scope only.
     let virtual_entry = if p.root && p.scope == store::Scope::Base {
         Some(&shared.root_dse)
@@ -475,7 +493,7 @@ fn paged_control(size: u64, cookie: Vec<u8>) -> proto::Control<'static> {
 
 /// A fingerprint of everything in a search request but its controls, and of the requester:
 /// the later pages of a paged search must repeat the first page's request (RFC 2696 §3).
-fn request_key(req: &SearchRequest<'_>, who: &Identity) -> u64 {
+pub(crate) fn request_key(req: &SearchRequest<'_>, who: &Identity) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = rustc_hash::FxHasher::default();
     req.base.hash(&mut h);
@@ -495,12 +513,22 @@ pub(crate) struct Ran {
     pub outcome: Result<(), LdapError>,
     pub sent: u64,
     pub out: Vec<u8>,
+    /// The sortResult to report (a sorted search that got to sort, or to find it could not).
+    pub sorted: Option<(u32, Option<String>)>,
+    /// The VLV response to report.
+    pub vlv: Option<proto::controls::vlv::VlvResponse<'static>>,
 }
 
 impl Ran {
     /// The final bytes (the last entries and the SearchResultDone, with the paged results
     /// control when paging), the result code and the number of entries, for `Op::finish_with`.
     fn finish(mut self, op: &mut Op, paging: Option<Paging>) -> (Vec<u8>, ResultCode, u64) {
+        if let Some((code, attr)) = self.sorted.take() {
+            op.response.push(sort::sort_control(code, attr.as_deref()));
+        }
+        if let Some(r) = self.vlv.take() {
+            op.response.push(sort::vlv_control(&r));
+        }
         if let Some(pg) = paging {
             // Another page follows only if entries are left and the walk did not fail.
             let next = match pg.cursor {
@@ -573,10 +601,11 @@ fn has_untyped_extensible(f: &Filter) -> bool {
 const INLINE_CANDIDATES: u64 = 64;
 
 /// What `walk` hands each entry it finds: the entry and the requester's access to it.
-type Visit<'v> = dyn FnMut(&Arc<Entry>, Option<acl::EntryAccess<'_>>) -> ControlFlow<()> + 'v;
+pub(crate) type Visit<'v> =
+    dyn FnMut(&Arc<Entry>, Option<acl::EntryAccess<'_>>) -> ControlFlow<()> + 'v;
 
 /// How a walk over the scope ended.
-enum Walked {
+pub(crate) enum Walked {
     Done,
     TimedOut,
     /// The visitor stopped it, or the search was abandoned.
@@ -585,7 +614,7 @@ enum Walked {
 
 /// Walks the search's scope on version `v`, handing `visit` each matching entry the requester
 /// may see (with their access to it; `None` for the administrator).
-fn walk(
+pub(crate) fn walk(
     shared: &Shared,
     v: &store::Version,
     p: &Prepared,
@@ -661,6 +690,8 @@ pub(crate) fn execute(
         outcome: Ok(()),
         sent: 0,
         out: Vec::with_capacity(16 * 1024),
+        sorted: None,
+        vlv: None,
     };
     // The bases to walk: the named entry, or every naming context for the root.
     let mut bases: Vec<Arc<Entry>> = Vec::new();
@@ -688,6 +719,10 @@ pub(crate) fn execute(
             return Some(ran);
         }
     }
+    // A sorted search reports its sortResult from here on (unless its sort or VLV fails).
+    if let Some(o) = &p.order {
+        ran.sorted = Some((o.result_code(), o.result_attr().map(str::to_owned)));
+    }
     let mut gone = false;
     // Encodes one entry of the result; a buffer's worth goes to the sink. False when the
     // search must stop: the connection is gone, or the search was abandoned while the sink
@@ -709,11 +744,23 @@ pub(crate) fn execute(
                 Some(_) => Walked::Done,
                 None => {
                     // The first page: every entry the search matches, by id.
-                    let mut left = store::RoaringBitmap::new();
-                    let w = walk(shared, v, p, &bases, abandoned, &mut |e, _| {
-                        left.insert(e.id);
-                        ControlFlow::Continue(())
-                    });
+                    let (left, w) = if p.order.as_ref().is_some_and(|o| o.sorts()) {
+                        match sort::collect(shared, v, p, &bases, abandoned, walk) {
+                            Ok((list, w)) => (paged::Left::Sorted(list.ids.into()), w),
+                            Err(e) => {
+                                ran.sorted = None;
+                                ran.outcome = Err(e);
+                                return Some(ran);
+                            }
+                        }
+                    } else {
+                        let mut left = store::RoaringBitmap::new();
+                        let w = walk(shared, v, p, &bases, abandoned, &mut |e, _| {
+                            left.insert(e.id);
+                            ControlFlow::Continue(())
+                        });
+                        (paged::Left::Ids(left), w)
+                    };
                     pg.cursor = Some(paged::Cursor {
                         key: pg.key,
                         version: v.clone(),
@@ -724,7 +771,7 @@ pub(crate) fn execute(
                 }
             };
             if let (Walked::Done, Some(c)) = (&walked, pg.cursor.as_mut()) {
-                let mut last = None;
+                let mut taken = 0;
                 for eid in c.left.iter() {
                     if ran.sent >= pg.size {
                         break;
@@ -737,7 +784,7 @@ pub(crate) fn execute(
                         ));
                         break;
                     }
-                    last = Some(eid);
+                    taken += 1;
                     let Some(e) = v.get(eid) else { continue };
                     let access = (!p.view.is_admin()).then(|| p.view.entry(&shared.acl, schema, e));
                     c.sent += 1;
@@ -746,11 +793,18 @@ pub(crate) fn execute(
                         break;
                     }
                 }
-                if let Some(last) = last {
-                    c.left.remove_range(..=last);
-                }
+                c.left.drop_first(taken);
             }
             walked
+        }
+        None if p.order.as_ref().is_some_and(|o| o.sorts()) => {
+            match sort::send(conn, v, p, &bases, abandoned, walk, &mut ran, &mut emit) {
+                Some(w) => w,
+                None => {
+                    gone = true;
+                    Walked::Stopped
+                }
+            }
         }
         None => walk(shared, v, p, &bases, abandoned, &mut |e, access| {
             if p.size_limit > 0 && ran.sent >= p.size_limit {
