@@ -25,7 +25,8 @@
 //!   `identity`: who an operation acts for.
 //! - `session`: one connection's read loop: framing, decoding, dispatch; `reply`: its reply
 //!   half (response queue, back-pressure, batched writes, access-log lines).
-//! - `op`, `controls`: the operation context and the control registry.
+//! - `op`, `controls`: the operation context and the control registry; `proxy`: proxied
+//!   authorization (the effective identity an operation acts for).
 //! - `ops/*`: one module per operation (bind, search, compare, add, delete, modify, modrdn,
 //!   extended), and what they share: `ops/paged` (paged results cursors), `ops/psearch` and
 //!   `ops/live` (persistent searches), `ops/subschema` (schema changes), `ops/values`
@@ -53,6 +54,7 @@ mod op;
 mod ops;
 pub mod overlays;
 mod persistence;
+mod proxy;
 mod reply;
 mod session;
 pub mod state;
