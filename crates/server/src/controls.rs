@@ -83,7 +83,7 @@ pub(crate) struct RequestControls {
     pub values_return: Option<Vec<Option<proto::Filter<'static>>>>,
     /// Dereference (draft-masarati-ldap-deref): the specs as sent, resolved against the
     /// schema by `check_schema` into `deref_specs`.
-    deref: Option<(Vec<(Vec<u8>, Vec<Vec<u8>>)>, bool)>,
+    deref: Option<(Vec<RawDerefSpec>, bool)>,
     /// The resolved dereference specs: a DN-valued attribute and the attributes wanted from
     /// the entries its values name.
     pub deref_specs: Option<Vec<DerefSpec>>,
@@ -96,6 +96,9 @@ pub(crate) enum ProxiedAuthz {
     Dn(Vec<u8>),
     User(Vec<u8>),
 }
+
+/// A dereference spec as sent: the DN-valued attribute and the attributes wanted.
+type RawDerefSpec = (Vec<u8>, Vec<Vec<u8>>);
 
 /// One dereference spec, resolved against the schema.
 #[derive(Debug, Clone)]
@@ -149,7 +152,7 @@ impl RequestControls {
 /// critical, and otherwise makes the whole control ignored (`None`).
 fn resolve_deref(
     schema: &schema::Schema,
-    specs: &[(Vec<u8>, Vec<Vec<u8>>)],
+    specs: &[RawDerefSpec],
     critical: bool,
 ) -> LdapResult<Option<Vec<DerefSpec>>> {
     let ty = |raw: &[u8], what: &str| {
