@@ -10,7 +10,7 @@ cd "$(dirname "$0")/../fuzz"
 SECONDS_EACH="${1:-60}"
 shift || true
 TARGETS=("$@")
-[ "${#TARGETS[@]}" -gt 0 ] || TARGETS=(decode_message parse_filter parse_dn ldif_reader log_recovery)
+[ "${#TARGETS[@]}" -gt 0 ] || TARGETS=(decode_message parse_filter parse_dn ldif_reader log_recovery control_values)
 
 rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked

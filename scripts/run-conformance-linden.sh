@@ -26,6 +26,21 @@ by = [
   { who = "anonymous", rights = ["auth"] },
 ]
 
+# As the reference slapd: entries described "hidden-entry" exist for nobody but the
+# administrator; any user may act (proxied authorization) for an entry described
+# "proxy-target", which slapd says with authzFrom (test_controls_more.py).
+[[access]]
+filter = "(description=hidden-entry)"
+by = [{ who = "*", rights = ["none"] }]
+
+[[access]]
+filter = "(description=proxy-target)"
+attrs = ["entry"]
+by = [
+  { who = "users", rights = ["read", "search", "compare", "proxy"] },
+  { who = "*", rights = ["read", "search", "compare"] },
+]
+
 [[access]]
 by = [{ who = "*", rights = ["read", "search", "compare"] }]
 TOML

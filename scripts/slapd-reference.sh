@@ -71,6 +71,13 @@ moduleload sssvlv"
         overlays="$overlays
 overlay sssvlv"
     fi
+    if [ -e "$MODDIR/deref.la" ] || [ -e "$MODDIR/deref.so" ]; then
+        # The dereference control (draft-masarati-ldap-deref), as Linden answers it.
+        modules="$modules
+moduleload deref"
+        overlays="$overlays
+overlay deref"
+    fi
     if [ -e "$MODDIR/pw-sha2.la" ] || [ -e "$MODDIR/pw-sha2.so" ]; then
         modules="$modules
 moduleload pw-sha2"
@@ -90,6 +97,13 @@ modulepath  $MODDIR
 $modules
 
 loglevel    stats
+# Proxied authorization (RFC 4370): who may act for an entry is listed in its authzFrom
+# (Linden: the proxy right on the entry); u:NAME maps to the one entry whose uid is NAME, as
+# Linden maps it; a non-critical proxied authorization or dontUseCopy control is a
+# protocolError (RFC 4370 section 3, RFC 6171 section 3), as Linden answers.
+authz-policy from
+authz-regexp "^uid=([^,]*)(,cn=[^,]*)?,cn=auth$" "ldap:///$SUFFIX??sub?(uid=\$1)"
+disallow    proxy_authz_non_critical dontusecopy_non_critical
 sizelimit   500
 password-hash {SSHA}
 
@@ -110,6 +124,10 @@ $overlays
 access to attrs=userPassword
     by self =wx
     by anonymous auth
+    by * none
+# As Linden's conformance rules (run-conformance-linden.sh): entries described
+# "hidden-entry" exist for nobody but the rootdn.
+access to filter=(description=hidden-entry)
     by * none
 access to *
     by * read

@@ -37,6 +37,10 @@ impl Rights {
     pub const WRITE: Rights = Rights(16);
     pub const ADD: Rights = Rights(32);
     pub const DELETE: Rights = Rights(64);
+    /// Act as the entry's identity with proxied authorization (RFC 4370), granted on the
+    /// entry itself (the `entry` pseudo-attribute). Not part of `all`: acting as someone is
+    /// more than any right over their entry, so it is only ever granted by name.
+    pub const PROXY: Rights = Rights(128);
     pub const ALL: Rights = Rights(127);
 
     const NAMES: &'static [(&'static str, Rights)] = &[
@@ -47,6 +51,7 @@ impl Rights {
         ("write", Rights::WRITE),
         ("add", Rights::ADD),
         ("delete", Rights::DELETE),
+        ("proxy", Rights::PROXY),
         ("all", Rights::ALL),
         ("none", Rights::NONE),
     ];
@@ -72,7 +77,7 @@ impl std::ops::BitOr for Rights {
 
 impl fmt::Debug for Rights {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let names: Vec<&str> = Rights::NAMES[..7]
+        let names: Vec<&str> = Rights::NAMES[..8]
             .iter()
             .filter(|(_, r)| self.has(*r))
             .map(|(n, _)| *n)
@@ -326,7 +331,7 @@ impl Acl {
                         | Rights::parse(r.trim()).ok_or_else(|| {
                             err(
                                 &format!("{field}.rights"),
-                                format!("invalid right '{r}' (expected auth, compare, search, read, write, add, delete, all or none)"),
+                                format!("invalid right '{r}' (expected auth, compare, search, read, write, add, delete, proxy, all or none)"),
                             )
                         })?;
                 }
@@ -632,6 +637,8 @@ mod tests {
         let r = Rights::parse("read").unwrap() | Rights::parse("SEARCH").unwrap();
         assert!(r.has(Rights::READ) && r.has(Rights::SEARCH) && !r.has(Rights::COMPARE));
         assert!(Rights::ALL.has(Rights::DELETE | Rights::AUTH));
+        assert!(!Rights::ALL.has(Rights::PROXY));
+        assert_eq!(format!("{:?}", Rights::parse("proxy").unwrap()), "[proxy]");
         assert_eq!(format!("{r:?}"), "[search,read]");
     }
 }

@@ -111,6 +111,25 @@ pub fn compile(
     }
 }
 
+/// Compiles a matched values filter (RFC 3876) into one store filter per item, each applied
+/// to single values with `Filter::matches_value`. As slapd: an item that is not a simple one
+/// (`None`), names an undefined type, or is an approximate match (no attribute type Linden
+/// knows has an approximate matching rule) matches no value.
+pub fn compile_values(schema: &Schema, items: &[Option<proto::Filter<'_>>]) -> Vec<Filter> {
+    items
+        .iter()
+        .map(|item| match item {
+            None | Some(proto::Filter::Approx(..)) => Filter::Undefined,
+            // Not `compile`'s shortcut of `(objectClass=*)` to True: here it selects values.
+            Some(proto::Filter::Present(a)) => std::str::from_utf8(a)
+                .ok()
+                .and_then(|a| schema.attr_by_name(split_description(a).0))
+                .map_or(Filter::Undefined, Filter::Present),
+            Some(f) => compile(schema, &mut |_| true, f),
+        })
+        .collect()
+}
+
 /// Splits an attribute description `name;opt1;opt2` into the type and its options, lower-cased
 /// and sorted (RFC 4512 §2.5: options are case-insensitive and unordered).
 pub fn split_description(desc: &str) -> (&str, String) {

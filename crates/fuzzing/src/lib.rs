@@ -24,6 +24,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("parse_dn", parse_dn),
     ("ldif_reader", ldif_reader),
     ("log_recovery", log_recovery),
+    ("control_values", control_values),
 ];
 
 fn schema() -> &'static Schema {
@@ -41,6 +42,53 @@ pub fn decode_message(data: &[u8]) {
         let mut out = Vec::new();
         msg.encode(&mut out);
         assert_eq!(proto::LdapMessage::decode(&out).as_ref(), Ok(&msg));
+    }
+}
+
+/// The control value codecs never panic, and what decodes re-encodes to bytes that decode to
+/// the same value. The first byte picks the codec: 0 matched values, 1 dereference request,
+/// 2 dereference response, anything else proxied authorization.
+pub fn control_values(data: &[u8]) {
+    use proto::controls::{deref, matchedvalues, proxyauthz};
+    let Some((&which, v)) = data.split_first() else {
+        return;
+    };
+    let limits = proto::DecodeLimits::default();
+    match which {
+        0 => {
+            if let Ok(items) = matchedvalues::decode(v, &limits) {
+                // `and`/`or`/`not` items decode to None and cannot be re-encoded.
+                if let Some(simple) = items.iter().cloned().collect::<Option<Vec<_>>>() {
+                    let mut out = Vec::new();
+                    matchedvalues::encode(&simple, &mut out);
+                    let again = matchedvalues::decode(&out, &limits);
+                    if again.as_ref() != Ok(&items) {
+                        panic!("matched values round trip: {items:?} -> {again:?}");
+                    }
+                }
+            }
+        }
+        1 => {
+            if let Ok(specs) = deref::decode(v) {
+                let mut out = Vec::new();
+                deref::encode_specs(&specs, &mut out);
+                if deref::decode(&out).as_ref() != Ok(&specs) {
+                    panic!("deref specs round trip: {specs:?}");
+                }
+            }
+        }
+        2 => {
+            if let Ok(res) = deref::decode_response(v) {
+                let mut out = Vec::new();
+                deref::encode_response(&res, &mut out);
+                if deref::decode_response(&out).as_ref() != Ok(&res) {
+                    panic!("deref response round trip: {res:?}");
+                }
+            }
+        }
+        _ => {
+            let _ = proxyauthz::AuthzId::decode(v);
+        }
     }
 }
 

@@ -162,6 +162,11 @@ fn log_recovery() {
     run_target("log_recovery", fuzzing::log_recovery);
 }
 
+#[test]
+fn control_values() {
+    run_target("control_values", fuzzing::control_values);
+}
+
 fn hex(s: &str) -> Vec<u8> {
     (0..s.len())
         .step_by(2)
@@ -250,6 +255,51 @@ fn seeds(target: &str) -> Vec<Vec<u8>> {
             include_bytes!("../../store/tests/fixtures/v1/log-00000000000000000003.lnl").to_vec(),
             include_bytes!("../../store/tests/fixtures/v1/snap-00000000000000000002.lns").to_vec(),
         ],
+        // Control values as OpenLDAP's clients and slapd send them, behind the codec selector.
+        "control_values" => {
+            let tagged = |which: u8, v: &[u8]| [&[which][..], v].concat();
+            let mut mv = Vec::new();
+            let items: Vec<proto::Filter<'_>> = [
+                "(mail=*.org)",
+                "(cn=Al*)",
+                "(uid>=a)",
+                "(cn:caseExactMatch:=Ally)",
+                "(sn~=x)",
+                "(uid=*)",
+            ]
+            .iter()
+            .map(|f| proto::Filter::parse(f).expect("filter"))
+            .collect();
+            proto::controls::matchedvalues::encode(&items, &mut mv);
+            use proto::controls::deref::{encode_response, DerefRes};
+            let mut deref_response = Vec::new();
+            encode_response(
+                &[
+                    DerefRes {
+                        attr: b"member",
+                        value: b"uid=b,dc=x",
+                        attrs: vec![(b"uid", vec![b"b"]), (b"cn", vec![b"B", b"Bee"])],
+                    },
+                    DerefRes {
+                        attr: b"member",
+                        value: b"uid=n,dc=x",
+                        attrs: vec![],
+                    },
+                ],
+                &mut deref_response,
+            );
+            vec![
+                tagged(0, &mv),
+                tagged(0, &hex("300ea00ca30a0402636e0404416c6c79")),
+                tagged(
+                    1,
+                    b"\x30\x15\x30\x13\x04\x06member\x30\x09\x04\x03uid\x04\x02cn",
+                ),
+                tagged(2, &deref_response),
+                tagged(3, b"dn:uid=alice,ou=people,dc=example,dc=com"),
+                tagged(3, b"u:alice"),
+            ]
+        }
         _ => Vec::new(),
     }
 }

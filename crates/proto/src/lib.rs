@@ -106,6 +106,8 @@ pub enum ResultCode {
     CannotCancel = 121,
     /// RFC 4528
     AssertionFailed = 122,
+    /// RFC 4370: the requester may not act for the proxied authorization identity.
+    AuthorizationDenied = 123,
 }
 
 /// The LDAPResult components of every response.

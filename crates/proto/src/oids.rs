@@ -28,9 +28,13 @@ pub const POST_READ: &str = "1.3.6.1.1.13.2";
 /// Subtree Delete control.
 pub const SUBTREE_DELETE: &str = "1.2.840.113556.1.4.805";
 /// Proxied Authorization v2 control (RFC 4370).
-pub const PROXIED_AUTHZ: &str = "2.16.840.1.113730.3.4.18";
+pub const PROXIED_AUTHZ: &str = crate::controls::proxyauthz::OID;
 /// Don't Use Copy control (RFC 6171).
-pub const DONT_USE_COPY: &str = "1.3.6.1.1.22";
+pub const DONT_USE_COPY: &str = crate::controls::dontusecopy::OID;
+/// Matched Values control (RFC 3876).
+pub const MATCHED_VALUES: &str = crate::controls::matchedvalues::OID;
+/// Dereference control (draft-masarati-ldap-deref).
+pub const DEREF: &str = crate::controls::deref::OID;
 /// Content Synchronization (syncrepl) request control (RFC 4533).
 pub const SYNC_REQUEST: &str = "1.3.6.1.4.1.4203.1.9.1.1";
 /// All Operational Attributes feature ("+", RFC 3673).

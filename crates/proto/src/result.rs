@@ -68,6 +68,7 @@ const TABLE: &[(ResultCode, &str)] = &[
     (ResultCode::TooLate, "tooLate"),
     (ResultCode::CannotCancel, "cannotCancel"),
     (ResultCode::AssertionFailed, "assertionFailed"),
+    (ResultCode::AuthorizationDenied, "authorizationDenied"),
 ];
 
 impl ResultCode {

@@ -77,6 +77,39 @@ pub(crate) struct RequestControls {
     pub sort: Option<SortRequest>,
     /// Virtual list view (draft-ietf-ldapext-ldapv3-vlv-09), on a sorted search (`ops::sort`).
     pub vlv: Option<proto::controls::vlv::VlvRequest<'static>>,
+    /// Proxied authorization (RFC 4370): the identity the operation asks to run as, resolved
+    /// and authorized by `crate::proxy` before the operation starts.
+    pub proxied: Option<ProxiedAuthz>,
+    /// dontUseCopy (RFC 6171): accepted; Linden holds no copies, so every answer already
+    /// comes from the original.
+    pub dont_use_copy: bool,
+    /// Matched values (RFC 3876): the ValuesReturnFilter's items (`None`: an item that matches
+    /// nothing). An empty filter is no filter, as slapd.
+    pub values_return: Option<Vec<Option<proto::Filter<'static>>>>,
+    /// Dereference (draft-masarati-ldap-deref): the specs as sent, resolved against the
+    /// schema by `check_schema` into `deref_specs`.
+    deref: Option<(Vec<RawDerefSpec>, bool)>,
+    /// The resolved dereference specs: a DN-valued attribute and the attributes wanted from
+    /// the entries its values name.
+    pub deref_specs: Option<Vec<DerefSpec>>,
+}
+
+/// The authorization identity of a proxied authorization control (RFC 4513 §5.2.1.8).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ProxiedAuthz {
+    Anonymous,
+    Dn(Vec<u8>),
+    User(Vec<u8>),
+}
+
+/// A dereference spec as sent: the DN-valued attribute and the attributes wanted.
+type RawDerefSpec = (Vec<u8>, Vec<Vec<u8>>);
+
+/// One dereference spec, resolved against the schema.
+#[derive(Debug, Clone)]
+pub(crate) struct DerefSpec {
+    pub attr: schema::AttrId,
+    pub attrs: Vec<schema::AttrId>,
 }
 
 /// A server-side sort request (RFC 2891).
@@ -96,6 +129,16 @@ pub(crate) struct ReadEntry {
 }
 
 impl RequestControls {
+    /// Resolves what needs the schema before the operation starts: the dereference specs
+    /// (`resolve_deref`) and the attribute names of pre-read and post-read
+    /// (`check_read_entry`).
+    pub(crate) fn check_schema(&mut self, schema: &schema::Schema) -> LdapResult<()> {
+        if let Some((specs, critical)) = self.deref.take() {
+            self.deref_specs = resolve_deref(schema, &specs, critical)?;
+        }
+        self.check_read_entry(schema)
+    }
+
     /// Checks the attribute names of critical pre-read and post-read controls against the
     /// schema before the change is made: an undefined type (or an ill-formed description) is
     /// undefinedAttributeType, as slapd answers. A non-critical control ignores such names.
@@ -113,6 +156,64 @@ impl RequestControls {
         }
         Ok(())
     }
+}
+
+/// Resolves dereference specs as slapd's deref overlay does: an undefined attribute (the
+/// dereferenced one or a requested one) or a repeated dereferenced attribute is protocolError;
+/// a dereferenced attribute whose syntax is not a DN is protocolError when the control is
+/// critical, and otherwise makes the whole control ignored (`None`).
+fn resolve_deref(
+    schema: &schema::Schema,
+    specs: &[RawDerefSpec],
+    critical: bool,
+) -> LdapResult<Option<Vec<DerefSpec>>> {
+    let ty = |raw: &[u8], what: &str| {
+        std::str::from_utf8(raw)
+            .ok()
+            .and_then(|s| schema.attr_by_name(crate::filter::split_description(s).0))
+            .ok_or_else(|| protocol(format!("Dereference control: {what} decoding error")))
+    };
+    let mut out: Vec<DerefSpec> = Vec::with_capacity(specs.len());
+    for (attr, attrs) in specs {
+        let attr = ty(attr, "derefAttr")?;
+        if out.iter().any(|s| s.attr == attr) {
+            return Err(protocol(
+                "Dereference control: derefAttr must be unique within control",
+            ));
+        }
+        if !is_dn_valued(schema, attr) {
+            if critical {
+                return Err(protocol(
+                    "Dereference control: derefAttr syntax not distinguishedName",
+                ));
+            }
+            return Ok(None);
+        }
+        let attrs = attrs
+            .iter()
+            .map(|a| ty(a, "attribute"))
+            .collect::<LdapResult<Vec<_>>>()?;
+        out.push(DerefSpec { attr, attrs });
+    }
+    Ok(Some(out))
+}
+
+/// Whether values of `ty` name entries: DN syntax, or Name and Optional UID (uniqueMember),
+/// as slapd's `SLAP_SYNTAX_DN`.
+fn is_dn_valued(schema: &schema::Schema, ty: schema::AttrId) -> bool {
+    const DN: &str = "1.3.6.1.4.1.1466.115.121.1.12";
+    const NAME_AND_UID: &str = "1.3.6.1.4.1.1466.115.121.1.34";
+    let mut t = Some(ty);
+    // The syntax may be inherited; a supertype chain is short and acyclic, but bounded anyway.
+    for _ in 0..16 {
+        let Some(id) = t else { return false };
+        let a = schema.attr(id);
+        if let Some(syn) = a.syntax {
+            return matches!(schema.syntax(syn).oid.as_str(), DN | NAME_AND_UID);
+        }
+        t = a.sup;
+    }
+    false
 }
 
 /// One supported control.
@@ -249,6 +350,95 @@ const REGISTRY: &[Spec] = &[
             Ok(())
         },
     },
+    Spec {
+        oid: oids::PROXIED_AUTHZ,
+        // Every operation with an identity to act as: not bind (RFC 4370 §3).
+        ops: READS | WRITES | OpKind::Extended as u16,
+        parse: |rc, c, _| {
+            use proto::controls::proxyauthz::AuthzId;
+            let v = c
+                .value
+                .as_deref()
+                .ok_or_else(|| protocol("proxy authorization control value absent"))?;
+            if !c.critical {
+                return Err(protocol(
+                    "proxied authorization criticality of FALSE not allowed",
+                ));
+            }
+            rc.proxied = Some(match AuthzId::decode(v) {
+                Ok(AuthzId::Anonymous) => ProxiedAuthz::Anonymous,
+                Ok(AuthzId::Dn(dn)) => ProxiedAuthz::Dn(dn.to_vec()),
+                Ok(AuthzId::User(u)) => ProxiedAuthz::User(u.to_vec()),
+                Err(_) => {
+                    return Err(LdapError::new(
+                        ResultCode::AuthorizationDenied,
+                        "authzId mapping failed",
+                    ))
+                }
+            });
+            Ok(())
+        },
+    },
+    Spec {
+        oid: oids::DONT_USE_COPY,
+        ops: READS,
+        parse: |rc, c, _| {
+            proto::controls::dontusecopy::check(c.critical, c.value.as_deref())
+                .map_err(|e| protocol(e.to_string()))?;
+            rc.dont_use_copy = true;
+            Ok(())
+        },
+    },
+    Spec {
+        oid: oids::MATCHED_VALUES,
+        ops: OpKind::Search as u16,
+        parse: |rc, c, limits| {
+            let v = c
+                .value
+                .as_deref()
+                .ok_or_else(|| protocol("valuesReturnFilter control value is absent"))?;
+            if v.is_empty() {
+                return Err(protocol("valuesReturnFilter control value is empty"));
+            }
+            let items = proto::controls::matchedvalues::decode(v, limits)
+                .map_err(|e| protocol(format!("valuesReturnFilter control: {e}")))?;
+            if !items.is_empty() {
+                rc.values_return = Some(
+                    items
+                        .into_iter()
+                        .map(|i| i.map(proto::Filter::into_owned))
+                        .collect(),
+                );
+            }
+            Ok(())
+        },
+    },
+    Spec {
+        oid: oids::DEREF,
+        ops: OpKind::Search as u16,
+        parse: |rc, c, _| {
+            let v = c
+                .value
+                .as_deref()
+                .ok_or_else(|| protocol("Dereference control value is absent"))?;
+            if v.is_empty() {
+                return Err(protocol("Dereference control value is empty"));
+            }
+            let specs = proto::controls::deref::decode(v)
+                .map_err(|_| protocol("Dereference control: derefSpec decoding error"))?;
+            let specs = specs
+                .into_iter()
+                .map(|s| {
+                    (
+                        s.attr.to_vec(),
+                        s.attributes.into_iter().map(<[u8]>::to_vec).collect(),
+                    )
+                })
+                .collect();
+            rc.deref = Some((specs, c.critical));
+            Ok(())
+        },
+    },
 ];
 
 fn protocol(msg: impl Into<String>) -> LdapError {
@@ -371,5 +561,122 @@ mod tests {
         assert!(all.contains(&oids::MANAGE_DSA_IT));
         assert!(all.contains(&oids::SORT_REQUEST));
         assert!(all.contains(&oids::VLV_REQUEST));
+        for oid in [
+            oids::PROXIED_AUTHZ,
+            oids::DONT_USE_COPY,
+            oids::MATCHED_VALUES,
+            oids::DEREF,
+        ] {
+            assert!(all.contains(&oid), "{oid}");
+        }
+    }
+
+    #[test]
+    fn new_controls_refuse_malformed_values() {
+        let l = DecodeLimits::default();
+        let code = |c: Control<'static>, kind: OpKind| {
+            parse(std::slice::from_ref(&c), kind, &l)
+                .map(drop)
+                .unwrap_err()
+                .code
+        };
+        use ResultCode::{AuthorizationDenied, ProtocolError};
+        // Proxied authorization: must be critical and have a value in one of the forms.
+        assert_eq!(
+            code(ctl(oids::PROXIED_AUTHZ, true, None), OpKind::Search),
+            ProtocolError
+        );
+        assert_eq!(
+            code(
+                ctl(oids::PROXIED_AUTHZ, false, Some(b"dn:cn=x")),
+                OpKind::Search
+            ),
+            ProtocolError
+        );
+        assert_eq!(
+            code(
+                ctl(oids::PROXIED_AUTHZ, true, Some(b"bogus")),
+                OpKind::Modify
+            ),
+            AuthorizationDenied
+        );
+        let ok = parse(
+            &[ctl(oids::PROXIED_AUTHZ, true, Some(b"u:alice"))],
+            OpKind::Add,
+            &l,
+        );
+        assert_eq!(
+            ok.unwrap().proxied,
+            Some(ProxiedAuthz::User(b"alice".to_vec()))
+        );
+        // Not on a bind.
+        assert_eq!(
+            code(ctl(oids::PROXIED_AUTHZ, true, Some(b"")), OpKind::Bind),
+            ResultCode::UnavailableCriticalExtension
+        );
+        // dontUseCopy: critical, no value; reads only.
+        assert_eq!(
+            code(ctl(oids::DONT_USE_COPY, false, None), OpKind::Search),
+            ProtocolError
+        );
+        assert_eq!(
+            code(ctl(oids::DONT_USE_COPY, true, Some(b"")), OpKind::Compare),
+            ProtocolError
+        );
+        assert!(parse(&[ctl(oids::DONT_USE_COPY, true, None)], OpKind::Compare, &l).is_ok());
+        assert_eq!(
+            code(ctl(oids::DONT_USE_COPY, true, None), OpKind::Modify),
+            ResultCode::UnavailableCriticalExtension
+        );
+        // Matched values and dereference.
+        for c in [
+            ctl(oids::MATCHED_VALUES, false, None),
+            ctl(oids::MATCHED_VALUES, false, Some(b"")),
+            ctl(oids::MATCHED_VALUES, true, Some(&[0x04, 0x00])),
+            ctl(oids::MATCHED_VALUES, true, Some(&[0x30, 0x02, 0x04, 0x00])),
+            ctl(oids::DEREF, false, None),
+            ctl(oids::DEREF, false, Some(b"")),
+            ctl(oids::DEREF, true, Some(&[0x30, 0x02, 0x30, 0x00])),
+        ] {
+            assert_eq!(code(c.clone(), OpKind::Search), ProtocolError, "{c:?}");
+        }
+        let empty = parse(
+            &[ctl(oids::MATCHED_VALUES, true, Some(&[0x30, 0x00]))],
+            OpKind::Search,
+            &l,
+        );
+        assert!(empty.unwrap().values_return.is_none());
+    }
+
+    #[test]
+    fn deref_specs_resolve_as_slapd() {
+        let schema = schema::Schema::builtin();
+        let spec = |attr: &[u8], attrs: &[&[u8]]| {
+            (
+                attr.to_vec(),
+                attrs.iter().map(|a| a.to_vec()).collect::<Vec<_>>(),
+            )
+        };
+        let r = resolve_deref(&schema, &[spec(b"member", &[b"uid", b"cn"])], true)
+            .unwrap()
+            .unwrap();
+        assert_eq!(r.len(), 1);
+        assert_eq!(r[0].attrs.len(), 2);
+        assert!(resolve_deref(&schema, &[spec(b"uniqueMember", &[])], true)
+            .unwrap()
+            .is_some());
+        for bad in [
+            vec![spec(b"noSuchAttr", &[b"cn"])],
+            vec![spec(b"member", &[b"noSuchAttr"])],
+            vec![spec(b"member", &[]), spec(b"member", &[])],
+            vec![spec(b"cn", &[b"uid"])],
+        ] {
+            let e = resolve_deref(&schema, &bad, true).unwrap_err();
+            assert_eq!(e.code, ResultCode::ProtocolError);
+        }
+        // Non-critical: a non-DN attribute makes the control ignored.
+        assert!(resolve_deref(&schema, &[spec(b"cn", &[b"uid"])], false)
+            .unwrap()
+            .is_none());
     }
 }

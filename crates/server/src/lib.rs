@@ -27,7 +27,8 @@
 //!   the protocol server (configuration, TLS, connection limits, logs, lockout, counters).
 //! - `session`: one connection's read loop: framing, decoding, dispatch; `reply`: its reply
 //!   half (response queue, back-pressure, batched writes, access-log lines).
-//! - `op`, `controls`: the operation context and the control registry.
+//! - `op`, `controls`: the operation context and the control registry; `proxy`: proxied
+//!   authorization (the effective identity an operation acts for).
 //! - `ops/*`: one module per operation (bind, search, compare, add, delete, modify, modrdn,
 //!   extended), and what they share: `ops/paged` (paged results cursors), `ops/sort`
 //!   (server-side sort and virtual list view, entered from `ops/search`), `ops/psearch` and
@@ -51,6 +52,7 @@ pub mod logs;
 mod op;
 mod ops;
 mod persistence;
+mod proxy;
 mod reply;
 mod session;
 pub mod state;

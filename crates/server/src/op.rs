@@ -32,11 +32,12 @@ pub(crate) struct Op {
     /// Who the connection is bound as.
     #[allow(
         dead_code,
-        reason = "differs from `who` once proxied authorization (RFC 4370) lands"
+        reason = "no operation needs it yet: `crate::proxy` checks the bound identity before the \
+                  operation starts, and the access log takes it from there"
     )]
     pub bound: Arc<Identity>,
     /// Whom the operation acts for: access control, stamps and logs use this one. The bound
-    /// identity until proxied authorization (RFC 4370) says otherwise.
+    /// identity unless proxied authorization (RFC 4370, `crate::proxy`) says otherwise.
     pub who: Arc<Identity>,
     pub controls: RequestControls,
     /// Controls attached to the operation's final response.

@@ -318,7 +318,7 @@ async fn dispatch(conn: &Arc<Conn>, pdu: &[u8], identity: &mut Arc<Identity>) ->
         ))
     } else {
         crate::controls::parse(&msg.controls, kind, &limits)
-            .and_then(|c| c.check_read_entry(&conn.shared.schema()).map(|()| c))
+            .and_then(|mut c| c.check_schema(&conn.shared.schema()).map(|()| c))
     };
     let controls = match controls {
         Ok(c) => c,
@@ -332,15 +332,41 @@ async fn dispatch(conn: &Arc<Conn>, pdu: &[u8], identity: &mut Arc<Identity>) ->
         }
     };
     let shared = &conn.shared;
+    // Proxied authorization (RFC 4370): the operation acts for another identity, if the bound
+    // one may act for it.
+    let who = match &controls.proxied {
+        None => identity.clone(),
+        Some(authz) => match crate::proxy::resolve(shared, identity, authz) {
+            Ok(who) => who,
+            Err(e) => {
+                if let Some(tag) = response_tag(&msg.op) {
+                    let log = conn.log_start(id, identity, |l| describe(l, &msg.op));
+                    conn.send(result_pdu(id, tag, Err(&e))).await;
+                    conn.log_end(log, e.code, None);
+                }
+                return Next::Continue;
+            }
+        },
+    };
+    let proxied = controls.proxied.is_some();
     // The context of the operation, for the connection's identity as it is when it starts.
-    let op = |identity: &Arc<Identity>| Op {
-        id,
-        conn: conn.clone(),
-        bound: identity.clone(),
-        who: identity.clone(),
-        controls,
-        response: Vec::new(),
-        log: conn.log_start(id, identity, |l| describe(l, &msg.op)),
+    let op = |identity: &Arc<Identity>| {
+        let log = conn.log_start(id, identity, |l| {
+            if proxied {
+                l.push_str(" authzid=");
+                crate::logs::quote(l, who.dn.as_bytes());
+            }
+            describe(l, &msg.op)
+        });
+        Op {
+            id,
+            conn: conn.clone(),
+            bound: identity.clone(),
+            who: if proxied { who } else { identity.clone() },
+            controls,
+            response: Vec::new(),
+            log,
+        }
     };
     match msg.op {
         ProtocolOp::UnbindRequest => {

@@ -149,6 +149,63 @@ impl Filter {
     }
 }
 
+impl Filter {
+    /// Whether one value `v` of an attribute of type `ty` matches a simple filter item, as a
+    /// matched values filter (RFC 3876) applies it: the item's attribute must be `ty` or a
+    /// supertype of it, and the value must satisfy the assertion. And, or, not, the absolute
+    /// filters and Undefined match no value.
+    pub fn matches_value(&self, schema: &Schema, ty: AttrId, v: &[u8]) -> bool {
+        match self {
+            Filter::Equality { attr, norm } => {
+                schema.is_subtype(ty, *attr) && schema.normalize_eq(ty, v).is_ok_and(|n| n == *norm)
+            }
+            Filter::Present(attr) => schema.is_subtype(ty, *attr),
+            Filter::Substrings {
+                attr,
+                initial,
+                any,
+                final_,
+            } => {
+                let any: Vec<&[u8]> = any.iter().map(Vec::as_slice).collect();
+                schema.is_subtype(ty, *attr)
+                    && schema.substrings_match(ty, v, initial.as_deref(), &any, final_.as_deref())
+                        == Some(true)
+            }
+            Filter::GreaterOrEqual { attr, value } => {
+                schema.is_subtype(ty, *attr)
+                    && schema
+                        .compare_ord(ty, v, value)
+                        .is_some_and(|o| o != Ordering::Less)
+            }
+            Filter::LessOrEqual { attr, value } => {
+                schema.is_subtype(ty, *attr)
+                    && schema
+                        .compare_ord(ty, v, value)
+                        .is_some_and(|o| o != Ordering::Greater)
+            }
+            Filter::Extensible {
+                rule, attr, value, ..
+            } => {
+                let applies = match attr {
+                    Some(t) => schema.is_subtype(ty, *t),
+                    None => !schema.attr(ty).is_operational(),
+                };
+                applies
+                    && rule
+                        .or(schema.attr(ty).equality)
+                        .and_then(|r| rule_matches(schema, r, v, value))
+                        == Some(true)
+            }
+            Filter::True
+            | Filter::False
+            | Filter::Undefined
+            | Filter::And(_)
+            | Filter::Or(_)
+            | Filter::Not(_) => false,
+        }
+    }
+}
+
 fn ordering(
     schema: &Schema,
     e: &Entry,

@@ -2,14 +2,22 @@
 //! control's value from borrowed bytes (rejecting trailing bytes) and encodes its response
 //! value in one pass; the server's control registry decides which operations take which.
 //!
+//! - [`deref`]: Dereference (draft-masarati-ldap-deref).
+//! - [`dontusecopy`]: Don't Use Copy (RFC 6171).
+//! - [`matchedvalues`]: Matched Values (RFC 3876).
 //! - [`paged`]: Simple Paged Results (RFC 2696).
 //! - [`psearch`]: Persistent Search and Entry Change Notification
 //!   (draft-ietf-ldapext-psearch-03).
+//! - [`proxyauthz`]: Proxied Authorization v2 (RFC 4370).
 //! - [`readentry`]: pre-read and post-read (RFC 4527).
 //! - [`sort`]: server-side sort request and sortResult (RFC 2891).
 //! - [`vlv`]: virtual list view request and response (draft-ietf-ldapext-ldapv3-vlv-09).
 
+pub mod deref;
+pub mod dontusecopy;
+pub mod matchedvalues;
 pub mod paged;
+pub mod proxyauthz;
 pub mod psearch;
 pub mod readentry;
 pub mod sort;

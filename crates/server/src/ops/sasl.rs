@@ -26,7 +26,7 @@ fn invalid(why: &str) -> LdapError {
 }
 
 /// The identity of an existing entry (or the administrator) with DN `ndn`.
-fn identity_of(shared: &Shared, ndn: &NormDn) -> Option<Identity> {
+pub(crate) fn identity_of(shared: &Shared, ndn: &NormDn) -> Option<Identity> {
     if *ndn == shared.admin {
         return Some(Identity {
             dn: shared.config.admin_dn.clone(),
@@ -180,7 +180,7 @@ pub(crate) async fn plain(
 }
 
 /// The one entry whose `uid` is `uid`; none when there are none or several.
-fn entry_by_uid(shared: &Shared, uid: &str) -> Option<NormDn> {
+pub(crate) fn entry_by_uid(shared: &Shared, uid: &str) -> Option<NormDn> {
     let schema = &*shared.schema();
     let ty = schema.attr_by_name("uid")?;
     let norm = schema.normalize_eq(ty, uid.as_bytes()).ok()?;

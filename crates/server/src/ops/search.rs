@@ -33,6 +33,9 @@ pub struct Selection {
     /// Named types with the options asked for (`;opt` each, lower case, as
     /// `state::split_description` gives them).
     named: Vec<(AttrId, String)>,
+    /// A matched values filter (RFC 3876, `filter::compile_values`): only the values some item
+    /// matches are returned, and attributes left with none are left out (as slapd).
+    pub(crate) values: Option<Vec<Filter>>,
 }
 
 impl Selection {
@@ -42,6 +45,7 @@ impl Selection {
             all_user: attrs.is_empty(),
             all_operational: false,
             named: Vec::new(),
+            values: None,
         };
         for a in attrs {
             match &**a {
@@ -59,6 +63,22 @@ impl Selection {
             }
         }
         s
+    }
+
+    /// The values of an attribute of type `ty` to return: all of them, or those the matched
+    /// values filter selects.
+    fn select<'v>(
+        &self,
+        schema: &Schema,
+        ty: AttrId,
+        values: impl Iterator<Item = &'v [u8]>,
+    ) -> Vec<&'v [u8]> {
+        match &self.values {
+            None => values.collect(),
+            Some(items) => values
+                .filter(|v| items.iter().any(|f| f.matches_value(schema, ty, v)))
+                .collect(),
+        }
     }
 
     pub fn wants(&self, schema: &Schema, ty: AttrId) -> bool {
@@ -127,11 +147,13 @@ pub(crate) fn encode_entry_with_controls(
         } else {
             Cow::Owned(format!("{name}{}", a.options).into_bytes())
         };
-        let values = if sel.types_only {
-            Vec::new()
-        } else {
-            a.values().collect()
-        };
+        let mut values = sel.select(schema, a.ty, a.values());
+        if sel.values.is_some() && values.is_empty() {
+            continue;
+        }
+        if sel.types_only {
+            values.clear();
+        }
         attrs.push((name, values));
     }
     // Computed operational attributes (only for stored entries).
@@ -174,11 +196,13 @@ pub(crate) fn encode_entry_with_controls(
     }
     computed.retain(|(ty, _)| readable(*ty));
     for (ty, val) in &computed {
-        let values = if sel.types_only {
-            Vec::new()
-        } else {
-            vec![val.as_slice()]
-        };
+        let mut values = sel.select(schema, *ty, std::iter::once(val.as_slice()));
+        if sel.values.is_some() && values.is_empty() {
+            continue;
+        }
+        if sel.types_only {
+            values.clear();
+        }
         attrs.push((Cow::Borrowed(schema.attr(*ty).name().as_bytes()), values));
     }
     let attrs = attrs.iter().map(|(n, vs)| (&**n, vs.iter().copied()));
@@ -218,6 +242,9 @@ pub(crate) struct Prepared {
     assertion: Option<Assertion>,
     /// Server-side sort and VLV (`ops::sort`); `None` for a plain search.
     pub(crate) order: Option<sort::Order>,
+    /// The dereference control's specs: each entry returned carries the entries its
+    /// DN-valued attributes name (`deref_control`).
+    pub(crate) deref: Option<Vec<crate::controls::DerefSpec>>,
 }
 
 pub(crate) fn prepare(
@@ -303,6 +330,7 @@ pub(crate) fn prepare(
         cands: None,
         assertion: None,
         order: None,
+        deref: None,
     })
 }
 
@@ -373,6 +401,10 @@ pub(crate) async fn run(mut op: Op, req: &SearchRequest<'_>, order: Option<sort:
     };
     p.assertion = assertion;
     p.order = order;
+    p.deref = op.controls.deref_specs.take();
+    if let Some(items) = op.controls.values_return.take() {
+        p.sel.values = Some(crate::filter::compile_values(&shared.schema(), &items));
+    }
     // The server-held entries: root DSE and subschema subentry, base scope only.
     let virtual_entry = if p.root && p.scope == store::Scope::Base {
         Some(&shared.root_dse)
@@ -597,6 +629,72 @@ fn has_untyped_extensible(f: &Filter) -> bool {
     }
 }
 
+/// The dereference response control (draft-masarati-ldap-deref) of entry `e`, as slapd's
+/// deref overlay builds it: for each spec whose attribute `e` has and the requester may read,
+/// one DerefRes per value, with the requested attributes of the entry the value names that
+/// the requester may read (none when it is absent or hidden). No control when no spec applies.
+fn deref_control(
+    shared: &Shared,
+    v: &store::Version,
+    view: &acl::View,
+    specs: &[crate::controls::DerefSpec],
+    e: &Entry,
+    access: Option<&acl::EntryAccess<'_>>,
+) -> Option<proto::Control<'static>> {
+    let schema = &*shared.schema();
+    let readable = |a: Option<&acl::EntryAccess<'_>>, ty: AttrId| {
+        a.is_none_or(|a| a.can(Some(ty), Rights::READ))
+    };
+    // Attributes of exactly this type, without options (slapd's `attr_find`).
+    fn plain(e: &Entry, ty: AttrId) -> Vec<&[u8]> {
+        e.attrs()
+            .filter(|a| a.ty == ty && a.options.is_empty())
+            .flat_map(|a| a.values())
+            .collect()
+    }
+    let mut res = Vec::new();
+    for spec in specs {
+        let values = plain(e, spec.attr);
+        if values.is_empty() || !readable(access, spec.attr) {
+            continue;
+        }
+        let attr_name = schema.attr(spec.attr).name().as_bytes();
+        for value in values {
+            let target = shared
+                .parse_dn(value)
+                .ok()
+                .and_then(|(_, ndn)| v.lookup(&ndn));
+            let mut attrs = Vec::new();
+            if let Some(t) = target {
+                let t_access = (!view.is_admin()).then(|| view.entry(&shared.acl, schema, t));
+                if t_access.as_ref().is_none_or(|a| a.visible()) {
+                    for &ty in &spec.attrs {
+                        let vals = plain(t, ty);
+                        if !vals.is_empty() && readable(t_access.as_ref(), ty) {
+                            attrs.push((schema.attr(ty).name().as_bytes(), vals));
+                        }
+                    }
+                }
+            }
+            res.push(proto::controls::deref::DerefRes {
+                attr: attr_name,
+                value,
+                attrs,
+            });
+        }
+    }
+    if res.is_empty() {
+        return None;
+    }
+    let mut value = Vec::with_capacity(256);
+    proto::controls::deref::encode_response(&res, &mut value);
+    Some(proto::Control {
+        oid: proto::oids::DEREF.as_bytes().into(),
+        critical: false,
+        value: Some(value.into()),
+    })
+}
+
 /// Searches whose index candidates are at most this many run inline in the read loop.
 const INLINE_CANDIDATES: u64 = 64;
 
@@ -728,7 +826,20 @@ pub(crate) fn execute(
     // search must stop: the connection is gone, or the search was abandoned while the sink
     // waited for a slow reader (checked now rather than up to TICK_EVERY entries later).
     let mut emit = |ran: &mut Ran, e: &Arc<Entry>, access: Option<&acl::EntryAccess<'_>>| {
-        encode_entry(shared, Some(v), &mut ran.out, Some(id), e, &p.sel, access);
+        let deref = p
+            .deref
+            .as_deref()
+            .and_then(|specs| deref_control(shared, v, &p.view, specs, e, access));
+        encode_entry_with_controls(
+            shared,
+            Some(v),
+            &mut ran.out,
+            Some(id),
+            e,
+            &p.sel,
+            access,
+            deref.as_slice(),
+        );
         ran.sent += 1;
         if ran.out.len() >= FLUSH_BYTES {
             if !sink(std::mem::take(&mut ran.out)) || abandoned.load(Ordering::Relaxed) {
