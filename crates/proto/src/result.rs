@@ -67,6 +67,7 @@ const TABLE: &[(ResultCode, &str)] = &[
     (ResultCode::TooLate, "tooLate"),
     (ResultCode::CannotCancel, "cannotCancel"),
     (ResultCode::AssertionFailed, "assertionFailed"),
+    (ResultCode::TxnIdInvalid, "txnIdInvalid"),
 ];
 
 impl ResultCode {
@@ -110,7 +111,7 @@ mod tests {
         for c in ResultCode::all() {
             assert_eq!(ResultCode::from_u32(c as u32), Some(c));
         }
-        assert_eq!(ResultCode::all().count(), 44);
+        assert_eq!(ResultCode::all().count(), 45);
         assert_eq!(
             ResultCode::AssertionFailed.to_string(),
             "assertionFailed (122)"

@@ -42,6 +42,10 @@ pub(crate) struct Conn {
     pub paged: Mutex<crate::ops::paged::PagedSearches>,
     /// Open persistent searches, for Abandon, close and `max_persistent_searches`.
     pub(crate) psearches: crate::ops::live::Open,
+    /// Open LDAP transactions (RFC 5805), dropped with the connection.
+    pub(crate) txns: crate::ops::txn::Transactions,
+    /// Cancel requests waiting for their searches, and what cannot be cancelled.
+    pub(crate) cancels: crate::ops::cancel::Cancels,
 }
 
 /// Queue permits (KiB) a response of `len` bytes takes; at most the whole budget, so that one
