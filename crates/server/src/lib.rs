@@ -224,6 +224,12 @@ impl Server {
         &self.shared.counters
     }
 
+    /// The sequence number of the newest committed write batch (each batch is one log record
+    /// and one fsync): tests use it to see how many batches a change took.
+    pub fn committed_batches(&self) -> u64 {
+        self.shared.store.read().seq
+    }
+
     /// Writes a snapshot of the current version now, as fast as it can (clean shutdown) and
     /// removes the log files it covers. `Ok(None)`: one is already being written, or this
     /// version is already on disk.
