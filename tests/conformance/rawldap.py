@@ -77,9 +77,15 @@ class Response:
 
 
 class Conn:
-    def __init__(self, url=LDAP_URL):
+    def __init__(self, url=LDAP_URL, rcvbuf=None):
+        """`rcvbuf`: a small receive buffer, so that a client that does not read holds up the
+        server's writes sooner (back-pressure)."""
         host, port = url.split("//")[1].rsplit(":", 1)
-        self.s = socket.create_connection((host, int(port)), timeout=30)
+        self.s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        if rcvbuf:
+            self.s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        self.s.settimeout(60)
+        self.s.connect((host, int(port)))
         self.buf = b""
         self.next_id = 1
 
