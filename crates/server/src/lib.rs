@@ -7,7 +7,9 @@
 //!   `controls` (OID, operations, parser): it decides criticality and lists supportedControl.
 //!   A new control: a codec in `proto::controls`, a `Spec` and a field in `controls`, and the
 //!   operations that read the field.
-//! - **One write path** (`ops::submit_write` / `ops::write_job`): every change is checked and
+//! - **One write path** (`ops::route_write`, `ops::submit_write` / `ops::write_job`): an
+//!   operation prepares an `ops::Change`, submitted alone or queued in a transaction (`ops::txn`,
+//!   whose commit runs every queued change in one job); every change is checked and
 //!   applied in the writer's job against the version it changes, stamped (entryCSN: `csn`),
 //!   then run through the overlay chain (`overlays`, e.g. `overlays::unique`); it returns what
 //!   it applied (`overlays::Applied`), which feeds pre/post-read, the audit log (`audit`) and
@@ -29,7 +31,8 @@
 //! - `ops/*`: one module per operation (bind, search, compare, add, delete, modify, modrdn,
 //!   extended), and what they share: `ops/paged` (paged results cursors), `ops/psearch` and
 //!   `ops/live` (persistent searches), `ops/subschema` (schema changes), `ops/values`
-//!   (attribute values in linear time).
+//!   (attribute values in linear time), `ops/txn` (LDAP transactions: queued writes committed
+//!   as one writer job), `ops/cancel` (Cancel of running searches).
 //! - `filter`: filter compilation; `acl`: access control; `overlays`: the overlay chain;
 //!   `csn`: entryCSN values; `audit`, `logs`: the audit and access logs.
 //! - `error`: the LDAP error every operation returns.

@@ -153,6 +153,11 @@ fn ldapdelete_with_subtree_delete_removes_the_tree_in_one_batch_and_audits_every
     };
     let (rc, _, err) = run(args(None));
     assert_eq!(rc, 66, "without the control: notAllowedOnNonLeaf ({err})");
+    // A persistent search (changes only) follows the change feed.
+    let mut watch = admin_raw(&srv);
+    watch.send(2, search_op(TREE[0]), vec![changes_only()]);
+    let who = call(&mut watch, 3, ext(oids::WHO_AM_I, None), vec![]);
+    assert_eq!(who.code, Some(ResultCode::Success), "the search is open");
     let before = srv.server.committed_batches();
     let (rc, _, err) = run(args(Some("!1.2.840.113556.1.4.805")));
     assert_eq!(rc, 0, "{err}");
@@ -160,6 +165,22 @@ fn ldapdelete_with_subtree_delete_removes_the_tree_in_one_batch_and_audits_every
     for dn in TREE {
         assert!(!exists(&srv, dn), "{dn} is gone");
     }
+    // Every deleted entry reached the change feed, in the batch published before the answer.
+    let mut notified: Vec<String> = (0..TREE.len())
+        .map(|_| {
+            let r = watch.recv();
+            assert_eq!(
+                (r.id, r.tag),
+                (2, proto::tags::SEARCH_RESULT_ENTRY),
+                "{r:?}"
+            );
+            r.dn.to_lowercase()
+        })
+        .collect();
+    notified.sort();
+    let mut want: Vec<String> = TREE.iter().map(|d| d.to_string()).collect();
+    want.sort();
+    assert_eq!(notified, want);
     // Every deleted entry has its audit record, subordinates first. The audit log is written
     // by a background task: wait (bounded) until the last record is there.
     let mut text = String::new();
@@ -473,11 +494,7 @@ fn base64_encode(bytes: &[u8]) -> String {
     out
 }
 
-#[test]
-fn cancel_ends_a_persistent_search_with_canceled_then_answers() {
-    let srv = TestServer::start(false);
-    add_tree(&srv, &TREE[..1]);
-    let mut c = admin_raw(&srv);
+fn changes_only() -> proto::Control<'static> {
     let mut ps = Vec::new();
     proto::controls::psearch::PersistentSearch {
         change_types: 15,
@@ -485,11 +502,15 @@ fn cancel_ends_a_persistent_search_with_canceled_then_answers() {
         return_ecs: true,
     }
     .encode(&mut ps);
-    c.send(
-        2,
-        search_op(TREE[0]),
-        vec![control(oids::PERSISTENT_SEARCH, true, Some(ps))],
-    );
+    control(oids::PERSISTENT_SEARCH, true, Some(ps))
+}
+
+#[test]
+fn cancel_ends_a_persistent_search_with_canceled_then_answers() {
+    let srv = TestServer::start(false);
+    add_tree(&srv, &TREE[..1]);
+    let mut c = admin_raw(&srv);
+    c.send(2, search_op(TREE[0]), vec![changes_only()]);
     // The persistent search stays open until something ends it: it is running when the
     // Cancel arrives, whatever the timing.
     c.send(
