@@ -26,6 +26,9 @@ use crate::Dit;
 pub struct Applied {
     pub before: Option<Arc<Entry>>,
     pub after: Option<Arc<Entry>>,
+    /// The other entries the same operation changed, each already run through the overlay
+    /// chain: a subtree delete's subordinates, deepest first. Audited before this one.
+    pub also: Vec<Applied>,
 }
 
 /// One overlay of the chain.

@@ -108,6 +108,12 @@ pub struct Settings {
     pub max_persistent_searches: Option<usize>,
     #[serde(default, deserialize_with = "de::int::<1, _, _>")]
     pub persistent_search_queue: Option<usize>,
+    #[serde(default, deserialize_with = "de::int::<0, _, _>")]
+    pub max_subtree_delete: Option<usize>,
+    #[serde(default, deserialize_with = "de::int::<0, _, _>")]
+    pub max_transactions: Option<usize>,
+    #[serde(default, deserialize_with = "de::int::<1, _, _>")]
+    pub max_transaction_ops: Option<usize>,
     #[serde(default, deserialize_with = "de::log_target")]
     pub access_log: Option<server::logs::LogTarget>,
     #[serde(default, deserialize_with = "de::log_target")]
@@ -1100,7 +1106,7 @@ log_level = "debug"
         let keys = keys();
         assert_eq!(&keys[..3], &["listen", "data", "suffix"]);
         assert_eq!(keys.last(), Some(&"log_level"));
-        assert_eq!(keys.len(), 61, "{keys:?}");
+        assert_eq!(keys.len(), 64, "{keys:?}");
         let doc = include_str!("../../../docs/configuration.md");
         for k in keys {
             assert!(

@@ -105,6 +105,15 @@ pub fn server_config(s: Settings, admin_password_hash: Vec<u8>) -> server::Confi
     if let Some(v) = s.persistent_search_queue {
         c.persistent_search_queue = v;
     }
+    if let Some(v) = s.max_subtree_delete {
+        c.max_subtree_delete = v;
+    }
+    if let Some(v) = s.max_transactions {
+        c.max_transactions = v;
+    }
+    if let Some(v) = s.max_transaction_ops {
+        c.max_transaction_ops = v;
+    }
     if let Some(v) = s.access_log {
         c.access_log = v;
     }

@@ -23,6 +23,7 @@
 //! - [`tags`], [`oids`]: protocol constants.
 //! - [`controls`]: request and response control values, one module per control.
 //! - [`passwd`]: the Password Modify extended operation values (RFC 3062).
+//! - [`txn`]: the Start/End Transaction (RFC 5805) and Cancel (RFC 3909) values.
 //! - [`controls`]: control values, one module per control; response controls are encoded by
 //!   [`encode_result_with`] and [`encode_extended_response_with`].
 //!
@@ -45,6 +46,7 @@ pub mod oids;
 pub mod passwd;
 mod result;
 pub mod tags;
+pub mod txn;
 
 pub use encode::{
     encode_extended_response, encode_extended_response_with, encode_result, encode_result_with,
@@ -108,6 +110,9 @@ pub enum ResultCode {
     AssertionFailed = 122,
     /// RFC 4370: the requester may not act for the proxied authorization identity.
     AuthorizationDenied = 123,
+    /// An unknown or ended transaction identifier (RFC 5805), with OpenLDAP's number
+    /// (`LDAP_TXN_ID_INVALID`): the RFC assigns none.
+    TxnIdInvalid = 0x4121,
 }
 
 /// The LDAPResult components of every response.

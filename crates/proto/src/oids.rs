@@ -27,6 +27,15 @@ pub const PRE_READ: &str = "1.3.6.1.1.13.1";
 pub const POST_READ: &str = "1.3.6.1.1.13.2";
 /// Subtree Delete control.
 pub const SUBTREE_DELETE: &str = "1.2.840.113556.1.4.805";
+/// Permissive Modify control (Microsoft; OpenLDAP): adding a value that exists or deleting one
+/// that does not is not an error.
+pub const PERMISSIVE_MODIFY: &str = "1.2.840.113556.1.4.1413";
+/// Start Transaction extended operation (RFC 5805).
+pub const TXN_START: &str = "1.3.6.1.1.21.1";
+/// Transaction Specification control (RFC 5805).
+pub const TXN_SPEC: &str = "1.3.6.1.1.21.2";
+/// End Transaction extended operation (RFC 5805).
+pub const TXN_END: &str = "1.3.6.1.1.21.3";
 /// Proxied Authorization v2 control (RFC 4370).
 pub const PROXIED_AUTHZ: &str = crate::controls::proxyauthz::OID;
 /// Don't Use Copy control (RFC 6171).

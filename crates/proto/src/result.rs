@@ -69,6 +69,7 @@ const TABLE: &[(ResultCode, &str)] = &[
     (ResultCode::CannotCancel, "cannotCancel"),
     (ResultCode::AssertionFailed, "assertionFailed"),
     (ResultCode::AuthorizationDenied, "authorizationDenied"),
+    (ResultCode::TxnIdInvalid, "txnIdInvalid"),
 ];
 
 impl ResultCode {

@@ -124,6 +124,14 @@ pub struct Config {
     /// Committed write batches a persistent search may fall behind (queued, not yet sent to
     /// its client); beyond it the search ends with adminLimitExceeded. Default 1024.
     pub persistent_search_queue: usize,
+    /// Entries one subtree delete may remove (0 = no limit); a larger subtree is refused with
+    /// adminLimitExceeded and nothing is deleted. Default 100,000.
+    pub max_subtree_delete: usize,
+    /// Transactions (RFC 5805) a connection may have open at once. Default 1, as slapd.
+    pub max_transactions: usize,
+    /// Operations one transaction may queue; more are refused with adminLimitExceeded.
+    /// Default 1,000.
+    pub max_transaction_ops: usize,
     /// One line per operation: off (default), stdout, or a file (appended to).
     pub access_log: crate::logs::LogTarget,
     /// Every change as an LDIF change record with who and when: off (default), stdout, or a file.
@@ -184,6 +192,9 @@ impl Default for Config {
             write_timeout: 60,
             max_persistent_searches: 16,
             persistent_search_queue: 1024,
+            max_subtree_delete: 100_000,
+            max_transactions: 1,
+            max_transaction_ops: 1000,
             access_log: crate::logs::LogTarget::Off,
             audit_log: crate::logs::LogTarget::Off,
             ldaps_listen: Vec::new(),

@@ -92,6 +92,13 @@ pub(crate) struct RequestControls {
     /// The resolved dereference specs: a DN-valued attribute and the attributes wanted from
     /// the entries its values name.
     pub deref_specs: Option<Vec<DerefSpec>>,
+    /// Subtree delete (1.2.840.113556.1.4.805): the entry and all its subordinates go.
+    pub subtree_delete: bool,
+    /// Permissive modify (1.2.840.113556.1.4.1413): adding a value that exists or deleting
+    /// one that does not is not an error.
+    pub permissive_modify: bool,
+    /// Transaction specification (RFC 5805): the transaction the change is queued in.
+    pub txn: Option<Vec<u8>>,
 }
 
 /// The authorization identity of a proxied authorization control (RFC 4513 §5.2.1.8).
@@ -436,6 +443,44 @@ const REGISTRY: &[Spec] = &[
                 })
                 .collect();
             rc.deref = Some((specs, c.critical));
+            Ok(())
+        },
+    },
+    Spec {
+        oid: oids::SUBTREE_DELETE,
+        ops: OpKind::Delete as u16,
+        parse: |rc, c, _| {
+            if c.value.is_some() {
+                return Err(protocol("subtree delete control value not absent"));
+            }
+            rc.subtree_delete = true;
+            Ok(())
+        },
+    },
+    Spec {
+        oid: oids::PERMISSIVE_MODIFY,
+        ops: OpKind::Modify as u16,
+        parse: |rc, c, _| {
+            if c.value.is_some() {
+                return Err(protocol("permissive modify control value not absent"));
+            }
+            rc.permissive_modify = true;
+            Ok(())
+        },
+    },
+    Spec {
+        oid: oids::TXN_SPEC,
+        ops: WRITES,
+        parse: |rc, c, _| {
+            // RFC 5805 §2.2: always critical, its value the transaction identifier.
+            if !c.critical {
+                return Err(protocol("txnSpec control must be marked critical"));
+            }
+            let id = c
+                .value
+                .as_deref()
+                .ok_or_else(|| protocol("no transaction identifier provided"))?;
+            rc.txn = Some(id.to_vec());
             Ok(())
         },
     },

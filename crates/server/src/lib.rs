@@ -8,9 +8,11 @@
 //!   `controls` (OID, operations, parser): it decides criticality and lists supportedControl.
 //!   A new control: a codec in `proto::controls`, a `Spec` and a field in `controls`, and the
 //!   operations that read the field.
-//! - **One write path** (`ops::submit_write`, then `dit::write::write_job` in the writer's
-//!   job): every change is checked and applied against the version it changes, stamped
-//!   (entryCSN: `dit::csn`), then run through the overlay chain (`dit::overlays`, e.g.
+//! - **One write path** (`ops::route_write`, `ops::submit_write`, then
+//!   `dit::write::write_job` in the writer's job): an operation prepares an `ops::Change`,
+//!   submitted alone or queued in a transaction (`ops::txn`, whose commit runs every queued
+//!   change in one job); every change is checked and applied against the version it changes,
+//!   stamped (entryCSN: `dit::csn`), then run through the overlay chain (`dit::overlays`, e.g.
 //!   `overlays::unique`); it returns what it applied (`overlays::Applied`), which feeds
 //!   pre/post-read, the audit log (`audit`) and the change feed. A new overlay: implement
 //!   `overlays::Overlay` in `dit`, build it in `overlays::chain`.
@@ -32,7 +34,9 @@
 //! - `ops/*`: one module per operation (bind, search, compare, add, delete, modify, modrdn,
 //!   extended), and what they share: `ops/paged` (paged results cursors), `ops/sort`
 //!   (server-side sort and virtual list view, entered from `ops/search`), `ops/psearch` and
-//!   `ops/live` (persistent searches), `ops/subschema` (schema changes).
+//!   `ops/live` (persistent searches), `ops/subschema` (schema changes), `ops/txn` (LDAP
+//!   transactions: queued writes committed as one writer job), `ops/cancel` (Cancel of running
+//!   searches).
 //! - `audit`, `logs`: the audit and access logs.
 //! - From `dit`, under the names this crate always used: `identity`, `acl` (access control),
 //!   `filter` (filter compilation), `overlays`, `csn`, `error` (the LDAP error every
@@ -230,6 +234,12 @@ impl Server {
         &self.shared.counters
     }
 
+    /// The sequence number of the newest committed write batch (each batch is one log record
+    /// and one fsync): tests use it to see how many batches a change took.
+    pub fn committed_batches(&self) -> u64 {
+        self.shared.store.read().seq
+    }
+
     /// Writes a snapshot of the current version now, as fast as it can (clean shutdown) and
     /// removes the log files it covers. `Ok(None)`: one is already being written, or this
     /// version is already on disk.
@@ -420,6 +430,9 @@ fn root_dse(schema: &Schema, config: &Config) -> Entry {
                     proto::oids::WHO_AM_I.as_bytes(),
                     proto::oids::PASSWORD_MODIFY.as_bytes(),
                     proto::oids::START_TLS.as_bytes(),
+                    proto::oids::CANCEL.as_bytes(),
+                    proto::oids::TXN_START.as_bytes(),
+                    proto::oids::TXN_END.as_bytes(),
                     SNAPSHOT_OID.as_bytes(),
                 ],
             ),

@@ -44,6 +44,10 @@ pub(crate) struct Conn {
     pub(crate) vlv: Mutex<crate::ops::sort::VlvContexts>,
     /// Open persistent searches, for Abandon, close and `max_persistent_searches`.
     pub(crate) psearches: crate::ops::live::Open,
+    /// Open LDAP transactions (RFC 5805), dropped with the connection.
+    pub(crate) txns: crate::ops::txn::Transactions,
+    /// Cancel requests waiting for their searches, and what cannot be cancelled.
+    pub(crate) cancels: crate::ops::cancel::Cancels,
 }
 
 /// Queue permits (KiB) a response of `len` bytes takes; at most the whole budget, so that one

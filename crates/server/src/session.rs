@@ -200,6 +200,8 @@ where
         paged: Mutex::new(Default::default()),
         vlv: Mutex::new(Default::default()),
         psearches: Default::default(),
+        txns: Default::default(),
+        cancels: Default::default(),
     });
     let mut identity = Arc::new(Identity::default());
     conn.log_event(
@@ -280,7 +282,7 @@ where
     }
     // Let running operations finish writing; then the write task drains and closes.
     conn.psearches.close();
-    conn.psearches.close();
+    conn.txns.clear();
     conn.log_event(0, &identity, "CLOSED");
     drop(conn);
     drop(handover_tx);

@@ -17,8 +17,8 @@ use crate::op::{Next, Op};
 use crate::ops::values::ValueSet;
 use crate::ops::{
     authorize_new, check_attribute_count, check_entry, check_user_modifiable, detached,
-    finish_write, generalized_time, hash_passwords, on_blocking_pool, push_checked, refused,
-    set_operational, submit_write, Applied, Assertion, Pending,
+    early_checks, generalized_time, hash_passwords, on_blocking_pool, push_checked, route_write,
+    set_operational, Applied, Assertion, Change,
 };
 use crate::state::{resolve_attr, Identity, Shared};
 
@@ -291,6 +291,7 @@ pub(crate) fn apply(
     Ok(Applied {
         before: None,
         after: txn.version().get(id).cloned(),
+        ..Default::default()
     })
 }
 
@@ -307,20 +308,22 @@ fn has_cleartext_password(shared: &Shared, input: &[InputAttr<'_>]) -> bool {
 pub(crate) async fn handle(mut op: Op, req: &AddRequest<'_>) -> Next {
     let audit = op.audit_applied();
     let assertion = crate::ops::take_assertion(&mut op);
-    let fut = match op.may_write() {
-        Ok(()) => submit(op.shared(), &op.who, req, assertion).await,
-        Err(e) => refused(e),
+    let early = early_checks(&op);
+    let change = match op.may_write() {
+        Ok(()) => prepare(op.shared(), &op.who, req, assertion, early).await,
+        Err(e) => Err(e),
     };
-    finish_write(op, tags::ADD_RESPONSE, fut, audit).await;
+    route_write(op, tags::ADD_RESPONSE, change, audit).await;
     Next::Continue
 }
 
-async fn submit(
+async fn prepare(
     shared: &Arc<Shared>,
     who: &Arc<Identity>,
     req: &AddRequest<'_>,
     assertion: Option<Assertion>,
-) -> Pending {
+    early: bool,
+) -> LdapResult<Change> {
     let input: Vec<InputAttr<'_>> = req
         .attributes
         .iter()
@@ -343,24 +346,19 @@ async fn submit(
     } else {
         build(shared, &req.dn, &input, false)
     };
-    let e = match built {
-        Ok(e) => e,
-        Err(e) => return refused(e),
-    };
-    if !who.is_admin {
+    let e = built?;
+    if early && !who.is_admin {
         let probe = detached(e.dn.clone(), e.ndn.clone(), e.attrs.clone());
-        if let Err(err) = authorize_new(shared, &shared.store.read(), who, &probe, "add") {
-            return refused(err);
-        }
+        authorize_new(shared, &shared.store.read(), who, &probe, "add")?;
     }
     let sh = shared.clone();
     let who = who.clone();
-    submit_write(shared, move |txn| {
+    Ok(Box::new(move |txn: &mut Txn| {
         // Checked again on the version the change applies to.
         if !who.is_admin {
             let probe = detached(e.dn.clone(), e.ndn.clone(), e.attrs.clone());
             authorize_new(&sh, txn.version(), &who, &probe, "add")?;
         }
         apply(&sh, txn, &who.dn, e, assertion.as_ref())
-    })
+    }))
 }

@@ -1,4 +1,5 @@
-//! Extended operations (RFC 4511 §4.12): Who am I? (RFC 4532) and Password Modify (RFC 3062).
+//! Extended operations (RFC 4511 §4.12): Who am I? (RFC 4532), Password Modify (RFC 3062),
+//! Start and End Transaction (RFC 5805, `ops::txn`), Cancel (RFC 3909, `ops::cancel`).
 //! Any other request name is a protocolError naming the OID, as RFC 4511 asks.
 
 use std::sync::Arc;
@@ -14,11 +15,30 @@ use crate::state::{Identity, Shared};
 
 /// Sends the extended response with the operation's response controls and ends it.
 async fn finish_ext(op: Op, r: Result<Option<Vec<u8>>, &LdapError>) {
+    match r {
+        Ok(v) => send_ext(op, Ok(()), v).await,
+        Err(e) => send_ext(op, Err(e), None).await,
+    }
+}
+
+/// Sends a successful extended response carrying a diagnostic message.
+pub(crate) async fn send_ext_text(op: Op, message: &str) {
     let mut out = Vec::with_capacity(96);
-    let (res, value, rc) = match r {
-        Ok(v) => (wire_result(Ok(())), v, ResultCode::Success),
-        Err(e) => (wire_result(Err(e)), None, e.code),
+    let res = proto::LdapResult {
+        code: ResultCode::Success,
+        matched_dn: b"".as_slice().into(),
+        message: message.as_bytes().into(),
+        referral: Vec::new(),
     };
+    proto::encode_extended_response_with(&mut out, op.id, &res, None, None, &op.response);
+    op.finish_with(out, ResultCode::Success, None).await;
+}
+
+/// Sends the extended response with result `r` and response value `value` (which a failure
+/// may carry too, as End Transaction's does).
+pub(crate) async fn send_ext(op: Op, r: Result<(), &LdapError>, value: Option<Vec<u8>>) {
+    let mut out = Vec::with_capacity(96);
+    let (res, rc) = (wire_result(r), crate::op::code_of(r));
     proto::encode_extended_response_with(
         &mut out,
         op.id,
@@ -56,11 +76,19 @@ pub(crate) async fn handle(op: Op, req: &ExtendedRequest<'_>) -> Next {
                 return Next::Continue;
             };
             let value = req.value.as_deref().map(<[u8]>::to_vec);
+            let guard = super::cancel::Uncancellable::enter(&op.conn, op.id);
             tokio::spawn(async move {
                 password_modify_op(op, shared, who, value).await;
+                drop(guard);
                 drop(permit);
             });
         }
+        oids::TXN_START => {
+            let r = super::txn::start(&op.conn, req.value.as_deref());
+            finish_ext(op, r.as_ref().map(|id| Some(id.clone()))).await;
+        }
+        oids::TXN_END => super::txn::end(op, req.value.as_deref()).await,
+        oids::CANCEL => super::cancel::handle(op, req.value.as_deref()).await,
         crate::SNAPSHOT_OID => match snapshot(&shared, &who).await {
             Ok(name) => finish_ext(op, Ok(Some(name.into_bytes()))).await,
             Err(e) => finish_ext(op, Err(&e)).await,
@@ -308,6 +336,7 @@ async fn password_modify(
                 Ok(crate::ops::Applied {
                     after: txn.version().get(id).cloned(),
                     before: Some(before),
+                    ..Default::default()
                 })
             })?;
             Ok(true)

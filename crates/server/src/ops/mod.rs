@@ -9,6 +9,7 @@
 
 pub mod add;
 pub mod bind;
+pub(crate) mod cancel;
 pub mod compare;
 pub mod delete;
 pub mod extended;
@@ -21,6 +22,7 @@ pub mod sasl;
 pub mod search;
 pub(crate) mod sort;
 pub mod subschema;
+pub(crate) mod txn;
 
 use std::sync::Arc;
 
@@ -28,7 +30,7 @@ use proto::ResultCode;
 use store::Txn;
 
 use crate::error::{LdapError, LdapResult};
-use crate::state::Shared;
+use crate::state::{Identity, Shared};
 
 pub(crate) use crate::op::Pending;
 use crate::op::{Audit, Op};
@@ -50,6 +52,33 @@ pub(crate) fn take_assertion(op: &mut Op) -> Option<Assertion> {
         .map(|filter| Assertion::new(op.who.clone(), filter))
 }
 
+/// A change checked as far as it can be outside the writer, to be applied in the writer's job
+/// (`write_job`) against the newest version: alone (`submit_write`) or with the other
+/// operations of an LDAP transaction (`txn`).
+pub(crate) type Change = Box<dyn FnOnce(&mut Txn) -> LdapResult<Applied> + Send>;
+
+/// Sends a prepared write on its way: queued in the transaction its Transaction Specification
+/// control names (answered at once, `txn::queue`), or handed to the writer now and answered
+/// once its batch is committed.
+pub(crate) async fn route_write(mut op: Op, tag: u8, change: LdapResult<Change>, audit: Audit) {
+    if let Some(id) = op.controls.txn.take() {
+        txn::queue(op, tag, id, change, audit).await;
+        return;
+    }
+    let fut = match change {
+        Ok(c) => submit_write(op.shared(), c),
+        Err(e) => refused(e),
+    };
+    finish_write(op, tag, fut, audit).await;
+}
+
+/// Whether an operation's checks against the current version may refuse it before it reaches
+/// the writer: not in a transaction, where an earlier operation of the same transaction may
+/// create what it needs (the writer checks everything again anyway).
+pub(crate) fn early_checks(op: &Op) -> bool {
+    op.controls.txn.is_none()
+}
+
 /// A write refused before it reached the writer.
 pub(crate) fn refused(e: LdapError) -> Pending {
     Box::pin(async move { Err(e) })
@@ -58,10 +87,7 @@ pub(crate) fn refused(e: LdapError) -> Pending {
 /// The write path: queues the change `f` on the writer now and returns the future of what it
 /// applied. In the writer's job, `f` checks and applies the change against the newest version
 /// (`Txn`), then the overlay chain runs on what it applied; any error rolls all of it back.
-pub(crate) fn submit_write(
-    shared: &Arc<Shared>,
-    f: impl FnOnce(&mut Txn) -> LdapResult<Applied> + Send + 'static,
-) -> Pending {
+pub(crate) fn submit_write(shared: &Arc<Shared>, f: Change) -> Pending {
     let sh = shared.clone();
     let fut = shared.store.write(move |txn| write_job(&sh, txn, f));
     Box::pin(async move {
@@ -80,33 +106,45 @@ pub(crate) async fn finish_write(op: Op, tag: u8, fut: Pending, audit: Audit) {
     let Ok(permit) = op.conn.permits.clone().acquire_owned().await else {
         return;
     };
+    // From now on the write is the writer's: a Cancel naming it gets cannotCancel.
+    let guard = cancel::Uncancellable::enter(&op.conn, op.id);
     tokio::spawn(async move {
         let mut op = op;
         let r = fut.await;
         if let Ok(applied) = &r {
             read_entry_controls(&mut op, applied);
-            let record = match audit {
-                Audit::Off => None,
-                Audit::Record(r) => Some(r),
-                Audit::Applied => {
-                    crate::audit::applied_change(&op.conn.shared, applied).map(|(dn, change)| {
-                        crate::audit::audit_record(
-                            op.conn.id,
-                            op.conn.peer,
-                            &op.who.dn,
-                            &dn,
-                            &change,
-                        )
-                    })
-                }
-            };
-            if let Some(r) = record {
-                op.conn.shared.audit_log.write(r);
-            }
+            write_audit(&op.conn, &op.who, audit, applied);
         }
         op.finish(tag, r.as_ref().map(|_| ()), None).await;
+        drop(guard);
         drop(permit);
     });
+}
+
+/// Writes the audit records of a committed change: the one made from the request, or one per
+/// entry it changed (a subtree delete's subordinates first).
+pub(crate) fn write_audit(
+    conn: &crate::reply::Conn,
+    who: &Identity,
+    audit: Audit,
+    applied: &Applied,
+) {
+    let record = |a: &Applied| {
+        crate::audit::applied_change(&conn.shared, a).map(|(dn, change)| {
+            crate::audit::audit_record(conn.id, conn.peer, &who.dn, &dn, &change)
+        })
+    };
+    match audit {
+        Audit::Off => {}
+        Audit::Record(r) => conn.shared.audit_log.write(r),
+        Audit::Applied => {
+            for a in applied.also.iter().chain(std::iter::once(applied)) {
+                if let Some(r) = record(a) {
+                    conn.shared.audit_log.write(r);
+                }
+            }
+        }
+    }
 }
 
 /// The pre-read and post-read response controls (RFC 4527): the entry before or after the

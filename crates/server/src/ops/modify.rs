@@ -14,9 +14,8 @@ use crate::op::{Next, Op};
 use crate::ops::values::ValueSet;
 use crate::ops::{
     authorize, check_assertion, check_attribute_count, check_entry, check_user_modifiable,
-    check_value_count, checked_values, finish_write, hash_passwords, on_blocking_pool,
-    rdn_values_present, refused, stamp_modified, structural_of, submit_write, Applied, Assertion,
-    Pending,
+    check_value_count, checked_values, early_checks, hash_passwords, on_blocking_pool,
+    rdn_values_present, route_write, stamp_modified, structural_of, Applied, Assertion, Change,
 };
 use crate::state::{resolve_attr, Identity, Shared};
 
@@ -116,7 +115,9 @@ fn parse_int(v: &[u8]) -> Option<i128> {
     std::str::from_utf8(v).ok()?.trim().parse().ok()
 }
 
-/// Applies the changes to the entry named `ndn`, all or nothing.
+/// Applies the changes to the entry named `ndn`, all or nothing. `permissive` (the permissive
+/// modify control) skips values added that exist and values or attributes deleted that do not,
+/// instead of refusing the request.
 pub(crate) fn apply(
     shared: &Shared,
     txn: &mut Txn,
@@ -124,6 +125,7 @@ pub(crate) fn apply(
     ndn: &NormDn,
     mods: Vec<Mod>,
     assertion: Option<&Assertion>,
+    permissive: bool,
 ) -> LdapResult<Applied> {
     let schema = &*shared.schema();
     let k = &shared.known;
@@ -155,7 +157,7 @@ pub(crate) fn apply(
                             std::mem::take(&mut a.norm),
                         );
                         for (i, (val, norm)) in new.values.into_iter().zip(new.norm).enumerate() {
-                            if !set.insert(val, norm) {
+                            if !set.insert(val, norm) && !permissive {
                                 return Err(LdapError::new(
                                     ResultCode::AttributeOrValueExists,
                                     format!("{ctx}{}: value #{i} already exists", m.name),
@@ -169,6 +171,9 @@ pub(crate) fn apply(
             }
             ModOp::Delete => {
                 let Some(p) = pos else {
+                    if permissive {
+                        continue;
+                    }
                     return Err(LdapError::new(
                         ResultCode::NoSuchAttribute,
                         format!("{ctx}{}: no such attribute", m.name),
@@ -189,6 +194,7 @@ pub(crate) fn apply(
                         let norm = schema.normalize_eq(m.ty, val).unwrap_or_default();
                         match set.find(&norm) {
                             Some(at) if !gone[at] => gone[at] = true,
+                            _ if permissive => {}
                             _ => {
                                 return Err(LdapError::new(
                                     ResultCode::NoSuchAttribute,
@@ -272,6 +278,7 @@ pub(crate) fn apply(
     Ok(Applied {
         before: Some(before),
         after: txn.version().get(id).cloned(),
+        ..Default::default()
     })
 }
 
@@ -286,11 +293,13 @@ pub(crate) async fn handle(mut op: Op, req: &ModifyRequest<'_>) -> Next {
         op.audit_applied()
     };
     let assertion = crate::ops::take_assertion(&mut op);
-    let fut = match op.may_write() {
-        Ok(()) => submit(op.shared(), &op.who, req, assertion).await,
-        Err(e) => refused(e),
+    let early = early_checks(&op);
+    let permissive = op.controls.permissive_modify;
+    let change = match op.may_write() {
+        Ok(()) => submit(op.shared(), &op.who, req, assertion, early, permissive).await,
+        Err(e) => Err(e),
     };
-    finish_write(op, tags::MODIFY_RESPONSE, fut, audit).await;
+    route_write(op, tags::MODIFY_RESPONSE, change, audit).await;
     Next::Continue
 }
 
@@ -299,37 +308,41 @@ async fn submit(
     who: &Arc<Identity>,
     req: &ModifyRequest<'_>,
     assertion: Option<Assertion>,
-) -> Pending {
+    early: bool,
+    permissive: bool,
+) -> LdapResult<Change> {
     if super::subschema::targets(shared, &req.dn) {
         return super::subschema::modify(shared, who, req);
     }
-    let (ndn, mods) = match prepare(shared, req) {
-        Ok(p) => p,
-        Err(e) => return refused(e),
-    };
+    let (ndn, mods) = prepare(shared, req)?;
     // Write access to every attribute the request changes.
     let needs: Vec<_> = mods.iter().map(|m| (Some(m.ty), Rights::WRITE)).collect();
-    if let Err(e) = authorize(
-        shared,
-        &shared.store.read(),
-        who,
-        &ndn,
-        &needs,
-        true,
-        "write",
-    ) {
-        return refused(e);
+    if early {
+        authorize(
+            shared,
+            &shared.store.read(),
+            who,
+            &ndn,
+            &needs,
+            true,
+            "write",
+        )?;
     }
-    let mods = match hash_passwords_of(shared, mods).await {
-        Ok(m) => m,
-        Err(e) => return refused(e),
-    };
+    let mods = hash_passwords_of(shared, mods).await?;
     let sh = shared.clone();
     let who = who.clone();
-    submit_write(shared, move |txn| {
+    Ok(Box::new(move |txn: &mut Txn| {
         // Checked again on the version the change applies to: the rules may depend on
         // entries (groups) that changed since.
         authorize(&sh, txn.version(), &who, &ndn, &needs, true, "write")?;
-        apply(&sh, txn, &who.dn, &ndn, mods, assertion.as_ref())
-    })
+        apply(
+            &sh,
+            txn,
+            &who.dn,
+            &ndn,
+            mods,
+            assertion.as_ref(),
+            permissive,
+        )
+    }))
 }

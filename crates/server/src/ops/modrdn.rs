@@ -11,8 +11,8 @@ use crate::acl::Rights;
 use crate::error::{LdapError, LdapResult};
 use crate::op::{Next, Op};
 use crate::ops::{
-    authorize, authorize_new, check_assertion, check_entry, detached, finish_write,
-    rdn_values_present, refused, stamp_modified, submit_write, Applied, Assertion, Pending,
+    authorize, authorize_new, check_assertion, check_entry, detached, early_checks,
+    rdn_values_present, route_write, stamp_modified, Applied, Assertion, Change,
 };
 use crate::state::{Identity, Shared};
 
@@ -167,6 +167,7 @@ pub(crate) fn apply(
     Ok(Applied {
         after: txn.version().get(e.id).cloned(),
         before: Some(e),
+        ..Default::default()
     })
 }
 
@@ -206,21 +207,19 @@ fn submit(
     who: &Arc<Identity>,
     req: &ModifyDnRequest<'_>,
     assertion: Option<Assertion>,
-) -> Pending {
-    let r = match prepare(shared, req) {
-        Ok(r) => r,
-        Err(e) => return refused(e),
-    };
-    if let Err(e) = authorize_rename(shared, &shared.store.read(), who, &r) {
-        return refused(e);
+    early: bool,
+) -> LdapResult<Change> {
+    let r = prepare(shared, req)?;
+    if early {
+        authorize_rename(shared, &shared.store.read(), who, &r)?;
     }
     let sh = shared.clone();
     let who = who.clone();
-    submit_write(shared, move |txn| {
+    Ok(Box::new(move |txn: &mut store::Txn| {
         // Checked again on the version the change applies to.
         authorize_rename(&sh, txn.version(), &who, &r)?;
         apply(&sh, txn, &who.dn, r, assertion.as_ref())
-    })
+    }))
 }
 
 pub(crate) async fn handle(mut op: Op, req: &ModifyDnRequest<'_>) -> Next {
@@ -228,10 +227,10 @@ pub(crate) async fn handle(mut op: Op, req: &ModifyDnRequest<'_>) -> Next {
         .audit(&req.dn, || crate::audit::modrdn_change(req))
         .map_or(crate::op::Audit::Off, crate::op::Audit::Record);
     let assertion = crate::ops::take_assertion(&mut op);
-    let fut = match op.may_write() {
-        Ok(()) => submit(op.shared(), &op.who, req, assertion),
-        Err(e) => refused(e),
-    };
-    finish_write(op, tags::MODIFY_DN_RESPONSE, fut, audit).await;
+    let early = early_checks(&op);
+    let change = op
+        .may_write()
+        .and_then(|()| submit(op.shared(), &op.who, req, assertion, early));
+    route_write(op, tags::MODIFY_DN_RESPONSE, change, audit).await;
     Next::Continue
 }

@@ -109,17 +109,23 @@ pub(crate) async fn start(op: Op, req: &SearchRequest<'_>, ps: PersistentSearch)
         let mut op = op;
         let end = follow(&conn, id, &req, &who, ps, sub, v, p, &stop).await;
         conn.psearches.unregister(id, &stop);
-        if let Ok(mut m) = conn.running.lock() {
-            if m.get(&id).is_some_and(|f| Arc::ptr_eq(f, &stop.flag)) {
-                m.remove(&id);
-            }
-        }
+        let cancel = super::cancel::search_ended(&conn, id, &stop.flag);
+        let ended_first = matches!(end, End::Done(..));
         match end {
             End::Done(r, n) => {
                 op.finish(tags::SEARCH_RESULT_DONE, r.as_ref().map(|_| ()), Some(n))
                     .await
             }
+            // Cancelled (RFC 3909): unlike Abandon, a result says so.
+            End::Silent if cancel.is_some() => {
+                let e = super::cancel::cancelled();
+                op.finish(tags::SEARCH_RESULT_DONE, Err(&e), None).await
+            }
             End::Silent => conn.log_abandoned(op.log.take()),
+        }
+        // After the search's result: the Cancel's answer follows it.
+        if let Some(c) = cancel {
+            let _ = c.send(!ended_first);
         }
     });
     Next::Continue

@@ -484,16 +484,24 @@ pub(crate) async fn run(mut op: Op, req: &SearchRequest<'_>, order: Option<sort:
             &mut |b| conn.send_blocking(b),
             paging.as_mut(),
         );
-        match ran {
-            Some(ran) => {
+        let cancel = super::cancel::search_ended(&conn, id, &flag);
+        let ended_first = ran.is_some();
+        match (ran, &cancel) {
+            (Some(ran), _) => {
                 let (pdu, rc, n) = ran.finish(&mut op, paging);
                 rt.block_on(op.finish_with(pdu, rc, Some(n)));
             }
+            // Cancelled (RFC 3909): unlike Abandon, a result says so.
+            (None, Some(_)) => {
+                let e = super::cancel::cancelled();
+                rt.block_on(op.finish(tags::SEARCH_RESULT_DONE, Err(&e), None));
+            }
             // Abandoned (or the client went away): no result was sent.
-            None => conn.log_abandoned(op.log.take()),
+            (None, None) => conn.log_abandoned(op.log.take()),
         }
-        if let Ok(mut m) = conn.running.lock() {
-            m.remove(&id);
+        // After the search's result: the Cancel's answer follows it.
+        if let Some(c) = cancel {
+            let _ = c.send(!ended_first);
         }
         drop(permit);
     });

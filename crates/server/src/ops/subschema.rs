@@ -26,7 +26,7 @@ use proto::{ModOp, ModifyRequest, ResultCode};
 use schema::SchemaErrorKind;
 
 use crate::error::{LdapError, LdapResult};
-use crate::ops::{denied, refused, submit_write, Applied, Pending};
+use crate::ops::{denied, Applied, Change};
 use crate::state::{split_description, Identity, Shared};
 
 /// Most definitions one modify may add: each is parsed and the schema copied once per request.
@@ -48,18 +48,19 @@ pub(crate) fn targets(shared: &Shared, raw_dn: &[u8]) -> bool {
 }
 
 /// Runs a modify of the subschema subentry: checks it, then hands the extension to the writer.
-pub(crate) fn modify(shared: &Arc<Shared>, who: &Identity, req: &ModifyRequest<'_>) -> Pending {
+pub(crate) fn modify(
+    _shared: &Arc<Shared>,
+    who: &Identity,
+    req: &ModifyRequest<'_>,
+) -> LdapResult<Change> {
     if !who.is_admin {
-        return refused(denied(who, true, "write"));
+        return Err(denied(who, true, "write"));
     }
-    let (text, labels) = match statements(req) {
-        Ok(s) => s,
-        Err(e) => return refused(e),
-    };
+    let (text, labels) = statements(req)?;
     if text.is_empty() {
-        return Box::pin(async { Ok(Applied::default()) });
+        return Ok(Box::new(|_: &mut store::Txn| Ok(Applied::default())));
     }
-    submit_write(shared, move |txn| {
+    Ok(Box::new(move |txn: &mut store::Txn| {
         txn.extend_schema(&text, "cn=Subschema")
             .map(|added| {
                 tracing::info!(
@@ -79,7 +80,7 @@ pub(crate) fn modify(shared: &Arc<Shared>, who: &Identity, req: &ModifyRequest<'
                 };
                 LdapError::new(code, format!("{what}: {}", e.message))
             })
-    })
+    }))
 }
 
 /// The request's definitions as `.schema` statements, one a line, and for each line the

@@ -26,6 +26,8 @@ pub struct Response {
     pub attrs: Vec<(String, Vec<Vec<u8>>)>,
     /// Response controls: (OID, value).
     pub controls: Vec<(String, Option<Vec<u8>>)>,
+    /// The responseValue of an ExtendedResponse.
+    pub value: Option<Vec<u8>>,
 }
 
 impl Response {
@@ -131,6 +133,7 @@ fn decode(pdu: &[u8]) -> Response {
             .iter()
             .map(|c| (s(&c.oid), c.value.as_ref().map(|v| v.to_vec())))
             .collect(),
+        value: None,
     };
     let result = match &m.op {
         ProtocolOp::BindResponse(res, _) => Some(res),
@@ -140,7 +143,10 @@ fn decode(pdu: &[u8]) -> Response {
         | ProtocolOp::DelResponse(res)
         | ProtocolOp::ModifyDnResponse(res)
         | ProtocolOp::CompareResponse(res) => Some(res),
-        ProtocolOp::ExtendedResponse(x) => Some(&x.result),
+        ProtocolOp::ExtendedResponse(x) => {
+            r.value = x.value.as_ref().map(|v| v.to_vec());
+            Some(&x.result)
+        }
         ProtocolOp::SearchResultEntry { dn, attributes } => {
             r.dn = s(dn);
             r.attrs = attributes
