@@ -17,7 +17,9 @@
 # PW_SCHEME (ssha: both servers verify the same salted SHA-1 on bind; "cleartext" otherwise),
 # LINDEN (path of a prebuilt linden binary: skips the build), LINDEN_SERVE_ARGS (extra flags for
 # `linden serve`, e.g. "--durability nosync"), KEEP=1 (keep the work directory), BENCH_ARGS
-# (extra flags for every `linden bench`).
+# (extra flags for every `linden bench`), SUB_INDEXES=1 (substring indexes on cn, sn and mail in
+# both servers: slapd `index cn,sn,mail eq,sub`, Linden `cn = ["eq", "pres", "sub"]` and so on;
+# for the `addressing` workload).
 set -euo pipefail
 
 N=${1:-100000}
@@ -116,10 +118,12 @@ rootpw $SECRET
 directory $WORK/slapd/db
 index objectClass eq
 index uid eq
-index cn eq
-index sn eq
-index mail eq
 EOF
+if [ "${SUB_INDEXES:-0}" = 1 ]; then
+  echo "index cn,sn,mail eq,sub" >>"$WORK/slapd/slapd.conf"
+else
+  printf 'index cn eq\nindex sn eq\nindex mail eq\n' >>"$WORK/slapd/slapd.conf"
+fi
 log "loading slapd (slapadd -q)"
 t0=$(date +%s.%N)
 slapadd -q -f "$WORK/slapd/slapd.conf" -l "$DATA"
@@ -130,14 +134,27 @@ SLAPD_PID=$(cat "$WORK/slapd/slapd.pid")
 
 # --- 5. linden ----------------------------------------------------------------------------
 LINDEN_URL="ldap://127.0.0.1:$LINDEN_PORT"
+# Linden's default indexes (eq and pres on objectClass, uid, cn, sn, mail), plus sub if asked.
+if [ "${SUB_INDEXES:-0}" = 1 ]; then
+  cat >"$WORK/linden.toml" <<EOF
+[indexes]
+objectClass = ["eq", "pres"]
+uid = ["eq", "pres"]
+cn = ["eq", "pres", "sub"]
+sn = ["eq", "pres", "sub"]
+mail = ["eq", "pres", "sub"]
+EOF
+else
+  : >"$WORK/linden.toml"
+fi
 log "loading linden (linden import)"
 t0=$(date +%s.%N)
-"$LINDEN" import --data "$WORK/linden" --suffix "$SUFFIX" "$DATA" >"$WORK/import.log" 2>&1 \
+"$LINDEN" import --config "$WORK/linden.toml" --data "$WORK/linden" --suffix "$SUFFIX" "$DATA" >"$WORK/import.log" 2>&1 \
   || { cat "$WORK/import.log" >&2; die "linden import failed"; }
 IMPORT_SECS=$(awk -v t0="$t0" -v t1="$(date +%s.%N)" 'BEGIN { printf "%.1f", t1 - t0 }')
 t0=$(date +%s.%N)
 # shellcheck disable=SC2086
-"$LINDEN" serve --listen "127.0.0.1:$LINDEN_PORT" --data "$WORK/linden" --suffix "$SUFFIX" \
+"$LINDEN" serve --config "$WORK/linden.toml" --listen "127.0.0.1:$LINDEN_PORT" --data "$WORK/linden" --suffix "$SUFFIX" \
   --admin-dn "$ADMIN" --admin-password "$SECRET" ${LINDEN_SERVE_ARGS:-} \
   >"$WORK/linden.log" 2>&1 &
 LINDEN_PID=$!
@@ -205,6 +222,15 @@ for r in $(seq 1 "$ROUNDS"); do
     done
   done
 done
+
+# Resident memory after the runs (the runs only read unless writes were asked for): Linden's
+# heap holds entries and indexes; slapd's RSS counts the pages of its memory-mapped database
+# that the runs touched, so its database size on disk is given too.
+rss_kb() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
+L_RSS=$(rss_kb "$LINDEN_PID"); S_RSS=$(rss_kb "$SLAPD_PID")
+S_DB=$(du -sk "$WORK/slapd/db" | cut -f1)
+log "memory: linden RSS ${L_RSS} KB ($((L_RSS * 1024 / N)) B/entry); slapd RSS ${S_RSS} KB ($((S_RSS * 1024 / N)) B/entry), database ${S_DB} KB on disk ($((S_DB * 1024 / N)) B/entry)"
+grep -o 'loaded .*' "$WORK/linden.log" >&2 || true
 
 # --- 7. table -----------------------------------------------------------------------------
 python3 - "$RESULTS/cpu.tsv" "$CLK_TCK" "$N" <<'EOF'

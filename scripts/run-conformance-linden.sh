@@ -14,6 +14,18 @@ cat >"$tmp/linden.toml" <<'TOML'
 size_limit_anonymous = 500
 size_limit = 500
 
+# The reference slapd indexes objectClass, uid, cn, sn and mail for equality; these add
+# substring and ordering indexes, so that test_search.py's substring and >=/<= filters are
+# answered through them and still match slapd's answers.
+[indexes]
+objectClass = ["eq", "pres"]
+uid = ["eq", "pres"]
+cn = ["eq", "pres", "sub"]
+sn = ["eq", "pres", "subinitial"]
+mail = ["eq", "pres", "subany", "subfinal"]
+telephoneNumber = ["eq", "sub"]
+uidNumber = ["eq", "ord"]
+
 # As the reference slapd's unique overlay (scripts/slapd-reference.sh; test_unique.py).
 [[unique]]
 attributes = ["uid", "mail"]

@@ -47,7 +47,8 @@ pub struct GenArgs {
     pub password_scheme: PasswordScheme,
 }
 
-const FIRST_NAMES: &[&str] = &[
+/// Given names of the generated people (`linden bench` fills `{first}` from them).
+pub(crate) const FIRST_NAMES: &[&str] = &[
     "Aaron", "Abigail", "Adam", "Alice", "Amir", "Ana", "Andrew", "Anna", "Ben", "Bianca",
     "Carlos", "Chen", "Chloe", "Daniel", "Diana", "Elena", "Emma", "Ethan", "Fatima", "Felix",
     "Grace", "Hana", "Hugo", "Ines", "Isaac", "Ivan", "Jack", "Julia", "Kai", "Karin", "Leo",
@@ -56,7 +57,8 @@ const FIRST_NAMES: &[&str] = &[
     "Zoe",
 ];
 
-const LAST_NAMES: &[&str] = &[
+/// Surnames of the generated people (`{last}` in `linden bench`).
+pub(crate) const LAST_NAMES: &[&str] = &[
     "Adams", "Ahmed", "Baker", "Becker", "Brown", "Chen", "Clark", "Costa", "Dubois", "Evans",
     "Fischer", "Garcia", "Gonzalez", "Green", "Hall", "Hansen", "Ivanov", "Jansen", "Johnson",
     "Kim", "Kowalski", "Lee", "Lopez", "Martin", "Meyer", "Moreau", "Muller", "Nakamura", "Nguyen",

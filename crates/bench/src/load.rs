@@ -41,6 +41,11 @@ pub const MAX_DEPTH: usize = (1 << SLOT_BITS) - 1;
 pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 
 const SLOT_BITS: u32 = 15;
+
+/// The `addressing` workload's filters: leading substrings of a mail address (`--range`
+/// decides how many entries match: with it set to the number of entries, most prefixes name
+/// one to a dozen) and of a common name (about one entry in 2,700 of `linden gen`'s data).
+pub const ADDRESSING_FILTERS: [&str; 2] = ["(mail=user.{rand}*)", "(cn={first} {last}*)"];
 const SLOT_MASK: u32 = (1 << SLOT_BITS) - 1;
 
 /// The workloads of design.md "Reference workloads".
@@ -48,6 +53,10 @@ const SLOT_MASK: u32 = (1 << SLOT_BITS) - 1;
 pub enum Workload {
     /// Subtree search with `--filter` (default `(uid=user.{rand})`).
     Search,
+    /// DirectoryMark "addressing": subtree searches with leading-substring filters, by
+    /// default `(mail=user.{rand}*)` and `(cn={first} {last}*)` in turn at random (the
+    /// `search` workload with these `--filter`s).
+    Addressing,
     /// Replace `--modify-attr` of a random entry with a random value.
     Modify,
     /// Simple bind as a random entry with `--user-password`.
@@ -71,6 +80,7 @@ impl Workload {
     fn name(self) -> &'static str {
         match self {
             Workload::Search => "search",
+            Workload::Addressing => "addressing",
             Workload::Modify => "modify",
             Workload::Bind => "bind",
             Workload::Auth => "auth",
@@ -116,9 +126,11 @@ pub struct BenchArgs {
     /// `{rand}` is uniform in 0..range.
     #[arg(long, default_value_t = 1000)]
     pub range: u64,
-    /// Search filter; `{rand}` is replaced per request.
-    #[arg(long, default_value = "(uid=user.{rand})")]
-    pub filter: String,
+    /// Search filter; `{rand}` is replaced per request, `{first}` and `{last}` by a given name
+    /// and a surname that `linden gen` uses. Repeat it to pick one of several at random per
+    /// search. Default `(uid=user.{rand})`, or the `addressing` filters.
+    #[arg(long)]
+    pub filter: Vec<String>,
     /// Attributes to return, comma-separated (default all user attributes; `1.1` for none).
     #[arg(long, value_delimiter = ',')]
     pub attrs: Vec<String>,
@@ -187,7 +199,7 @@ pub async fn run_async(args: &BenchArgs) -> Result<Summary, Error> {
     let addr = parse_url(&args.url)?;
     let populations: Vec<Mix> = match args.workload {
         Workload::SearchModify => vec![Mix::Only(OpKind::Search), Mix::Only(OpKind::Modify)],
-        Workload::Search => vec![Mix::Only(OpKind::Search)],
+        Workload::Search | Workload::Addressing => vec![Mix::Only(OpKind::Search)],
         Workload::Modify => vec![Mix::Only(OpKind::Modify)],
         Workload::Bind => vec![Mix::Only(OpKind::Bind)],
         Workload::Auth => vec![Mix::Only(OpKind::Auth)],
@@ -379,7 +391,8 @@ enum Mix {
 /// Everything fixed for the run: the templates and the settings connections read.
 #[derive(Debug, Clone)]
 struct Plan {
-    search: Arc<Template>,
+    /// One per `--filter`; each search picks one at random (auth uses the first).
+    searches: Vec<Arc<Template>>,
     modify: Arc<Template>,
     compare: Arc<Template>,
     add: Arc<Template>,
@@ -423,29 +436,38 @@ impl Plan {
             .dn
             .clone()
             .unwrap_or_else(|| format!("uid=user.{{rand}},{people}"));
-        let filter = proto::Filter::parse(&args.filter)
-            .map_err(|e| Error::Args(format!("--filter {:?}: {e}", args.filter)))?;
         let bad = |what: &str, e: ber::Error| {
             Error::Args(format!("cannot encode the {what} request: {e}"))
         };
         let b = |s: &str| Cow::Owned(s.as_bytes().to_vec());
 
-        let search = Template::new(ProtocolOp::SearchRequest(proto::SearchRequest {
-            base: b(&args.base),
-            scope: proto::Scope::Subtree,
-            deref: proto::DerefAliases::Never,
-            size_limit: 0,
-            time_limit: 0,
-            types_only: false,
-            filter,
-            attributes: args
-                .attrs
-                .iter()
-                .filter(|a| !a.is_empty())
-                .map(|a| b(a))
-                .collect(),
-        }))
-        .map_err(|e| bad("search", e))?;
+        let filters: Vec<&str> = match (&args.filter[..], args.workload) {
+            ([], Workload::Addressing) => ADDRESSING_FILTERS.to_vec(),
+            ([], _) => vec!["(uid=user.{rand})"],
+            (given, _) => given.iter().map(String::as_str).collect(),
+        };
+        let mut searches = Vec::with_capacity(filters.len());
+        for text in filters {
+            let filter = proto::Filter::parse(text)
+                .map_err(|e| Error::Args(format!("--filter {text:?}: {e}")))?;
+            let search = Template::new(ProtocolOp::SearchRequest(proto::SearchRequest {
+                base: b(&args.base),
+                scope: proto::Scope::Subtree,
+                deref: proto::DerefAliases::Never,
+                size_limit: 0,
+                time_limit: 0,
+                types_only: false,
+                filter,
+                attributes: args
+                    .attrs
+                    .iter()
+                    .filter(|a| !a.is_empty())
+                    .map(|a| b(a))
+                    .collect(),
+            }))
+            .map_err(|e| bad("search", e))?;
+            searches.push(Arc::new(search));
+        }
         let modify = Template::new(ProtocolOp::ModifyRequest(ModifyRequest {
             dn: b(&user_dn),
             changes: vec![Change {
@@ -521,7 +543,7 @@ impl Plan {
             None => None,
         };
         Ok(Plan {
-            search: Arc::new(search),
+            searches,
             modify: Arc::new(modify),
             compare: Arc::new(compare),
             add: Arc::new(add),
@@ -757,17 +779,25 @@ impl Conn {
             },
         };
         let rand = self.rng.gen_range(0..self.plan.range);
+        let plan = &self.plan;
         let mut vars = Vars {
             rand,
             value: self.rng.gen(),
             conn: self.index,
             seq: 0,
             dn: &[],
+            first: crate::gen::FIRST_NAMES[self.rng.gen_range(0..crate::gen::FIRST_NAMES.len())]
+                .as_bytes(),
+            last: crate::gen::LAST_NAMES[self.rng.gen_range(0..crate::gen::LAST_NAMES.len())]
+                .as_bytes(),
         };
-        let plan = &self.plan;
+        let pick = match plan.searches.len() {
+            0 | 1 => 0,
+            n => self.rng.gen_range(0..n),
+        };
         let (template, phase, of_added) = match kind {
-            OpKind::Search => (&plan.search, Phase::Waiting, false),
-            OpKind::Auth => (&plan.search, Phase::AuthSearch, false),
+            OpKind::Search => (&plan.searches[pick], Phase::Waiting, false),
+            OpKind::Auth => (&plan.searches[0], Phase::AuthSearch, false),
             OpKind::Modify => (&plan.modify, Phase::Waiting, false),
             OpKind::Compare => (&plan.compare, Phase::Waiting, false),
             OpKind::Bind => (&plan.bind_user, Phase::Waiting, false),

@@ -2,7 +2,7 @@
 //! and placeholders filled in.
 //!
 //! Placeholders are literal text inside any primitive value (DN, filter value, attribute value):
-//! `{rand}`, `{value}`, `{conn}`, `{seq}`, `{dn}`. Filling them changes lengths, so emitting walks
+//! `{rand}`, `{value}`, `{conn}`, `{seq}`, `{dn}`, `{first}`, `{last}`. Filling them changes lengths, so emitting walks
 //! the template's BER tree and writes it again through [`ber::Writer`] (which patches lengths);
 //! a search request is a dozen elements, and the output buffer is reused, so this costs no heap
 //! allocation once the buffer has grown.
@@ -17,6 +17,8 @@ pub(crate) struct Vars<'a> {
     pub conn: u64,
     pub seq: u64,
     pub dn: &'a [u8],
+    pub first: &'a [u8],
+    pub last: &'a [u8],
 }
 
 /// One encoded request (message id 0) to be re-emitted.
@@ -98,6 +100,12 @@ fn substitute(mut src: &[u8], out: &mut Vec<u8>, vars: &Vars<'_>) {
         } else if rest.starts_with(b"{dn}") {
             out.extend_from_slice(vars.dn);
             (None, 4)
+        } else if rest.starts_with(b"{first}") {
+            out.extend_from_slice(vars.first);
+            (None, 7)
+        } else if rest.starts_with(b"{last}") {
+            out.extend_from_slice(vars.last);
+            (None, 6)
         } else {
             out.push(b'{');
             (None, 1)

@@ -31,6 +31,10 @@ struct Counts {
     compare: AtomicU64,
     add: AtomicU64,
     delete: AtomicU64,
+    /// Searches with a leading-substring filter on mail (`user.N` then anything), and on cn
+    /// (a name `linden gen` uses, a space, a surname).
+    mail_prefix: AtomicU64,
+    cn_prefix: AtomicU64,
 }
 
 impl Counts {
@@ -73,8 +77,32 @@ async fn serve_conn(mut s: tokio::net::TcpStream, counts: Arc<Counts>) -> Option
                         &mut out,
                     );
                 }
-                ProtocolOp::SearchRequest(_) => {
+                ProtocolOp::SearchRequest(r) => {
                     counts.search.fetch_add(1, Ordering::SeqCst);
+                    if let proto::Filter::Substrings {
+                        attr,
+                        initial: Some(i),
+                        any,
+                        final_: None,
+                    } = &r.filter
+                    {
+                        let i = String::from_utf8_lossy(i);
+                        let digits = i.strip_prefix("user.").unwrap_or("x");
+                        if attr.as_ref() == b"mail"
+                            && any.is_empty()
+                            && digits.chars().all(|c| c.is_ascii_digit())
+                        {
+                            counts.mail_prefix.fetch_add(1, Ordering::SeqCst);
+                        }
+                        let words: Vec<&str> = i.split(' ').collect();
+                        if attr.as_ref() == b"cn"
+                            && any.is_empty()
+                            && words.len() == 2
+                            && words.iter().all(|w| w.len() > 1 && !w.contains('{'))
+                        {
+                            counts.cn_prefix.fetch_add(1, Ordering::SeqCst);
+                        }
+                    }
                     reply(
                         ProtocolOp::SearchResultEntry {
                             dn: Cow::Borrowed(b"uid=user.1,ou=people,dc=example,dc=com"),
@@ -205,6 +233,32 @@ fn search_count_matches_server() {
     assert_eq!(s.total.entries_per_search, Some(1.0));
     assert!(s.total.latency_us.p50 > 0 && s.total.latency_us.p50 <= s.total.latency_us.max);
     assert_eq!((s.connections, s.depth), (2, 4));
+}
+
+#[test]
+fn addressing_searches_leading_substrings_of_mail_and_cn() {
+    let (addr, counts) = fake_server();
+    let s = run_w(addr, "addressing", &["--range", "1000000"]);
+    assert!(s.total.ops > 100, "too few operations: {s:?}");
+    assert_eq!(s.total.ops, counts.get(&counts.search));
+    let (mail, cn) = (
+        counts.get(&counts.mail_prefix),
+        counts.get(&counts.cn_prefix),
+    );
+    assert_eq!(
+        mail + cn,
+        s.total.ops,
+        "every search is one of the two filters"
+    );
+    assert!(mail > 0 && cn > 0, "both filters are used: {mail} {cn}");
+    // Given filters replace the defaults.
+    let (addr, counts) = fake_server();
+    let s = run_w(addr, "addressing", &["--filter", "(uid=user.{rand})"]);
+    assert_eq!(s.total.ops, counts.get(&counts.search));
+    assert_eq!(
+        counts.get(&counts.mail_prefix) + counts.get(&counts.cn_prefix),
+        0
+    );
 }
 
 #[test]

@@ -156,8 +156,8 @@ pub struct Settings {
     pub bind_throttle_max_ms: Option<u64>,
     #[serde(default, deserialize_with = "de::networks")]
     pub bind_trusted_addresses: Option<Vec<server::lockout::Network>>,
-    #[serde(default, deserialize_with = "de::strings")]
-    pub indexes: Option<Vec<String>>,
+    #[serde(default, deserialize_with = "de::indexes")]
+    pub indexes: Option<Vec<server::config::IndexSpec>>,
     #[serde(default, deserialize_with = "de::unique")]
     pub unique: Option<Vec<server::config::UniqueSpec>>,
     #[serde(default, deserialize_with = "de::authz_map")]
@@ -348,6 +348,12 @@ mod de {
 
     /// The `[[access]]` rules, checked as the server will check them. Their messages name the
     /// rule and field themselves (`access[1].dn: ...`).
+    pub fn indexes<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<Vec<server::config::IndexSpec>>, D::Error> {
+        with(d, |v| super::index_specs(v).map(Some))
+    }
+
     pub fn unique<'de, D: Deserializer<'de>>(
         d: D,
     ) -> Result<Option<Vec<server::config::UniqueSpec>>, D::Error> {
@@ -590,6 +596,47 @@ pub fn check_log_level(s: &str) -> Result<(), String> {
 /// The `[[access]]` tables: `dn`, `scope`, `filter`, `attrs` and `by = [{ who, rights }]`.
 /// Messages name the rule and field as `access[I].FIELD`, from 0 like the rule list.
 /// `[[unique]]` tables: `attributes = [...]` and an optional `base`.
+/// `indexes`: names (presence and equality each), or a table of names to index kinds
+/// (`cn = ["eq", "sub"]`; one kind may be a plain string).
+fn index_specs(value: &toml::Value) -> Result<Vec<server::config::IndexSpec>, String> {
+    let toml::Value::Table(t) = value else {
+        return match value {
+            toml::Value::String(_) | toml::Value::Array(_) => Ok(strings(value)?
+                .iter()
+                .map(|n| server::config::IndexSpec::eq_pres(n))
+                .collect()),
+            _ => Err(format!(
+                "expected a string, an array of strings or a table of attribute types, found {}",
+                show(value)
+            )),
+        };
+    };
+    let mut out = Vec::with_capacity(t.len());
+    for (attr, kinds) in t {
+        let names = strings(kinds).map_err(|e| format!("'{attr}': {e}"))?;
+        let mut k = store::IndexKinds::NONE;
+        for n in &names {
+            k |= store::IndexKinds::from_name(n).ok_or_else(|| {
+                format!(
+                    "'{attr}': unknown index '{n}' (expected one of {})",
+                    store::IndexKinds::NAMES
+                )
+            })?;
+        }
+        if k.is_empty() {
+            return Err(format!(
+                "'{attr}': no index named (expected one or more of {})",
+                store::IndexKinds::NAMES
+            ));
+        }
+        out.push(server::config::IndexSpec {
+            attr: attr.clone(),
+            kinds: k,
+        });
+    }
+    Ok(out)
+}
+
 fn unique_rules(value: &toml::Value) -> Result<Vec<server::config::UniqueSpec>, String> {
     let items = value
         .as_array()
@@ -1002,8 +1049,36 @@ log_level = "debug"
         assert_eq!(s.max_outstanding, Some(32));
         assert_eq!(s.size_limit, Some(500));
         assert_eq!(s.time_limit, Some(60));
-        assert_eq!(s.indexes, Some(vec!["uid".to_string(), "mail".to_string()]));
+        assert_eq!(
+            s.indexes,
+            Some(vec![
+                server::config::IndexSpec::eq_pres("uid"),
+                server::config::IndexSpec::eq_pres("mail")
+            ])
+        );
         assert_eq!(s.log_level, "debug");
+    }
+
+    #[test]
+    fn indexes_may_name_kinds_per_type() {
+        let s = parse("[indexes]\ncn = [\"eq\", \"sub\"]\nmail = \"subinitial\"\nuidNumber = [\"EQ\", \"ord\", \"pres\"]")
+            .expect("valid");
+        let k = store::IndexKinds::from_name;
+        let spec = |attr: &str, kinds: &[&str]| server::config::IndexSpec {
+            attr: attr.to_string(),
+            kinds: kinds
+                .iter()
+                .map(|n| k(n).expect("kind"))
+                .fold(store::IndexKinds::NONE, |a, b| a | b),
+        };
+        assert_eq!(
+            s.indexes,
+            Some(vec![
+                spec("cn", &["eq", "sub"]),
+                spec("mail", &["subinitial"]),
+                spec("uidNumber", &["eq", "ord", "pres"]),
+            ])
+        );
     }
 
     #[test]
@@ -1120,7 +1195,9 @@ log_level = "debug"
     fn every_kind_of_value_names_its_key() {
         for (text, want) in [
             ("tls_cert = 1", "linden.toml: key 'tls_cert': expected a string, found integer 1"),
-            ("indexes = 1", "linden.toml: key 'indexes': expected a string or an array"),
+            ("indexes = 1", "linden.toml: key 'indexes': expected a string, an array of strings or a table of attribute types, found integer 1"),
+            ("indexes = { cn = [\"eq\", \"substr\"] }", "linden.toml: key 'indexes': 'cn': unknown index 'substr' (expected one of pres, eq, sub, subinitial, subany, subfinal, ord)"),
+            ("indexes = { cn = [] }", "linden.toml: key 'indexes': 'cn': no index named"),
             ("max_buffered_bytes = 1024", "linden.toml: key 'max_buffered_bytes': must be at least 65536, found 1024"),
             ("write_timeout = 1.5", "linden.toml: key 'write_timeout': expected an integer, found float 1.5"),
             (

@@ -237,6 +237,33 @@ fn import_takes_settings_from_the_config_file() {
     ]);
     assert_eq!(rc, 2, "{err}");
     assert!(err.contains("noSuchAttribute"), "{err}");
+    // An index kind the type's matching rules cannot serve, or one that does not exist.
+    for (text, want) in [
+        (
+            "indexes = { uid = [\"eq\", \"ord\"] }\n",
+            "indexes: 'uid' has no ORDERING matching rule",
+        ),
+        (
+            "indexes = { uidNumber = \"sub\" }\n",
+            "indexes: 'uidNumber' has no SUBSTR matching rule",
+        ),
+        (
+            "indexes = { cn = \"approx\" }\n",
+            "key 'indexes': 'cn': unknown index 'approx'",
+        ),
+    ] {
+        std::fs::write(&config, text).expect("write");
+        let (rc, _, err) = linden(&[
+            "import",
+            "--config",
+            cfg,
+            "--data",
+            tmp.path().join("never").to_str().expect("p"),
+            src.to_str().expect("p"),
+        ]);
+        assert_eq!(rc, 2, "{err}");
+        assert!(err.contains(want), "{err}");
+    }
 }
 
 /// Starts `linden serve` on a free port; returns the child and its URL.

@@ -554,6 +554,39 @@ fn gentime_cmp(a: &[u8], b: &[u8]) -> Ordering {
     split(a).cmp(&split(b))
 }
 
+/// `integer_cmp`'s order as a byte order: negatives first, by descending length then
+/// descending digits (each byte inverted); then the rest by length, then digits.
+fn integer_ord_key(n: &[u8]) -> Vec<u8> {
+    let neg = n.first() == Some(&b'-');
+    let len = u32::try_from(n.len()).unwrap_or(u32::MAX);
+    let mut k = Vec::with_capacity(n.len() + 5);
+    if neg {
+        k.push(0);
+        k.extend_from_slice(&(!len).to_be_bytes());
+        k.extend(n.iter().map(|b| !b));
+    } else {
+        k.push(1);
+        k.extend_from_slice(&len.to_be_bytes());
+        k.extend_from_slice(n);
+    }
+    k
+}
+
+/// `gentime_cmp`'s order as a byte order: the whole-seconds head, a 0 byte (below every
+/// digit, so a shorter head sorts first as in the tuple order), then the fraction.
+fn gentime_ord_key(n: &[u8]) -> Vec<u8> {
+    let head = n.get(..14).unwrap_or(n);
+    let frac = n
+        .get(15..n.len().saturating_sub(1))
+        .filter(|_| n.get(14) == Some(&b'.'))
+        .unwrap_or(&[]);
+    let mut k = Vec::with_capacity(head.len() + 1 + frac.len());
+    k.extend_from_slice(head);
+    k.push(0);
+    k.extend_from_slice(frac);
+    k
+}
+
 /// Lowercase canonical UUID (`8-4-4-4-12` hex digits).
 pub(crate) fn uuid_canon(v: &[u8]) -> Option<Vec<u8>> {
     if v.len() != 36 {
@@ -810,6 +843,37 @@ impl Schema {
             F::GenTime => gentime_cmp(a, b),
             _ => a.cmp(b),
         }
+    }
+
+    /// A key of a raw value whose byte order is the order of the attribute's ORDERING rule
+    /// (`compare_ord`): for any two values `a`, `b` that `compare_ord` orders,
+    /// `compare_ord(a, b) == ord_key(a).cmp(&ord_key(b))`, and `ord_key` is `Some` exactly when
+    /// the value can be normalized. The ordering index is keyed by it.
+    pub fn ord_key(&self, attr: AttrId, v: &[u8]) -> Option<Vec<u8>> {
+        let rule = self.attr(attr).ordering?;
+        let f = self.family(rule);
+        let n = self.normalize_family(f, v)?;
+        Some(match f {
+            F::Integer | F::IntFirst => integer_ord_key(&n),
+            F::GenTime => gentime_ord_key(&n),
+            _ => n,
+        })
+    }
+
+    /// A raw value prepared with the attribute's SUBSTR rule as `substrings_match` prepares
+    /// it: the text the substring index's keys are cut from. `None` when the attribute has no
+    /// substring rule or the value cannot be prepared (it then matches no substring filter).
+    pub fn substr_value(&self, attr: AttrId, v: &[u8]) -> Option<Vec<u8>> {
+        let rule = self.attr(attr).substr?;
+        self.normalize_family(self.family(rule), v)
+    }
+
+    /// An assertion component (initial, any or final) prepared as `substrings_match`
+    /// prepares it. A value matches only if it (`substr_value`) holds this component at the
+    /// place the filter names.
+    pub fn substr_component(&self, attr: AttrId, c: &[u8]) -> Option<Vec<u8>> {
+        let rule = self.attr(attr).substr?;
+        self.substring_component(self.family(rule), c)
     }
 
     /// Substring match of a raw value with the attribute's SUBSTR rule. `None` when the

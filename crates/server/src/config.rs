@@ -138,8 +138,9 @@ pub struct Config {
     pub audit_log: crate::logs::LogTarget,
     /// Access rules, in order (see `acl`); `None` is the default policy.
     pub access: Option<Vec<crate::acl::RuleSpec>>,
-    /// Attributes with equality and presence indexes. Default objectClass, uid, cn, sn, mail.
-    pub indexes: Vec<String>,
+    /// The indexed attribute types and the kinds of index each gets. Default objectClass, uid,
+    /// cn, sn, mail with presence and equality.
+    pub indexes: Vec<IndexSpec>,
     /// Schema files loaded at start after the built-in schema, in order: OpenLDAP `.schema`
     /// files, or LDIF (`.ldif`: `cn=schema,cn=config` entries or a subschema entry).
     /// Default none.
@@ -209,13 +210,30 @@ impl Default for Config {
             lockout: crate::lockout::LockoutConfig::default(),
             indexes: ["objectClass", "uid", "cn", "sn", "mail"]
                 .iter()
-                .map(|s| s.to_string())
+                .map(|s| IndexSpec::eq_pres(s))
                 .collect(),
             schema_files: Vec::new(),
             durability: Durability::Sync,
             snapshot_interval: 86_400,
             snapshot_log_bytes: 1 << 30,
             snapshot_cpu_share: 25,
+        }
+    }
+}
+
+/// One attribute type's entry in `indexes`: its name and the kinds of index it gets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexSpec {
+    pub attr: String,
+    pub kinds: store::IndexKinds,
+}
+
+impl IndexSpec {
+    /// Presence and equality, what a plain name in `indexes` gets.
+    pub fn eq_pres(attr: &str) -> IndexSpec {
+        IndexSpec {
+            attr: attr.to_string(),
+            kinds: store::IndexKinds::DEFAULT,
         }
     }
 }

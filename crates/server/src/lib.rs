@@ -65,7 +65,7 @@ pub mod tls;
 use std::future::Future;
 use std::sync::Arc;
 
-use schema::{AttrId, Dn, NormDn, Schema};
+use schema::{Dn, NormDn, Schema};
 use store::Entry;
 
 pub use persistence::SnapshotReport;
@@ -147,20 +147,30 @@ impl Server {
             ));
         }
         let (_, admin) = norm_dn("admin_dn", &config.admin_dn)?;
-        let mut indexed: Vec<AttrId> = Vec::new();
-        for name in &config.indexes {
+        let mut indexed = store::Indexes::new();
+        for spec in &config.indexes {
+            let name = &spec.attr;
             let id = schema.attr_by_name(name).ok_or_else(|| {
                 StartError::Config(format!("indexes: unknown attribute type '{name}'"))
             })?;
-            indexed.push(id);
+            let at = schema.attr(id);
+            if spec.kinds.intersects(store::IndexKinds::SUB) && at.substr.is_none() {
+                return Err(StartError::Config(format!(
+                    "indexes: '{name}' has no SUBSTR matching rule, so it cannot have a substring index"
+                )));
+            }
+            if spec.kinds.contains(store::IndexKinds::ORD) && at.ordering.is_none() {
+                return Err(StartError::Config(format!(
+                    "indexes: '{name}' has no ORDERING matching rule, so it cannot have an ord index"
+                )));
+            }
+            indexed.add(id, spec.kinds);
         }
         // What the overlays look up by value is indexed too (a name they do not know is
         // reported by `overlays::chain` below).
         for name in overlays::indexed(&config.unique) {
             if let Some(id) = schema.attr_by_name(name) {
-                if !indexed.contains(&id) {
-                    indexed.push(id);
-                }
+                indexed.add(id, store::IndexKinds::DEFAULT);
             }
         }
         let acl = match &config.access {
@@ -173,7 +183,7 @@ impl Server {
                 let (store, p) = persistence::open(&config, &schema, &indexed)?;
                 (store, Some(p))
             }
-            Mode::Memory => (store::Store::new(schema.clone(), &indexed), None),
+            Mode::Memory => (store::Store::with_indexes(schema.clone(), indexed), None),
         };
         let root_dse = root_dse(&schema, &config);
         // The store's schema: the configured one plus the extensions stored in the data.

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use schema::{AttrId, Schema};
+use schema::Schema;
 use store::persist::{self, FsIo, Io, LogJournal, LogOptions, LogWriter};
 use store::{Store, Version};
 
@@ -35,7 +35,7 @@ pub struct SnapshotReport {
 pub(crate) fn open(
     config: &Config,
     schema: &Arc<Schema>,
-    indexed: &[AttrId],
+    indexed: &store::Indexes,
 ) -> Result<(Store, Persistence), StartError> {
     let t = Instant::now();
     let dir = config.data_dir.clone();

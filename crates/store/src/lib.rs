@@ -3,6 +3,8 @@
 //! - `entry`: entries and attributes as kept in memory (raw values plus equality-normalized keys).
 //! - `hashtrie`: the persistent hash-keyed map behind the equality index and the DN map.
 //! - `idmap`: the persistent radix array of entries by id.
+//! - `index`: what is indexed per attribute type (presence, equality, substrings, ordering)
+//!   and the index keys of an entry's values.
 //! - `version`: one immutable, consistent version of the whole directory, with its DN map,
 //!   children map, indexes and schema; readers hold an `Arc<Version>` and never block.
 //! - `filter`: the schema-resolved search filter and its three-valued evaluation (RFC 4511 §4.5.1.7).
@@ -22,6 +24,7 @@ pub mod feed;
 pub mod filter;
 pub mod hashtrie;
 pub mod idmap;
+pub mod index;
 pub mod intern;
 pub mod persist;
 pub mod plan;
@@ -31,6 +34,7 @@ pub mod writer;
 pub use entry::{Attr, Entry, EntryId};
 pub use feed::{Batch, Change, ChangeKind, FeedEnd, Subscription};
 pub use filter::{Filter, Tri};
+pub use index::{IndexKinds, Indexes};
 pub use roaring::RoaringBitmap;
 pub use version::Version;
 pub use writer::{Journal, SchemaGuard, Store, StoreError, Txn};

@@ -12,6 +12,7 @@ use schema::Schema;
 
 use crate::entry::{Entry, EntryId};
 use crate::filter::{Filter, Tri};
+use crate::index::{filter_sub_keys, IndexKinds};
 use crate::version::Version;
 use crate::Scope;
 
@@ -38,12 +39,69 @@ impl Version {
             Filter::Present(attr) => {
                 let mut out = RoaringBitmap::new();
                 for &t in schema.subtypes(*attr) {
-                    if !self.is_indexed(t) {
+                    if !self.index_kinds(t).contains(IndexKinds::PRES) {
                         return None;
                     }
                     if let Some(b) = self.pres_postings(t) {
                         out |= b;
                     }
+                }
+                Some(out)
+            }
+            Filter::Substrings {
+                attr,
+                initial,
+                any,
+                final_,
+            } => {
+                let mut out = RoaringBitmap::new();
+                for &t in schema.subtypes(*attr) {
+                    let kinds = self.index_kinds(t);
+                    if !kinds.intersects(IndexKinds::SUB) {
+                        return None;
+                    }
+                    // Pieces as the type's SUBSTR rule prepares them; one it cannot prepare
+                    // makes the filter Undefined on every value of this type.
+                    let prep = |p: &[u8]| schema.substr_component(t, p);
+                    let prep_opt = |p: Option<&[u8]>| match p {
+                        None => Some(None),
+                        Some(p) => prep(p).map(Some),
+                    };
+                    let Some(initial) = prep_opt(initial.as_deref()) else {
+                        continue;
+                    };
+                    let Some(final_) = prep_opt(final_.as_deref()) else {
+                        continue;
+                    };
+                    let Some(any) = any.iter().map(|p| prep(p)).collect::<Option<Vec<_>>>() else {
+                        continue;
+                    };
+                    let keys =
+                        filter_sub_keys(t, kinds, initial.as_deref(), &any, final_.as_deref());
+                    if keys.is_empty() {
+                        return None;
+                    }
+                    out |= self.intersect_hashed(&keys);
+                }
+                Some(out)
+            }
+            Filter::GreaterOrEqual { attr, value } | Filter::LessOrEqual { attr, value } => {
+                let ge = matches!(f, Filter::GreaterOrEqual { .. });
+                let mut out = RoaringBitmap::new();
+                for &t in schema.subtypes(*attr) {
+                    if !self.index_kinds(t).contains(IndexKinds::ORD) {
+                        return None;
+                    }
+                    // An assertion the ordering rule cannot read orders no value.
+                    let Some(k) = schema.ord_key(t, value) else {
+                        continue;
+                    };
+                    let (lo, hi) = if ge {
+                        (Some(&k[..]), None)
+                    } else {
+                        (None, Some(&k[..]))
+                    };
+                    self.ord_range_into(t, lo, hi, &mut out);
                 }
                 Some(out)
             }
@@ -72,6 +130,30 @@ impl Version {
             }
             _ => None,
         }
+    }
+
+    /// The entries holding every one of the hashed `keys` (smallest posting first).
+    fn intersect_hashed(&self, keys: &[u64]) -> RoaringBitmap {
+        let mut postings = Vec::with_capacity(keys.len());
+        for k in keys {
+            match self.hashed_postings(*k) {
+                Some(p) => postings.push(p),
+                None => return RoaringBitmap::new(),
+            }
+        }
+        postings.sort_by_key(|p| p.count());
+        let mut acc = RoaringBitmap::new();
+        let mut it = postings.into_iter();
+        if let Some(first) = it.next() {
+            first.union_into(&mut acc);
+        }
+        for p in it {
+            if acc.is_empty() {
+                break;
+            }
+            p.retain_in(&mut acc);
+        }
+        acc
     }
 
     /// Whether entry `e` is within `scope` of `base`.

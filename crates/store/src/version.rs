@@ -7,7 +7,7 @@
 //! id): a batch copies a list the first time it changes it (`Arc::make_mut`) and edits it in
 //! place after that, so the copy cost is paid once per list per batch, not per operation.
 
-use std::collections::HashSet;
+use std::ops::Bound;
 use std::sync::Arc;
 
 use imbl::OrdMap;
@@ -17,6 +17,7 @@ use schema::{AttrId, NormDn, Schema};
 use crate::entry::{Entry, EntryId};
 use crate::hashtrie::HashTrie;
 use crate::idmap::IdMap;
+use crate::index::{entry_keys, IndexKinds, Indexes, Keys};
 
 /// Equality index key: a 64-bit hash of the attribute type and the equality-normalized value
 /// (`index_key`). Index lookups only propose candidates, and every candidate is checked against
@@ -26,7 +27,7 @@ pub type IndexKey = u64;
 
 /// SipHash with keys drawn at random once per process (stable within it; never stored), so
 /// that no client can choose values that collide.
-fn hasher() -> &'static std::hash::RandomState {
+pub(crate) fn hasher() -> &'static std::hash::RandomState {
     static KEYS: std::sync::OnceLock<std::hash::RandomState> = std::sync::OnceLock::new();
     KEYS.get_or_init(std::hash::RandomState::new)
 }
@@ -60,6 +61,28 @@ impl Posting {
                 out.insert(*id);
             }
             Posting::Many(b) => *out |= &**b,
+        }
+    }
+
+    /// How many entries this posting holds (never none: an emptied posting is removed).
+    pub fn count(&self) -> u64 {
+        match self {
+            Posting::One(_) => 1,
+            Posting::Many(b) => b.len(),
+        }
+    }
+
+    /// Keeps in `acc` only the ids this posting also holds.
+    pub fn retain_in(&self, acc: &mut RoaringBitmap) {
+        match self {
+            Posting::One(id) => {
+                let keep = acc.contains(*id);
+                acc.clear();
+                if keep {
+                    acc.insert(*id);
+                }
+            }
+            Posting::Many(b) => *acc &= &**b,
         }
     }
 
@@ -110,33 +133,19 @@ pub struct Version {
     /// comparison. A map keyed by the DN strings cost ~90 bytes per entry; this costs ~20.
     pub(crate) by_dn: HashTrie<EntryId>,
     pub(crate) children: OrdMap<EntryId, Arc<RoaringBitmap>>,
+    /// Equality and substring keys (`index`): hashes of the type, kind and bytes.
     pub(crate) eq: HashTrie<Posting>,
     pub(crate) pres: OrdMap<AttrId, Arc<RoaringBitmap>>,
-    pub(crate) indexed: Arc<HashSet<AttrId>>,
+    /// The ordering index: by type and `Schema::ord_key`, so a range of keys is a range of
+    /// values in the ordering rule's order.
+    pub(crate) ord: OrdMap<(AttrId, Vec<u8>), Posting>,
+    pub(crate) indexes: Arc<Indexes>,
     pub(crate) next_id: EntryId,
     /// The schema this version's entries are read with (design.md seam 4). The writer
     /// replaces it only by a compatible extension (`Schema::extend`: ids are appended, never
     /// changed), so an entry, an index key or a cached attribute id of an older version means
     /// the same under every newer schema.
     pub(crate) schema: Arc<Schema>,
-}
-
-/// The index keys of an entry: presence per indexed type, equality per indexed value;
-/// sorted and without duplicates (option variants of a type share keys).
-fn index_keys(indexed: &HashSet<AttrId>, e: &Entry) -> (Vec<AttrId>, Vec<IndexKey>) {
-    let mut pres = Vec::new();
-    let mut eq = Vec::new();
-    for a in e.attrs() {
-        if indexed.contains(&a.ty) {
-            pres.push(a.ty);
-            eq.extend(a.norm().map(|n| index_key(a.ty, n)));
-        }
-    }
-    pres.sort_unstable();
-    pres.dedup();
-    eq.sort_unstable();
-    eq.dedup();
-    (pres, eq)
 }
 
 /// The ids of a run of (key, id) pairs sorted by id.
@@ -153,16 +162,31 @@ fn bitmap_runs<K: Ord + Copy>(pairs: &[(K, EntryId)]) -> OrdMap<K, Arc<RoaringBi
     m
 }
 
-/// The children, equality and presence maps of `all`, built from sorted runs.
-#[allow(clippy::type_complexity)]
-fn build_indexes(
-    all: &[Arc<Entry>],
-    indexed: &HashSet<AttrId>,
-) -> (
-    OrdMap<EntryId, Arc<RoaringBitmap>>,
-    HashTrie<Posting>,
-    OrdMap<AttrId, Arc<RoaringBitmap>>,
-) {
+/// One posting per run of equal keys in `pairs` (sorted by key, then id).
+fn posting_runs<K: Clone + PartialEq>(
+    pairs: &[(K, EntryId)],
+) -> impl Iterator<Item = (K, Posting)> + '_ {
+    pairs.chunk_by(|a, b| a.0 == b.0).map(|run| {
+        let posting = if run.len() == 1 {
+            Posting::One(run[0].1)
+        } else {
+            Posting::Many(Arc::new(run_bitmap(run)))
+        };
+        (run[0].0.clone(), posting)
+    })
+}
+
+/// The index maps of a version built in bulk.
+struct Built {
+    children: OrdMap<EntryId, Arc<RoaringBitmap>>,
+    eq: HashTrie<Posting>,
+    pres: OrdMap<AttrId, Arc<RoaringBitmap>>,
+    ord: OrdMap<(AttrId, Vec<u8>), Posting>,
+}
+
+/// The children, equality/substring, presence and ordering maps of `all`, built from sorted
+/// runs.
+fn build_indexes(all: &[Arc<Entry>], indexes: &Indexes, schema: &Schema) -> Built {
     let mut kids: Vec<(EntryId, EntryId)> = all
         .iter()
         .filter_map(|e| e.parent.map(|p| (p, e.id)))
@@ -170,31 +194,30 @@ fn build_indexes(
     kids.sort_unstable();
     let mut keys: Vec<(IndexKey, EntryId)> = Vec::with_capacity(all.len() * 4);
     let mut present: Vec<(AttrId, EntryId)> = Vec::new();
+    let mut ordered: Vec<((AttrId, Vec<u8>), EntryId)> = Vec::new();
     for e in all {
-        let (p, q) = index_keys(indexed, e);
-        present.extend(p.into_iter().map(|t| (t, e.id)));
-        keys.extend(q.into_iter().map(|k| (k, e.id)));
+        let k = entry_keys(indexes, schema, e);
+        present.extend(k.pres.into_iter().map(|t| (t, e.id)));
+        keys.extend(k.hashed.into_iter().map(|k| (k, e.id)));
+        ordered.extend(k.ord.into_iter().map(|k| (k, e.id)));
     }
     keys.sort_unstable();
     present.sort_unstable();
-    let postings: Vec<(IndexKey, Posting)> = keys
-        .chunk_by(|a, b| a.0 == b.0)
-        .map(|run| {
-            let posting = if run.len() == 1 {
-                Posting::One(run[0].1)
-            } else {
-                Posting::Many(Arc::new(run_bitmap(run)))
-            };
-            (run[0].0, posting)
-        })
-        .collect();
+    ordered.sort_unstable();
+    let postings: Vec<(IndexKey, Posting)> = posting_runs(&keys).collect();
     drop(keys);
     let eq = HashTrie::from_sorted(postings);
-    (bitmap_runs(&kids), eq, bitmap_runs(&present))
+    let ord: OrdMap<(AttrId, Vec<u8>), Posting> = posting_runs(&ordered).collect();
+    Built {
+        children: bitmap_runs(&kids),
+        eq,
+        pres: bitmap_runs(&present),
+        ord,
+    }
 }
 
 impl Version {
-    pub(crate) fn empty(indexed: HashSet<AttrId>, schema: Arc<Schema>) -> Version {
+    pub(crate) fn empty(indexes: Indexes, schema: Arc<Schema>) -> Version {
         Version {
             seq: 0,
             entries: IdMap::new(),
@@ -202,7 +225,8 @@ impl Version {
             children: OrdMap::new(),
             eq: HashTrie::new(),
             pres: OrdMap::new(),
-            indexed: Arc::new(indexed),
+            ord: OrdMap::new(),
+            indexes: Arc::new(indexes),
             next_id: 1,
             schema,
         }
@@ -217,12 +241,12 @@ impl Version {
     /// entry/DN maps and the indexes are built on two threads.
     pub fn restore(
         schema: Arc<Schema>,
-        indexed: &[AttrId],
+        indexes: &Indexes,
         entries: impl IntoIterator<Item = Entry>,
         next_id: EntryId,
         seq: u64,
     ) -> Version {
-        let mut v = Version::empty(indexed.iter().copied().collect(), schema);
+        let mut v = Version::empty(indexes.clone(), schema);
         let mut all: Vec<Arc<Entry>> = entries.into_iter().map(Arc::new).collect();
         // A repeated id: the last one wins, as successive puts would have it (the sort is
         // stable, so after reversing, the first of a run of equal ids is the last given).
@@ -239,10 +263,13 @@ impl Version {
             children,
             eq,
             pres,
-            indexed,
+            ord,
+            indexes,
+            schema,
             ..
         } = &mut v;
-        let indexed: &HashSet<AttrId> = indexed;
+        let indexes: &Indexes = indexes;
+        let schema: &Schema = schema;
         let all = &all;
         std::thread::scope(|s| {
             let maps = s.spawn(move || {
@@ -256,10 +283,11 @@ impl Version {
                 let names = HashTrie::from_sorted(dns);
                 (ents, names)
             });
-            let (c, q, p) = build_indexes(all, indexed);
-            *children = c;
-            *eq = q;
-            *pres = p;
+            let built = build_indexes(all, indexes, schema);
+            *children = built.children;
+            *eq = built.eq;
+            *pres = built.pres;
+            *ord = built.ord;
             // The spawned closure cannot panic short of running out of memory; an empty map
             // would then be the wrong answer, so let that panic surface.
             let (ents, names) = maps.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
@@ -328,8 +356,49 @@ impl Version {
         self.children(id).map_or(0, |b| b.len())
     }
 
+    /// Whether `ty` has an equality index.
     pub fn is_indexed(&self, ty: AttrId) -> bool {
-        self.indexed.contains(&ty)
+        self.index_kinds(ty).contains(IndexKinds::EQ)
+    }
+
+    /// The kinds of index kept for `ty`.
+    pub fn index_kinds(&self, ty: AttrId) -> IndexKinds {
+        self.indexes.kinds(ty)
+    }
+
+    /// The postings of hashed key `key` (equality or substring).
+    pub(crate) fn hashed_postings(&self, key: IndexKey) -> Option<&Posting> {
+        self.eq.get(key).next()
+    }
+
+    /// Adds to `out` the entries with an ordering key of `ty` within `lo..=hi` (`None`:
+    /// unbounded on that side).
+    pub(crate) fn ord_range_into(
+        &self,
+        ty: AttrId,
+        lo: Option<&[u8]>,
+        hi: Option<&[u8]>,
+        out: &mut RoaringBitmap,
+    ) {
+        let from = match lo {
+            Some(k) => Bound::Included((ty, k.to_vec())),
+            None => Bound::Included((ty, Vec::new())),
+        };
+        let to = match hi {
+            Some(k) => Bound::Included((ty, k.to_vec())),
+            None => match ty.0.checked_add(1) {
+                Some(next) => Bound::Excluded((AttrId(next), Vec::new())),
+                None => Bound::Unbounded,
+            },
+        };
+        if let (Bound::Included(a), Bound::Included(b)) = (&from, &to) {
+            if a > b {
+                return;
+            }
+        }
+        for (_, p) in self.ord.range((from, to)) {
+            p.union_into(out);
+        }
     }
 
     pub(crate) fn eq_postings(&self, ty: AttrId, norm: &[u8]) -> Option<&Posting> {
@@ -347,11 +416,25 @@ impl Version {
 
     // ---- mutation, used only by the writer on its private working copy ----
 
-    fn index_keys(&self, e: &Entry) -> (Vec<AttrId>, Vec<IndexKey>) {
-        index_keys(&self.indexed, e)
+    fn index_keys(&self, e: &Entry) -> Keys {
+        entry_keys(&self.indexes, &self.schema, e)
     }
 
-    fn index_add(&mut self, id: EntryId, pres: &[AttrId], eq: &[IndexKey]) {
+    fn index_add(
+        &mut self,
+        id: EntryId,
+        pres: &[AttrId],
+        eq: &[IndexKey],
+        ord: &[(AttrId, Vec<u8>)],
+    ) {
+        for key in ord {
+            match self.ord.get_mut(key) {
+                Some(p) => p.insert(id),
+                None => {
+                    self.ord.insert(key.clone(), Posting::One(id));
+                }
+            }
+        }
         for ty in pres {
             Arc::make_mut(self.pres.entry(*ty).or_default()).insert(id);
         }
@@ -363,7 +446,20 @@ impl Version {
         }
     }
 
-    fn index_remove(&mut self, id: EntryId, pres: &[AttrId], eq: &[IndexKey]) {
+    fn index_remove(
+        &mut self,
+        id: EntryId,
+        pres: &[AttrId],
+        eq: &[IndexKey],
+        ord: &[(AttrId, Vec<u8>)],
+    ) {
+        for key in ord {
+            if let Some(p) = self.ord.get_mut(key) {
+                if p.remove(id) {
+                    self.ord.remove(key);
+                }
+            }
+        }
         for ty in pres {
             if let Some(b) = self.pres.get_mut(ty) {
                 Arc::make_mut(b).remove(id);
@@ -383,28 +479,30 @@ impl Version {
     /// modify of an unindexed attribute must not rewrite the indexes.
     pub(crate) fn put(&mut self, entry: Entry) {
         let id = entry.id;
-        let (new_pres, new_eq) = self.index_keys(&entry);
+        let new = self.index_keys(&entry);
         match self.entries.get(id).cloned() {
-            Some(old) => {
-                let (old_pres, old_eq) = self.index_keys(&old);
-                let gone = |old: &[IndexKey], new: &[IndexKey]| -> Vec<IndexKey> {
+            Some(old_entry) => {
+                let old = self.index_keys(&old_entry);
+                // Only the keys that differ are touched (both lists are sorted).
+                fn gone<K: Ord + Clone>(old: &[K], new: &[K]) -> Vec<K> {
                     old.iter()
                         .filter(|k| new.binary_search(k).is_err())
-                        .copied()
+                        .cloned()
                         .collect()
-                };
-                let pres_gone: Vec<AttrId> = old_pres
-                    .iter()
-                    .filter(|t| new_pres.binary_search(t).is_err())
-                    .copied()
-                    .collect();
-                let pres_new: Vec<AttrId> = new_pres
-                    .iter()
-                    .filter(|t| old_pres.binary_search(t).is_err())
-                    .copied()
-                    .collect();
-                self.index_remove(id, &pres_gone, &gone(&old_eq, &new_eq));
-                self.index_add(id, &pres_new, &gone(&new_eq, &old_eq));
+                }
+                self.index_remove(
+                    id,
+                    &gone(&old.pres, &new.pres),
+                    &gone(&old.hashed, &new.hashed),
+                    &gone(&old.ord, &new.ord),
+                );
+                self.index_add(
+                    id,
+                    &gone(&new.pres, &old.pres),
+                    &gone(&new.hashed, &old.hashed),
+                    &gone(&new.ord, &old.ord),
+                );
+                let old = old_entry;
                 if old.ndn_str() != entry.ndn_str() {
                     self.by_dn.remove(dn_key(old.ndn_str()), |x| *x == id);
                     self.by_dn.insert(dn_key(entry.ndn_str()), id);
@@ -419,7 +517,7 @@ impl Version {
                 }
             }
             None => {
-                self.index_add(id, &new_pres, &new_eq);
+                self.index_add(id, &new.pres, &new.hashed, &new.ord);
                 self.by_dn.insert(dn_key(entry.ndn_str()), id);
                 if let Some(p) = entry.parent {
                     Arc::make_mut(self.children.entry(p).or_default()).insert(id);
@@ -441,8 +539,8 @@ impl Version {
 
     pub(crate) fn remove(&mut self, id: EntryId) -> Option<Arc<Entry>> {
         let old = self.entries.remove(id)?;
-        let (pres, eq) = self.index_keys(&old);
-        self.index_remove(id, &pres, &eq);
+        let k = self.index_keys(&old);
+        self.index_remove(id, &k.pres, &k.hashed, &k.ord);
         self.by_dn.remove(dn_key(old.ndn_str()), |x| *x == id);
         if let Some(p) = old.parent {
             self.unlink_child(p, id);

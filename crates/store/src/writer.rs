@@ -8,7 +8,6 @@
 //! applying the batch and publishing it (`Journal::commit`); the change feed (`feed`) gets the
 //! batch after it is published and before any of its operations is answered.
 
-use std::collections::HashSet;
 use std::future::Future;
 use std::sync::mpsc;
 use std::sync::Arc;
@@ -20,6 +19,7 @@ use tokio::sync::oneshot;
 
 use crate::entry::{Attr, Entry, EntryId};
 use crate::feed::{Feed, Subscription};
+use crate::index::Indexes;
 use crate::version::Version;
 
 /// Failures of the store itself (not of an operation's own checks).
@@ -125,8 +125,12 @@ where
 impl Store {
     /// A new, empty, memory-only store indexing `indexed` attribute types (equality and presence).
     pub fn new(schema: Arc<Schema>, indexed: &[AttrId]) -> Store {
-        let set: HashSet<AttrId> = indexed.iter().copied().collect();
-        Store::open(Version::empty(set, schema), None)
+        Store::with_indexes(schema, Indexes::eq_pres(indexed))
+    }
+
+    /// A new, empty, memory-only store keeping `indexes`.
+    pub fn with_indexes(schema: Arc<Schema>, indexes: Indexes) -> Store {
+        Store::open(Version::empty(indexes, schema), None)
     }
 
     /// A store starting from `initial` (e.g. recovered from disk, with the schema recovery

@@ -178,7 +178,13 @@ fn open_store(io: &SimIo, base: &Schema) -> Store {
     let log =
         LogWriter::open_after_recovery(Arc::new(io.clone()), dir, &rec, LogOptions::default())
             .expect("log");
-    let initial = Version::restore(rec.schema, &[], rec.entries, rec.next_id, rec.last_seq);
+    let initial = Version::restore(
+        rec.schema,
+        &store::Indexes::new(),
+        rec.entries,
+        rec.next_id,
+        rec.last_seq,
+    );
     Store::with_journal(initial, Box::new(LogJournal::new(log)))
 }
 

@@ -35,7 +35,13 @@ fn open_store(io: &SimIo, schema: &Arc<Schema>) -> Store {
         LogWriter::open_after_recovery(Arc::new(io.clone()), dir, &rec, LogOptions::default())
             .expect("log");
     let _ = schema;
-    let initial = Version::restore(rec.schema, &[], rec.entries, rec.next_id, rec.last_seq);
+    let initial = Version::restore(
+        rec.schema,
+        &store::Indexes::new(),
+        rec.entries,
+        rec.next_id,
+        rec.last_seq,
+    );
     Store::with_journal(initial, Box::new(LogJournal::new(log)))
 }
 
