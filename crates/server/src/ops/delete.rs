@@ -15,9 +15,18 @@ use crate::state::{Identity, Shared};
 pub(crate) async fn handle(mut op: Op, dn: &[u8]) -> Next {
     let audit = op.audit_applied();
     let assertion = Assertion::take(&mut op);
-    let fut = match op.may_write() {
-        Ok(()) => submit(op.shared(), &op.who, dn, assertion),
+    // As slapd, the DN is checked before the requester: an invalid DN is invalidDNSyntax and
+    // the root DSE is unwillingToPerform for everyone.
+    let fut = match op.shared().parse_dn(dn) {
         Err(e) => refused(e),
+        Ok((_, ndn)) if ndn.is_root() => refused(LdapError::new(
+            ResultCode::UnwillingToPerform,
+            "cannot delete the root DSE",
+        )),
+        Ok((_, ndn)) => match op.may_write() {
+            Ok(()) => submit(op.shared(), &op.who, ndn, assertion),
+            Err(e) => refused(e),
+        },
     };
     finish_write(op, tags::DEL_RESPONSE, fut, audit).await;
     Next::Continue
@@ -26,13 +35,9 @@ pub(crate) async fn handle(mut op: Op, dn: &[u8]) -> Next {
 fn submit(
     shared: &Arc<Shared>,
     who: &Arc<Identity>,
-    dn: &[u8],
+    ndn: schema::NormDn,
     assertion: Option<Assertion>,
 ) -> Pending {
-    let ndn = match shared.parse_dn(dn) {
-        Ok((_, ndn)) => ndn,
-        Err(e) => return refused(e),
-    };
     let needs = [(None, Rights::DELETE)];
     if let Err(e) = authorize(
         shared,
