@@ -97,7 +97,8 @@ def test_dn_values_are_stored_prettied(admin, cs):
 @pytest.mark.parametrize("sent,stored", [
     ("CN=x\\2Cy,  OU=Groups,DC=example,   dc=com", "cn=x\\2Cy,ou=Groups,dc=example,dc=com"),
     ("2.5.4.3=abc+sn=def,dc=com", "cn=abc+sn=def,dc=com"),
-    ("cn=a\\+b\\,c\\;\\\"d\\<\\>\\\\ ,dc=com", "cn=a\\2Bb\\2Cc\\3B\\22d\\3C\\3E\\5C\\20,dc=com"),
+    ("cn=a\\+b\\,c\\;\\\"d\\<\\>\\\\\\ ,dc=com", "cn=a\\2Bb\\2Cc\\3B\\22d\\3C\\3E\\5C\\20,dc=com"),
+    ("cn=\\ lead and trail\\ ,dc=com", "cn=\\20lead and trail\\20,dc=com"),
     ("cn=\\23hash\\=eq,dc=com", "cn=\\23hash\\3Deq,dc=com"),
     ("cn=\\C3\\A9t\\C3\\A9 ,dc=com", "cn=\u00e9t\u00e9,dc=com"),
     ("CN=Foo , DC=com", "cn=Foo,dc=com"),

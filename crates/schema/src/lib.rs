@@ -282,6 +282,8 @@ pub struct Schema {
     subtypes: Vec<Vec<AttrId>>,
     /// For each object class: itself and every class that has it among its superclasses.
     subclasses: Vec<Vec<ClassId>>,
+    /// The objectClass attribute type, looked up once (filters and writes ask per value).
+    object_class: Option<AttrId>,
     /// How definitions are being taken in (set only while a load runs).
     mode: LoadOptions,
     /// The definitions added by `extend` (beyond the built-in and configured files), as
@@ -357,6 +359,7 @@ impl Schema {
             macros: HashMap::new(),
             subtypes: Vec::new(),
             subclasses: Vec::new(),
+            object_class: None,
             mode: LoadOptions::default(),
             extensions: String::new(),
             generation: 0,
@@ -538,6 +541,12 @@ impl Schema {
             }
         }
         self.subclasses = subclasses;
+        self.object_class = self.attr_by_name("objectClass");
+    }
+
+    /// Whether `attr` is objectClass.
+    pub fn is_object_class(&self, attr: AttrId) -> bool {
+        self.object_class == Some(attr)
     }
 
     /// An attribute type by any of its names or its numeric OID, case-insensitively.

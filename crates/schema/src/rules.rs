@@ -783,6 +783,37 @@ impl Schema {
         })
     }
 
+    /// The form a value of `attr` is stored in, when it differs from the value as given:
+    /// as slapd, DNs (and the DN part of a name and optional UID) in their pretty form
+    /// (`Dn::pretty`), and objectClass values as the class's first name (`groupOfNames` for
+    /// `groupofnames` or `2.5.6.9`). `None` when the value is stored as given (or is not
+    /// valid, which the syntax check reports).
+    pub fn pretty_value(&self, attr: AttrId, v: &[u8]) -> Option<Vec<u8>> {
+        let pretty_dn = |v: &[u8]| -> Option<String> {
+            let dn = Dn::parse(std::str::from_utf8(v).ok()?).ok()?;
+            Some(dn.pretty(self))
+        };
+        let out = match self.family(self.attr(attr).equality?) {
+            F::Dn => pretty_dn(v)?.into_bytes(),
+            F::UniqueMember => {
+                let (dn, bits) = split_name_uid(v)?;
+                let mut out = pretty_dn(dn)?.into_bytes();
+                if let Some(b) = bits {
+                    out.push(b'#');
+                    out.extend_from_slice(b);
+                }
+                out
+            }
+            F::Oid if self.is_object_class(attr) => {
+                let class = self.class_by_name(std::str::from_utf8(v).ok()?.trim())?;
+                let c = self.class(class);
+                c.names.first().unwrap_or(&c.oid).as_bytes().to_vec()
+            }
+            _ => return None,
+        };
+        (out != v).then_some(out)
+    }
+
     /// Whether `~=` on `attr` is phonetic (`crate::approx`) rather than equality: as in slapd,
     /// for the types whose equality rule is caseIgnoreMatch, caseExactMatch or their IA5
     /// forms, the rules slapd pairs with an approximate rule.

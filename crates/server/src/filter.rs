@@ -139,11 +139,7 @@ fn equality(schema: &Schema, ty: AttrId, v: &[u8]) -> Filter {
 }
 
 fn is_object_class(schema: &Schema, ty: AttrId) -> bool {
-    schema
-        .attr(ty)
-        .names
-        .iter()
-        .any(|n| n.eq_ignore_ascii_case("objectClass"))
+    schema.is_object_class(ty)
 }
 
 /// `(objectClass=C)`: an entry belongs to C's superclasses too (RFC 4512 §2.4.1), though only
