@@ -237,6 +237,7 @@ def test_approximate_match_alone_scans(admin, cs):
     "(telephoneNumber:caseIgnoreSubstringsMatch:=\\2A555\\2A)",
     "(:caseIgnoreSubstringsMatch:=\\2Alice\\2A)",
     "(uid:caseIgnoreIA5Match:=archer)",
+    "(mail:caseIgnoreMatch:=alice@example.com)",
 ])
 def test_extensible_match_with_unusable_rule_is_undefined(admin, cs, filt):
     base, _, _ = cs
@@ -250,3 +251,8 @@ def test_extensible_match_with_usable_rule_still_matches(admin, cs):
     base, _, _ = cs
     assert found(admin, base, "(cn:caseExactMatch:=Alice Archer)") == ["archer"]
     assert found(admin, base, "(:caseIgnoreMatch:=archer)") == ["archer"]
+    # Over all attributes, a rule is tried only on the types it is usable with: mail is an
+    # IA5 string, which caseIgnoreMatch does not take.
+    admin.modify_s(cs[1], [(ldap.MOD_REPLACE, "mail", [b"archer@example.com"])])
+    assert found(admin, base, "(:caseIgnoreMatch:=archer@example.com)") == []
+    assert found(admin, base, "(:caseIgnoreIA5Match:=archer@example.com)") == ["archer"]
