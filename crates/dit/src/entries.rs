@@ -63,6 +63,7 @@ pub fn subschema_entry(schema: &Schema) -> Entry {
             big("objectClasses", &sub.object_classes),
             big("ldapSyntaxes", &sub.ldap_syntaxes),
             big("matchingRules", &sub.matching_rules),
+            big("matchingRuleUse", &sub.matching_rule_uses),
         ],
     )
 }

@@ -27,12 +27,23 @@ pub fn compile(
         P::And(v) => Filter::And(v.iter().map(|f| compile(schema, allowed, f)).collect()),
         P::Or(v) => Filter::Or(v.iter().map(|f| compile(schema, allowed, f)).collect()),
         P::Not(f) => Filter::Not(Box::new(compile(schema, allowed, f))),
-        P::Equality(a, v) | P::Approx(a, v) => match attr(a) {
-            Some(ty) if schema.attr(ty).equality.is_some() => match schema.normalize_eq(ty, v) {
-                Ok(norm) => Filter::Equality { attr: ty, norm },
-                Err(_) => Filter::Undefined,
-            },
-            _ => Filter::Undefined,
+        P::Equality(a, v) => match attr(a) {
+            Some(ty) => equality(schema, ty, v),
+            None => Filter::Undefined,
+        },
+        // As slapd: phonetic for the string types, equality for the others.
+        P::Approx(a, v) => match attr(a) {
+            Some(ty) if schema.has_approx(ty) && !is_object_class(schema, ty) => {
+                match schema.validate(ty, v) {
+                    Ok(()) => Filter::Approx {
+                        attr: ty,
+                        assertion: schema::Approx::new(v),
+                    },
+                    Err(_) => Filter::Undefined,
+                }
+            }
+            Some(ty) => equality(schema, ty, v),
+            None => Filter::Undefined,
         },
         P::Substrings {
             attr: a,
@@ -63,15 +74,7 @@ pub fn compile(
             _ => Filter::Undefined,
         },
         P::Present(a) => match attr(a) {
-            Some(ty)
-                if schema
-                    .attr(ty)
-                    .names
-                    .iter()
-                    .any(|n| n.eq_ignore_ascii_case("objectClass")) =>
-            {
-                Filter::True
-            }
+            Some(ty) if is_object_class(schema, ty) => Filter::True,
             Some(ty) => Filter::Present(ty),
             None => Filter::Undefined,
         },
@@ -101,6 +104,16 @@ pub fn compile(
             if rule.is_none() && ty.is_none() {
                 return Filter::Undefined;
             }
+            // As slapd: a rule that is not for extensible matching (every substring rule), or
+            // not usable with the asserted type (`matchingRuleUse`), makes the whole assertion
+            // Undefined, for every entry, whether it holds the type or not.
+            if let Some(r) = rule {
+                let usable = schema.rule(r).kind != schema::RuleKind::Substring
+                    && ty.is_none_or(|t| schema.rule_applies(r, t));
+                if !usable {
+                    return Filter::Undefined;
+                }
+            }
             Filter::Extensible {
                 rule,
                 attr: ty,
@@ -128,6 +141,57 @@ pub fn compile_values(schema: &Schema, items: &[Option<proto::Filter<'_>>]) -> V
             Some(f) => compile(schema, &mut |_| true, f),
         })
         .collect()
+}
+
+/// `(attr=v)` on a type the requester may search.
+fn equality(schema: &Schema, ty: AttrId, v: &[u8]) -> Filter {
+    if is_object_class(schema, ty) {
+        return object_class(schema, ty, v);
+    }
+    if schema.attr(ty).equality.is_none() {
+        return Filter::Undefined;
+    }
+    match schema.normalize_eq(ty, v) {
+        Ok(norm) => Filter::Equality { attr: ty, norm },
+        Err(_) => Filter::Undefined,
+    }
+}
+
+fn is_object_class(schema: &Schema, ty: AttrId) -> bool {
+    schema.is_object_class(ty)
+}
+
+/// `(objectClass=C)`: an entry belongs to C's superclasses too (RFC 4512 §2.4.1), though only
+/// the classes given are stored (as slapd stores them). The assertion is widened here, once
+/// per search, to "any of C and its subclasses", each an equality on the stored values: the
+/// equality index answers each, and nothing changes for any other filter or for storing.
+/// (The other way, indexing every superclass of each entry at write time, would make every
+/// entry's objectClass postings longer and still need this widening in evaluation.)
+/// `top`, every class's superclass, is every entry, as `(objectClass=*)` is.
+fn object_class(schema: &Schema, ty: AttrId, v: &[u8]) -> Filter {
+    let Ok(norm) = schema.normalize_eq(ty, v) else {
+        return Filter::Undefined;
+    };
+    let class = std::str::from_utf8(v)
+        .ok()
+        .and_then(|n| schema.class_by_name(n.trim()));
+    let Some(class) = class else {
+        return Filter::Equality { attr: ty, norm };
+    };
+    if schema.class(class).sup.is_empty() && schema.class(class).oid == "2.5.6.0" {
+        return Filter::True;
+    }
+    match schema.subclasses(class) {
+        [_] | [] => Filter::Equality { attr: ty, norm },
+        subs => Filter::Or(
+            subs.iter()
+                .map(|c| Filter::Equality {
+                    attr: ty,
+                    norm: schema.class(*c).oid.as_bytes().to_vec(),
+                })
+                .collect(),
+        ),
+    }
 }
 
 /// Splits an attribute description `name;opt1;opt2` into the type and its options, lower-cased

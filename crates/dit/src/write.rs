@@ -256,7 +256,13 @@ pub fn push_checked(
             .normalize_eq(ty, v)
             .map_err(|_| invalid())?
             .into_boxed_slice();
-        if !set.insert(v.as_ref().into(), n) {
+        // Stored in the form slapd stores (pretty DNs, objectClass names as the schema spells
+        // them): here, where add, modify and import all take their values.
+        let stored = match schema.pretty_value(ty, v) {
+            Some(p) => p.into_boxed_slice(),
+            None => v.as_ref().into(),
+        };
+        if !set.insert(stored, n) {
             return Err(LdapError::new(
                 ResultCode::AttributeOrValueExists,
                 format!("{context}{name}: value #{i} provided more than once"),

@@ -112,8 +112,9 @@ fn import_export_import_gives_identical_data() {
     assert_eq!(exported, std::fs::read_to_string(&e3).expect("read"));
 }
 
-/// An entry is stored with its RDN as written under its parent's DN as stored, whatever
-/// spelling of the parent the LDIF uses (as an add over LDAP does).
+/// An entry is stored with its RDN in slapd's pretty form (`uid` for `UID`, no spaces) under its
+/// parent's DN as stored, whatever spelling of the parent the LDIF uses (as an add over LDAP
+/// does).
 #[test]
 fn import_stores_the_parents_spelling() {
     let tmp = tempfile::tempdir().expect("tmp");
@@ -133,7 +134,7 @@ fn import_stores_the_parents_spelling() {
         "{out}"
     );
     assert!(
-        out.contains("dn: UID=x,ou=People,dc=example,dc=com\n"),
+        out.contains("dn: uid=x,ou=People,dc=example,dc=com\n"),
         "{out}"
     );
 }

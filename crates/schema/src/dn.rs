@@ -281,7 +281,7 @@ impl Dn {
     }
 }
 
-/// A DN parsed for a new entry: its RFC 4514 string form (as `Dn`'s `Display` writes it), the
+/// A DN parsed for a new entry: its string form as stored (`Dn::pretty`), the
 /// length of the first RDN in that form, and the normalized DN.
 #[derive(Debug, Clone)]
 pub struct NewDn {
@@ -298,10 +298,10 @@ impl NewDn {
         let rdn_len = Dn {
             rdns: dn.rdns.first().cloned().into_iter().collect(),
         }
-        .to_string()
+        .pretty(schema)
         .len();
         Ok(NewDn {
-            text: dn.to_string(),
+            text: dn.pretty(schema),
             rdn_len,
             ndn,
         })
@@ -414,6 +414,55 @@ pub(crate) fn escape_value(v: &[u8], out: &mut String) {
             }
             c => out.push(c),
         }
+    }
+}
+
+/// Appends a value as slapd writes it in the DN it stores (its "pretty" form): the characters
+/// RFC 4514 requires escaped, and `=`, as `\` and two upper-case hex digits (a leading space
+/// or `#` and a trailing space too); everything else, non-ASCII characters included, as it is.
+/// Values that are not UTF-8 are written as `escape_value` writes them.
+fn escape_pretty(v: &[u8], out: &mut String) {
+    let Ok(s) = std::str::from_utf8(v) else {
+        escape_value(v, out);
+        return;
+    };
+    let last = s.len().saturating_sub(1);
+    for (i, c) in s.char_indices() {
+        let escaped = matches!(c, '\0' | '\\' | ',' | ';' | '+' | '"' | '<' | '>' | '=')
+            || (i == 0 && matches!(c, ' ' | '#'))
+            || (i == last && c == ' ');
+        if escaped {
+            out.push_str(&format!("\\{:02X}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+}
+
+impl Dn {
+    /// The DN as slapd stores it (its "pretty" form), which Linden stores too: each attribute
+    /// type by the schema's first name for it (`cn` for `CN` or `2.5.4.3`), no spaces around
+    /// separators, values escaped by `escape_pretty`. A type the schema does not know is kept
+    /// as spelled (a DN that normalizes has none).
+    pub fn pretty(&self, schema: &Schema) -> String {
+        let mut out = String::new();
+        for (i, rdn) in self.rdns.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            for (j, ava) in rdn.avas.iter().enumerate() {
+                if j > 0 {
+                    out.push('+');
+                }
+                match schema.attr_by_name(&ava.attr) {
+                    Some(ty) => out.push_str(schema.attr(ty).name()),
+                    None => out.push_str(&ava.attr),
+                }
+                out.push('=');
+                escape_pretty(&ava.value, &mut out);
+            }
+        }
+        out
     }
 }
 

@@ -51,6 +51,8 @@
 
 use std::collections::HashMap;
 
+mod approx;
+pub use approx::{metaphone, Approx};
 mod builtin;
 mod cache;
 mod check;
@@ -278,6 +280,10 @@ pub struct Schema {
     macros: HashMap<String, String>,
     /// For each attribute: itself and all its descendants.
     subtypes: Vec<Vec<AttrId>>,
+    /// For each object class: itself and every class that has it among its superclasses.
+    subclasses: Vec<Vec<ClassId>>,
+    /// The objectClass attribute type, looked up once (filters and writes ask per value).
+    object_class: Option<AttrId>,
     /// How definitions are being taken in (set only while a load runs).
     mode: LoadOptions,
     /// The definitions added by `extend` (beyond the built-in and configured files), as
@@ -352,6 +358,8 @@ impl Schema {
             syntax_index: HashMap::new(),
             macros: HashMap::new(),
             subtypes: Vec::new(),
+            subclasses: Vec::new(),
+            object_class: None,
             mode: LoadOptions::default(),
             extensions: String::new(),
             generation: 0,
@@ -523,6 +531,22 @@ impl Schema {
             }
         }
         self.subtypes = subtypes;
+        let mut subclasses: Vec<Vec<ClassId>> = vec![Vec::new(); self.classes.len()];
+        for i in 0..self.classes.len() {
+            let c = ClassId(i as u32);
+            for sup in self.class_closure(&[c]) {
+                if let Some(list) = subclasses.get_mut(sup.0 as usize) {
+                    list.push(c);
+                }
+            }
+        }
+        self.subclasses = subclasses;
+        self.object_class = self.attr_by_name("objectClass");
+    }
+
+    /// Whether `attr` is objectClass.
+    pub fn is_object_class(&self, attr: AttrId) -> bool {
+        self.object_class == Some(attr)
     }
 
     /// An attribute type by any of its names or its numeric OID, case-insensitively.
@@ -611,6 +635,15 @@ impl Schema {
             .unwrap_or(&[])
     }
 
+    /// The class and every class below it (that has it among its superclasses), e.g.
+    /// `person` → `person, organizationalPerson, inetOrgPerson, ...`; the class itself first.
+    pub fn subclasses(&self, c: ClassId) -> &[ClassId] {
+        self.subclasses
+            .get(c.0 as usize)
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
+    }
+
     /// The given classes and all their superclasses, each once, given ones first.
     pub fn class_closure(&self, classes: &[ClassId]) -> Vec<ClassId> {
         let mut out: Vec<ClassId> = Vec::new();
@@ -640,15 +673,45 @@ impl Schema {
 }
 
 impl Schema {
+    /// Whether matching rule `rule` may be used with values of `attr` in an extensible match
+    /// (and so is listed for it in `matchingRuleUse`). slapd's rule (`mr_usable_with_at`):
+    /// a rule meant for extensible matching applies to the types of its own syntax and to the
+    /// types whose equality rule it is; besides, a few rules name compatible syntaxes they also
+    /// take (the caseIgnore/caseExact family: country, printable and telephone number strings;
+    /// the first-component rules: the descriptions whose first component they read).
+    /// Substring rules, the UUID and CSN rules and directoryStringFirstComponentMatch are not
+    /// meant for extensible matching in slapd (or not there at all), so they apply only
+    /// through compatible syntaxes. objectClass and structuralObjectClass are matched by
+    /// slapd's own internal rules (subclass matching), so no published rule lists them.
+    pub fn rule_applies(&self, rule: RuleId, attr: AttrId) -> bool {
+        let r = self.rule(rule);
+        let at = self.attr(attr);
+        let Some(syntax) = at.syntax else {
+            return false;
+        };
+        if at.names.iter().any(|n| {
+            n.eq_ignore_ascii_case("objectClass") || n.eq_ignore_ascii_case("structuralObjectClass")
+        }) {
+            return false;
+        }
+        let extensible = r.kind != RuleKind::Substring && !rules::not_extensible(&r.oid);
+        if extensible && (r.syntax == syntax || at.equality == Some(rule)) {
+            return true;
+        }
+        let syntax_oid = self.syntax(syntax).oid.as_str();
+        rules::compatible_syntaxes(&r.oid).contains(&syntax_oid)
+    }
+
+    /// `matchingRuleUse` values: for each rule that applies to at least one attribute type
+    /// (`rule_applies`), the types it applies to, by their first names.
     fn matching_rule_uses(&self) -> Vec<String> {
         let mut out = Vec::new();
         for (i, r) in self.rules.iter().enumerate() {
-            let id = Some(RuleId(i as u32));
+            let id = RuleId(i as u32);
             let users: Vec<&str> = self
-                .attrs
-                .iter()
-                .filter(|a| a.equality == id || a.ordering == id || a.substr == id)
-                .map(AttributeType::name)
+                .attrs()
+                .filter(|(a, _)| self.rule_applies(id, *a))
+                .map(|(_, a)| a.name())
                 .collect();
             if users.is_empty() {
                 continue;

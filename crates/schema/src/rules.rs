@@ -71,6 +71,38 @@ const S_OID: &str = "1.3.6.1.4.1.1466.115.121.1.38";
 const S_OCTET: &str = "1.3.6.1.4.1.1466.115.121.1.40";
 const S_TIME: &str = "1.3.6.1.4.1.1466.115.121.1.24";
 
+/// Equality and ordering rules slapd does not offer for extensible matching (or lacks).
+pub(crate) fn not_extensible(rule_oid: &str) -> bool {
+    matches!(
+        rule_oid,
+        "1.3.6.1.1.16.2"
+            | "1.3.6.1.1.16.3"
+            | "1.3.6.1.4.1.4203.666.11.2.2"
+            | "1.3.6.1.4.1.4203.666.11.2.3"
+            | "2.5.13.31"
+    )
+}
+
+/// The syntaxes besides its own a rule also takes values of (slapd's compatible syntaxes,
+/// which decide `Schema::rule_applies` and so `matchingRuleUse`).
+pub(crate) fn compatible_syntaxes(rule_oid: &str) -> &'static [&'static str] {
+    const STRINGS: &[&str] = &[
+        "1.3.6.1.4.1.1466.115.121.1.11",
+        "1.3.6.1.4.1.1466.115.121.1.44",
+        "1.3.6.1.4.1.1466.115.121.1.50",
+    ];
+    // slapd names more description syntaxes for the first-component rules, but publishes
+    // only these as used (its subschema types are its own): what a client sees is matched.
+    const INT_FIRST: &[&str] = &[S_INT];
+    const OID_FIRST: &[&str] = &[S_OID, "1.3.6.1.4.1.1466.115.121.1.54"];
+    match rule_oid {
+        "2.5.13.2" | "2.5.13.3" | "2.5.13.4" | "2.5.13.5" | "2.5.13.6" | "2.5.13.7" => STRINGS,
+        "2.5.13.29" => INT_FIRST,
+        "2.5.13.30" => OID_FIRST,
+        _ => &[],
+    }
+}
+
 pub(crate) const RULES: &[RuleDef] = &[
     r("2.5.13.0", "objectIdentifierMatch", EQ, S_OID, F::Oid),
     r(
@@ -781,6 +813,49 @@ impl Schema {
             F::CaseExactIa5 => prep_sub(utf8(v)?, false).into_bytes(),
             F::Numeric | F::Telephone => self.normalize_family(f, v)?,
             _ => v.to_vec(),
+        })
+    }
+
+    /// The form a value of `attr` is stored in, when it differs from the value as given:
+    /// as slapd, DNs (and the DN part of a name and optional UID) in their pretty form
+    /// (`Dn::pretty`), and objectClass values as the class's first name (`groupOfNames` for
+    /// `groupofnames` or `2.5.6.9`). `None` when the value is stored as given (or is not
+    /// valid, which the syntax check reports).
+    pub fn pretty_value(&self, attr: AttrId, v: &[u8]) -> Option<Vec<u8>> {
+        let pretty_dn = |v: &[u8]| -> Option<String> {
+            let dn = Dn::parse(std::str::from_utf8(v).ok()?).ok()?;
+            Some(dn.pretty(self))
+        };
+        let out = match self.family(self.attr(attr).equality?) {
+            F::Dn => pretty_dn(v)?.into_bytes(),
+            F::UniqueMember => {
+                let (dn, bits) = split_name_uid(v)?;
+                let mut out = pretty_dn(dn)?.into_bytes();
+                if let Some(b) = bits {
+                    out.push(b'#');
+                    out.extend_from_slice(b);
+                }
+                out
+            }
+            F::Oid if self.is_object_class(attr) => {
+                let class = self.class_by_name(std::str::from_utf8(v).ok()?.trim())?;
+                let c = self.class(class);
+                c.names.first().unwrap_or(&c.oid).as_bytes().to_vec()
+            }
+            _ => return None,
+        };
+        (out != v).then_some(out)
+    }
+
+    /// Whether `~=` on `attr` is phonetic (`crate::approx`) rather than equality: as in slapd,
+    /// for the types whose equality rule is caseIgnoreMatch, caseExactMatch or their IA5
+    /// forms, the rules slapd pairs with an approximate rule.
+    pub fn has_approx(&self, attr: AttrId) -> bool {
+        self.attr(attr).equality.is_some_and(|r| {
+            matches!(
+                self.family(r),
+                F::CaseIgnore | F::CaseExact | F::CaseIgnoreIa5 | F::CaseExactIa5
+            )
         })
     }
 

@@ -1079,3 +1079,112 @@ fn caches_notice_an_extended_schema() {
     assert_eq!(a, b);
     assert!(!a.is_empty());
 }
+
+#[test]
+fn dns_are_prettied_as_slapd_stores_them() {
+    let s = s();
+    let pretty = |dn: &str| Dn::parse(dn).map(|d| d.pretty(&s)).unwrap();
+    assert_eq!(
+        pretty("CN=x\\2Cy,  OU=Groups,DC=example,   dc=com"),
+        "cn=x\\2Cy,ou=Groups,dc=example,dc=com"
+    );
+    assert_eq!(pretty("2.5.4.3=abc+SN=def,dc=com"), "cn=abc+sn=def,dc=com");
+    assert_eq!(
+        pretty("commonName=Test  One ,dc=com"),
+        "cn=Test  One,dc=com"
+    );
+    assert_eq!(
+        pretty("cn=a\\+b\\,c\\;\\\"d\\<\\>\\\\\\ ,dc=com"),
+        "cn=a\\2Bb\\2Cc\\3B\\22d\\3C\\3E\\5C\\20,dc=com"
+    );
+    assert_eq!(pretty("cn=\\#x\\=y,dc=com"), "cn=\\23x\\3Dy,dc=com");
+    assert_eq!(pretty("cn=\\ a b\\ ,dc=com"), "cn=\\20a b\\20,dc=com");
+    assert_eq!(
+        pretty("cn=\\C3\\A9t\\C3\\A9,dc=com"),
+        "cn=\u{e9}t\u{e9},dc=com"
+    );
+    assert_eq!(pretty(""), "");
+    // The pretty form names the same entry.
+    for dn in ["CN=x\\2Cy,  OU=Groups,DC=example", "cn=\\ a\\+b\\ ,o=x"] {
+        let a = Dn::parse(dn).unwrap();
+        let b = Dn::parse(&a.pretty(&s)).unwrap();
+        assert_eq!(a.normalize(&s).unwrap(), b.normalize(&s).unwrap());
+    }
+    let new = s.parse_new_dn("UID=x , ou=People,dc=com").unwrap();
+    assert_eq!(new.text, "uid=x,ou=People,dc=com");
+    assert_eq!(new.rdn_len, "uid=x".len());
+}
+
+#[test]
+fn values_stored_pretty() {
+    let s = s();
+    let p = |attr: &str, v: &str| {
+        s.pretty_value(id(&s, attr), v.as_bytes())
+            .map(|v| String::from_utf8(v).unwrap())
+    };
+    assert_eq!(
+        p("objectClass", "groupofnames").as_deref(),
+        Some("groupOfNames")
+    );
+    assert_eq!(p("objectClass", "2.5.6.6").as_deref(), Some("person"));
+    assert_eq!(p("objectClass", "person"), None);
+    assert_eq!(p("objectClass", "noSuchClass"), None);
+    assert_eq!(
+        p("seeAlso", "cn=All Staff, ou=Groups, dc=x").as_deref(),
+        Some("cn=All Staff,ou=Groups,dc=x")
+    );
+    assert_eq!(p("member", "cn=a,dc=x"), None);
+    assert_eq!(
+        p("uniqueMember", "UID=a , dc=x#'0101'B").as_deref(),
+        Some("uid=a,dc=x#'0101'B")
+    );
+    assert_eq!(p("cn", "Some  Name "), None);
+    assert_eq!(p("supportedControl", "1.2.3"), None);
+}
+
+#[test]
+fn subclasses_include_the_class_and_everything_below() {
+    let s = s();
+    let c = |n: &str| s.class_by_name(n).unwrap();
+    let person = s.subclasses(c("person"));
+    assert_eq!(person[0], c("person"));
+    for sub in ["organizationalPerson", "inetOrgPerson", "residentialPerson"] {
+        assert!(person.contains(&c(sub)), "{sub}");
+    }
+    assert!(!person.contains(&c("groupOfNames")));
+    assert_eq!(s.subclasses(c("inetOrgPerson")), &[c("inetOrgPerson")]);
+    assert!(s.subclasses(c("top")).contains(&c("inetOrgPerson")));
+}
+
+#[test]
+fn rules_apply_as_matching_rule_use_says() {
+    let s = s();
+    let r = |n: &str| s.rule_by_name(n).unwrap();
+    assert!(s.rule_applies(r("caseIgnoreMatch"), id(&s, "cn")));
+    assert!(s.rule_applies(r("caseExactMatch"), id(&s, "cn")));
+    assert!(s.rule_applies(r("caseIgnoreMatch"), id(&s, "telephoneNumber")));
+    assert!(!s.rule_applies(r("caseIgnoreIA5Match"), id(&s, "cn")));
+    assert!(!s.rule_applies(r("caseIgnoreSubstringsMatch"), id(&s, "cn")));
+    assert!(s.rule_applies(r("caseIgnoreSubstringsMatch"), id(&s, "telephoneNumber")));
+    assert!(s.rule_applies(r("distinguishedNameMatch"), id(&s, "member")));
+    assert!(!s.rule_applies(r("objectIdentifierMatch"), id(&s, "objectClass")));
+    assert!(!s.rule_applies(r("UUIDMatch"), id(&s, "entryUUID")));
+    let uses = s.subschema().matching_rule_uses;
+    let ci = uses
+        .iter()
+        .find(|u| u.starts_with("( 2.5.13.2 NAME 'caseIgnoreMatch' APPLIES ("))
+        .unwrap();
+    assert!(ci.contains(" cn ") && ci.contains(" uid "), "{ci}");
+    assert!(!uses
+        .iter()
+        .any(|u| u.contains("'caseIgnoreIA5SubstringsMatch'")));
+}
+
+#[test]
+fn approximate_match_on_string_types_only() {
+    let s = s();
+    assert!(s.has_approx(id(&s, "cn")));
+    assert!(s.has_approx(id(&s, "mail")));
+    assert!(!s.has_approx(id(&s, "member")));
+    assert!(!s.has_approx(id(&s, "uidNumber")));
+}

@@ -340,7 +340,7 @@ fn access_matrix() {
         &mut erin,
         PEOPLE,
         Scope::OneLevel,
-        "(:caseIgnoreMatch:=alice@example.com)",
+        "(:caseIgnoreIA5Match:=alice@example.com)",
         &["1.1"],
     );
     assert!(
@@ -351,7 +351,7 @@ fn access_matrix() {
         &mut alice,
         PEOPLE,
         Scope::OneLevel,
-        "(:caseIgnoreMatch:=alice@example.com)",
+        "(:caseIgnoreIA5Match:=alice@example.com)",
         &["1.1"],
     );
     assert_eq!(es.len(), 1);

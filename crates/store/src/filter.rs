@@ -39,11 +39,17 @@ pub enum Filter {
     And(Vec<Filter>),
     Or(Vec<Filter>),
     Not(Box<Filter>),
-    /// Equality (and approximate, which Linden evaluates as equality): `norm` is the assertion
-    /// normalized with the asserted type's equality rule.
+    /// Equality (and approximate match on types without a phonetic one): `norm` is the
+    /// assertion normalized with the asserted type's equality rule.
     Equality {
         attr: AttrId,
         norm: Vec<u8>,
+    },
+    /// Approximate match that sounds words out (`schema::Approx`), over the values' equality
+    /// normalized forms, as slapd compares them. Not indexed: every candidate is checked.
+    Approx {
+        attr: AttrId,
+        assertion: schema::Approx,
     },
     Substrings {
         attr: AttrId,
@@ -108,6 +114,10 @@ impl Filter {
                 Tri::from_bool(e.attrs_of(schema, *attr).any(|a| a.find(norm).is_some()))
             }
             Filter::Present(attr) => Tri::from_bool(e.attrs_of(schema, *attr).next().is_some()),
+            Filter::Approx { attr, assertion } => Tri::from_bool(
+                e.attrs_of(schema, *attr)
+                    .any(|a| a.norm().any(|v| assertion.matches(v))),
+            ),
             Filter::Substrings {
                 attr,
                 initial,
@@ -160,6 +170,12 @@ impl Filter {
                 schema.is_subtype(ty, *attr) && schema.normalize_eq(ty, v).is_ok_and(|n| n == *norm)
             }
             Filter::Present(attr) => schema.is_subtype(ty, *attr),
+            Filter::Approx { attr, assertion } => {
+                schema.is_subtype(ty, *attr)
+                    && schema
+                        .normalize_eq(ty, v)
+                        .is_ok_and(|n| assertion.matches(&n))
+            }
             Filter::Substrings {
                 attr,
                 initial,
@@ -277,7 +293,10 @@ fn extensible(
             if !schema.is_subtype(a.ty, t) {
                 continue;
             }
-        } else if schema.attr(a.ty).is_operational() {
+        } else if schema.attr(a.ty).is_operational()
+            // Over all attributes, the rule applies to those it is usable with (slapd).
+            || rule.is_some_and(|r| !schema.rule_applies(r, a.ty))
+        {
             continue;
         }
         for v in a.values() {
@@ -289,7 +308,9 @@ fn extensible(
     if dn {
         for rdn in &e.ndn().rdns {
             for (ty, v) in rdn {
-                if attr.is_some_and(|t| !schema.is_subtype(*ty, t)) {
+                if attr.is_some_and(|t| !schema.is_subtype(*ty, t))
+                    || (attr.is_none() && rule.is_some_and(|r| !schema.rule_applies(r, *ty)))
+                {
                     continue;
                 }
                 if check(*ty, v) {

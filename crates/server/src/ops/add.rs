@@ -70,10 +70,7 @@ pub(crate) fn build(
         ndn,
     } = shared.parse_new_dn(dn)?;
     if ndn.rdns.is_empty() {
-        return Err(LdapError::new(
-            ResultCode::UnwillingToPerform,
-            "cannot add the root DSE",
-        ));
+        return Err(root_exists());
     }
     if !trusted {
         check_attribute_count(shared, "attributes", input.len())?;
@@ -309,12 +306,38 @@ pub(crate) async fn handle(mut op: Op, req: &AddRequest<'_>) -> Next {
     let audit = op.audit_applied();
     let assertion = crate::ops::take_assertion(&mut op);
     let early = early_checks(&op);
-    let change = match op.may_write() {
+    let change = match precheck(op.shared(), req).and_then(|()| op.may_write()) {
         Ok(()) => prepare(op.shared(), &op.who, req, assertion, early).await,
         Err(e) => Err(e),
     };
     route_write(op, tags::ADD_RESPONSE, change, audit).await;
     Next::Continue
+}
+
+/// What slapd checks of an add before anything else, whoever asks: a request without
+/// attributes is a protocolError (after an invalid DN's invalidDNSyntax), and the root DSE
+/// exists already.
+fn precheck(shared: &Shared, req: &AddRequest<'_>) -> LdapResult<()> {
+    if req.attributes.is_empty() {
+        shared.parse_dn(&req.dn)?;
+        return Err(LdapError::new(
+            ResultCode::ProtocolError,
+            "no attributes provided",
+        ));
+    }
+    if is_root_dn(&req.dn) {
+        return Err(root_exists());
+    }
+    Ok(())
+}
+
+/// Whether a DN as sent names the root DSE (the empty DN, possibly written as spaces).
+fn is_root_dn(dn: &[u8]) -> bool {
+    dn.iter().all(|b| *b == b' ')
+}
+
+fn root_exists() -> LdapError {
+    LdapError::new(ResultCode::EntryAlreadyExists, "root DSE already exists")
 }
 
 async fn prepare(

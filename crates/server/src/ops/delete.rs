@@ -21,9 +21,18 @@ pub(crate) async fn handle(mut op: Op, dn: &[u8]) -> Next {
     let assertion = crate::ops::take_assertion(&mut op);
     let subtree = op.controls.subtree_delete;
     let early = early_checks(&op);
-    let change = op
-        .may_write()
-        .and_then(|()| prepare(op.shared(), &op.who, dn, assertion, subtree, early));
+    // As slapd, the DN is checked before the requester: an invalid DN is invalidDNSyntax and
+    // the root DSE is unwillingToPerform for everyone.
+    let change = match op.shared().parse_dn(dn) {
+        Err(e) => Err(e),
+        Ok((_, ndn)) if ndn.is_root() => Err(LdapError::new(
+            ResultCode::UnwillingToPerform,
+            "cannot delete the root DSE",
+        )),
+        Ok((_, ndn)) => op
+            .may_write()
+            .and_then(|()| prepare(op.shared(), &op.who, ndn, assertion, subtree, early)),
+    };
     route_write(op, tags::DEL_RESPONSE, change, audit).await;
     Next::Continue
 }
@@ -33,12 +42,11 @@ const NEEDS: [(Option<schema::AttrId>, Rights); 1] = [(None, Rights::DELETE)];
 fn prepare(
     shared: &Arc<Shared>,
     who: &Arc<Identity>,
-    dn: &[u8],
+    ndn: schema::NormDn,
     assertion: Option<Assertion>,
     subtree: bool,
     early: bool,
 ) -> LdapResult<Change> {
-    let (_, ndn) = shared.parse_dn(dn)?;
     if early {
         authorize(
             shared,

@@ -162,7 +162,7 @@ pub(crate) fn apply(
     rdn_values_present(shared, &new_ndn, &attrs)?;
     check_entry(shared, &attrs)?;
     stamp_modified(shared, &mut attrs, who, txn.now());
-    let dn = format!("{},{}", r.new_rdn, parent.dn());
+    let dn = format!("{},{}", r.new_rdn.pretty(schema), parent.dn());
     txn.rename(e.id, dn, new_ndn, Some(parent.id), attrs)?;
     Ok(Applied {
         after: txn.version().get(e.id).cloned(),
