@@ -52,6 +52,8 @@
 use std::collections::HashMap;
 
 mod builtin;
+mod bundles;
+pub use bundles::{bundle, bundles, Bundle, BundleError};
 mod cache;
 mod check;
 mod dn;
