@@ -117,6 +117,9 @@ pub struct Config {
     pub access: Option<Vec<crate::acl::RuleSpec>>,
     /// Attributes with equality and presence indexes. Default objectClass, uid, cn, sn, mail.
     pub indexes: Vec<String>,
+    /// Schema bundles shipped in the binary (`schema::bundles()`) enabled by name, loaded
+    /// with the built-in schema before `schema_files`. Default none.
+    pub schemas: Vec<String>,
     /// Schema files loaded at start after the built-in schema, in order: OpenLDAP `.schema`
     /// files, or LDIF (`.ldif`: `cn=schema,cn=config` entries or a subschema entry).
     /// Default none.
@@ -179,6 +182,7 @@ impl Default for Config {
                 .iter()
                 .map(|s| s.to_string())
                 .collect(),
+            schemas: Vec::new(),
             schema_files: Vec::new(),
             durability: Durability::Sync,
             snapshot_interval: 86_400,

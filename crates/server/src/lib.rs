@@ -116,7 +116,7 @@ impl Server {
     }
 
     pub(crate) fn build(config: Config, mode: Mode) -> Result<Server, StartError> {
-        let schema = Arc::new(configured_schema(&config.schema_files)?);
+        let schema = Arc::new(configured_schema(&config.schemas, &config.schema_files)?);
         let norm_dn = |what: &str, s: &str| -> Result<(Dn, NormDn), StartError> {
             let dn = Dn::parse(s).map_err(|e| StartError::Config(format!("{what} '{s}': {e}")))?;
             let ndn = dn
@@ -378,10 +378,16 @@ fn root_dse(schema: &Schema, config: &Config) -> Entry {
 }
 
 /// The schema in force at start, before the data directory's extensions: the built-in schema
-/// and then each of `files` (`Config::schema_files`) in order. An unreadable or invalid file
-/// stops the start with a configuration error naming the file (and line).
-pub fn configured_schema(files: &[std::path::PathBuf]) -> Result<Schema, StartError> {
-    let mut schema = Schema::builtin();
+/// with the bundles named in `bundles` (`Config::schemas`), and then each of `files`
+/// (`Config::schema_files`) in order. An unknown or conflicting bundle name, an unreadable or
+/// invalid file stops the start with a one-line configuration error naming the key (and the
+/// file and line). Every command that reads a data directory builds its schema here.
+pub fn configured_schema(
+    bundles: &[String],
+    files: &[std::path::PathBuf],
+) -> Result<Schema, StartError> {
+    let mut schema =
+        Schema::with_bundles(bundles).map_err(|e| StartError::Config(format!("schemas: {e}")))?;
     for path in files {
         let name = path.display().to_string();
         let text = std::fs::read_to_string(path)
