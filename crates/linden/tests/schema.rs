@@ -636,6 +636,19 @@ fn schemas_in_the_configuration_serve_export_and_verify_alike() {
         &["1.1"],
     );
     assert!(out.contains("dn: cn=ops-sudo,dc=example,dc=com"), "{out}");
+    // The demo's RFC 2307 group was loaded as an rfc2307bis one (posixGroup is auxiliary).
+    let out = search(
+        &srv,
+        "dc=example,dc=com",
+        "sub",
+        "(objectClass=posixGroup)",
+        &["objectClass"],
+    );
+    assert!(
+        out.contains("dn: cn=staff,ou=groups,dc=example,dc=com"),
+        "{out}"
+    );
+    assert!(out.contains("objectClass: groupOfMembers"), "{out}");
     srv.terminate();
 
     let data_s = data.to_str().expect("utf-8 path");

@@ -473,6 +473,22 @@ fn add_as_admin(
         .map(|_| ())
 }
 
+/// The demo's POSIX group is an RFC 2307 (structural) posixGroup. Under the `rfc2307bis`
+/// bundle posixGroup is auxiliary, so such an entry also gets that bundle's structural class
+/// groupOfMembers, as rfc2307bis directories write their groups.
+fn fit_demo_group(schema: &Schema, attrs: &mut Vec<ldif::AttrValue>) {
+    let auxiliary = schema
+        .class_by_name("posixGroup")
+        .is_some_and(|c| schema.class(c).kind == schema::ClassKind::Auxiliary);
+    let is_oc = |(name, _): &ldif::AttrValue| name.eq_ignore_ascii_case("objectClass");
+    let posix_group = attrs
+        .iter()
+        .any(|a| is_oc(a) && a.1.eq_ignore_ascii_case(b"posixGroup"));
+    if auxiliary && posix_group && schema.class_by_name("groupOfMembers").is_some() {
+        attrs.push(("objectClass".to_string(), b"groupOfMembers".to_vec()));
+    }
+}
+
 /// Loads the demo organisation, unless the directory already holds more than its suffixes.
 fn load_demo(shared: &Arc<Shared>) -> Result<(), StartError> {
     if shared.store.read().len() > shared.suffixes.len() {
@@ -483,9 +499,15 @@ fn load_demo(shared: &Arc<Shared>) -> Result<(), StartError> {
             line: e.line,
             message: e.message.clone(),
         })?;
-        let ldif::Record::Content { dn, attrs, line } = rec else {
+        let ldif::Record::Content {
+            dn,
+            mut attrs,
+            line,
+        } = rec
+        else {
             continue;
         };
+        fit_demo_group(&shared.schema(), &mut attrs);
         add_as_admin(shared, &dn, &ops::add::group_values(&attrs)).map_err(|e| {
             StartError::Demo {
                 line,
