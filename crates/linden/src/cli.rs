@@ -35,6 +35,9 @@ pub enum Command {
     Backup(crate::bulk::BackupArgs),
     /// Ask a running server to write a snapshot now (administrator).
     Snapshot(crate::bulk::SnapshotArgs),
+    /// List the schema bundles in the binary, or print one (`schemas` in the configuration
+    /// enables them by name).
+    Schema(crate::schema_cmd::SchemaArgs),
     /// Write the reference data set (N inetOrgPerson entries) as LDIF.
     Gen(bench::gen::GenArgs),
     /// Load-test an LDAP server (Linden or any other) and report throughput and latency.

@@ -162,6 +162,9 @@ pub struct Settings {
     pub unique: Option<Vec<server::config::UniqueSpec>>,
     #[serde(default, deserialize_with = "de::authz_map")]
     pub authz_map: Option<Vec<dit::authz::AuthzRuleSpec>>,
+    /// Names of schema bundles (`schema::bundles()`).
+    #[serde(default, deserialize_with = "de::strings")]
+    pub schemas: Option<Vec<String>>,
     /// Relative paths are resolved against the configuration file's directory.
     #[serde(default, deserialize_with = "de::paths")]
     pub schema_files: Option<Vec<PathBuf>>,
@@ -423,14 +426,20 @@ fn read_file(path: &Path) -> Result<Settings, ConfigError> {
 }
 
 /// The schema configured by the `serve` configuration file `config` (built-in schema plus its
-/// `schema_files`), for the commands that read a data directory without a server (`export`,
-/// `backup`, `verify`); the built-in schema without one.
+/// `schemas` bundles and `schema_files`), for the commands that read a data directory without
+/// a server (`export`, `backup`, `verify`); the built-in schema without one.
 pub fn configured_schema(config: Option<&Path>) -> Result<schema::Schema, ConfigError> {
-    let files = match config {
-        Some(path) => read_file(path)?.schema_files.unwrap_or_default(),
-        None => Vec::new(),
+    let (bundles, files) = match config {
+        Some(path) => {
+            let s = read_file(path)?;
+            (
+                s.schemas.unwrap_or_default(),
+                s.schema_files.unwrap_or_default(),
+            )
+        }
+        None => (Vec::new(), Vec::new()),
     };
-    server::configured_schema(&files).map_err(|e| ConfigError(e.to_string()))
+    server::configured_schema(&bundles, &files).map_err(|e| ConfigError(e.to_string()))
 }
 
 /// The settings of `linden import`: its `--config` file read and merged exactly as `serve`
@@ -1181,7 +1190,7 @@ log_level = "debug"
         let keys = keys();
         assert_eq!(&keys[..3], &["listen", "data", "suffix"]);
         assert_eq!(keys.last(), Some(&"log_level"));
-        assert_eq!(keys.len(), 64, "{keys:?}");
+        assert_eq!(keys.len(), 65, "{keys:?}");
         let doc = include_str!("../../../docs/configuration.md");
         for k in keys {
             assert!(

@@ -6,6 +6,7 @@
 //! - `serve`: `linden serve`, from settings to a listening server.
 //! - `bulk`: `linden import`, `export`, `backup` and `snapshot`.
 //! - `verify`: `linden verify`, a read-only check of a data directory.
+//! - `schema_cmd`: `linden schema list|show`, the schema bundles in the binary.
 //! - `gen` and `bench` come from the `bench` crate.
 //!
 //! Exit status: 0 after a clean shutdown, 2 for unusable settings (flags or file), 1 otherwise.
@@ -15,6 +16,7 @@ mod bulk;
 mod cli;
 mod config;
 mod password;
+mod schema_cmd;
 mod serve;
 mod verify;
 
@@ -51,6 +53,7 @@ fn main() -> ExitCode {
         Command::Export(args) => bulk::export(&args),
         Command::Backup(args) => bulk::backup(&args),
         Command::Snapshot(args) => bulk::snapshot(&args),
+        Command::Schema(args) => schema_cmd::run(&args),
         Command::Gen(args) => bench::gen::run(&args).map_err(anyhow::Error::new),
         // Verify has its own exit statuses (1 corrupt, 2 no such directory).
         Command::Verify(args) => return verify::run(&args),

@@ -172,6 +172,9 @@ pub fn server_config(s: Settings, admin_password_hash: Vec<u8>) -> server::Confi
     if let Some(v) = s.indexes {
         c.indexes = v;
     }
+    if let Some(v) = s.schemas {
+        c.schemas = v;
+    }
     if let Some(v) = s.schema_files {
         c.schema_files = v;
     }

@@ -553,3 +553,139 @@ fn schema_file_errors_name_the_file_and_line() {
     assert!(err.contains("already defined differently"), "{err}");
     assert!(!data.join("log-00000000000000000001.lnl").exists());
 }
+
+fn linden(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = Command::new(BIN).args(args).output().expect("run linden");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn schema_list_and_show_print_the_bundles() {
+    let (code, out, err) = linden(&["schema", "list"]);
+    assert_eq!(code, Some(0), "{err}");
+    for name in [
+        "nis",
+        "rfc2307bis",
+        "openssh-lpk",
+        "sudo",
+        "openldap",
+        "ppolicy",
+        "dyngroup",
+        "misc",
+        "duaconf",
+        "java",
+        "corba",
+        "samba",
+    ] {
+        assert!(
+            out.lines().any(|l| l.starts_with(&format!("{name} "))),
+            "{name}: {out}"
+        );
+    }
+    let bis = out.lines().find(|l| l.starts_with("rfc2307bis ")).unwrap();
+    assert!(bis.contains("(conflicts with: nis)"), "{bis}");
+
+    let (code, out, err) = linden(&["schema", "show", "openssh-lpk"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.starts_with("# "), "{out}");
+    assert!(
+        out.contains("objectclass ( 1.3.6.1.4.1.24552.500.1.1.2.0 NAME 'ldapPublicKey'"),
+        "{out}"
+    );
+
+    let (code, out, err) = linden(&["schema", "show", "sudoers"]);
+    assert_ne!(code, Some(0), "{out}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("'sudoers'") && err.contains("known bundles: nis, rfc2307bis"),
+        "{err}"
+    );
+}
+
+#[test]
+fn schemas_in_the_configuration_serve_export_and_verify_alike() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let config = dir.path().join("linden.toml");
+    std::fs::write(
+        &config,
+        format!("admin_password = \"{PW}\"\ndemo = true\nschemas = [\"sudo\", \"rfc2307bis\"]\n"),
+    )
+    .expect("config");
+    let config = config.to_str().expect("utf-8 path").to_string();
+    let srv = start(&data, &["--config", &config]);
+    let (code, out) = modify(
+        &srv,
+        ADMIN,
+        PW,
+        "dn: cn=ops,dc=example,dc=com\nchangetype: add\nobjectClass: groupOfNames\n\
+         objectClass: posixGroup\ncn: ops\ngidNumber: 4242\nmember: uid=alice,ou=people,dc=example,dc=com\n\n\
+         dn: cn=ops-sudo,dc=example,dc=com\nchangetype: add\nobjectClass: sudoRole\ncn: ops-sudo\n\
+         sudoUser: %ops\nsudoCommand: /usr/bin/systemctl\nsudoHost: ALL\n",
+    );
+    assert_eq!(code, 0, "{out}");
+    let out = search(
+        &srv,
+        "dc=example,dc=com",
+        "sub",
+        "(sudoUser=%ops)",
+        &["1.1"],
+    );
+    assert!(out.contains("dn: cn=ops-sudo,dc=example,dc=com"), "{out}");
+    // The demo's RFC 2307 group was loaded as an rfc2307bis one (posixGroup is auxiliary).
+    let out = search(
+        &srv,
+        "dc=example,dc=com",
+        "sub",
+        "(objectClass=posixGroup)",
+        &["objectClass"],
+    );
+    assert!(
+        out.contains("dn: cn=staff,ou=groups,dc=example,dc=com"),
+        "{out}"
+    );
+    assert!(out.contains("objectClass: groupOfMembers"), "{out}");
+    srv.terminate();
+
+    let data_s = data.to_str().expect("utf-8 path");
+    let (code, out, err) = linden(&["verify", "--data", data_s, "--config", &config]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let (code, out, err) = linden(&["export", "--data", data_s, "--config", &config]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("sudoCommand: /usr/bin/systemctl"), "{out}");
+    // Without the bundles the stored sudo types are unknown.
+    let (code, out, err) = linden(&["verify", "--data", data_s]);
+    assert_eq!(code, Some(1), "{out}{err}");
+
+    // An unknown name, and nis with rfc2307bis: one line naming the key, status 2.
+    for (list, want) in [
+        (
+            "[\"sudo\", \"sudoers\"]",
+            "unknown schema bundle 'sudoers'; known bundles: nis, rfc2307bis",
+        ),
+        (
+            "[\"nis\", \"rfc2307bis\"]",
+            "'nis' and 'rfc2307bis' cannot be enabled together",
+        ),
+    ] {
+        let bad = dir.path().join("bad.toml");
+        std::fs::write(
+            &bad,
+            format!("admin_password = \"{PW}\"\nschemas = {list}\n"),
+        )
+        .expect("config");
+        let bad = bad.to_str().expect("path");
+        let out = start_fails(&data, &["--config", bad]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        assert!(err.contains("schemas: ") && err.contains(want), "{err}");
+        let (code, _, err) = linden(&["export", "--data", data_s, "--config", bad]);
+        assert_eq!(code, Some(2), "{err}");
+        assert!(err.contains(want), "{err}");
+    }
+}

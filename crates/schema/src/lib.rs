@@ -54,6 +54,8 @@ use std::collections::HashMap;
 mod approx;
 pub use approx::{metaphone, Approx};
 mod builtin;
+mod bundles;
+pub use bundles::{bundle, bundles, Bundle, BundleError};
 mod cache;
 mod check;
 mod dn;

@@ -304,6 +304,15 @@ pub(crate) const RULES: &[RuleDef] = &[
         "1.3.6.1.4.1.4203.666.11.2.1",
         F::Octet,
     ),
+    // OpenLDAP's authorization rules (dgAuthz of the dyngroup bundle, authzTo/authzFrom):
+    // compared as written, so two spellings of one rule are two values, never one.
+    r(
+        "1.3.6.1.4.1.4203.666.4.12",
+        "authzMatch",
+        EQ,
+        "1.3.6.1.4.1.4203.666.2.7",
+        F::Octet,
+    ),
 ];
 
 /// RFC 4518 "map to nothing" characters (soft hyphen, zero-width and variation selectors...).

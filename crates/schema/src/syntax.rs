@@ -82,6 +82,7 @@ pub(crate) const SYNTAXES: &[(&str, &str, Check)] = &[
     ("1.3.6.1.1.1.0.0", "RFC2307 NIS Netgroup Triple", Check::Any),
     ("1.3.6.1.1.1.0.1", "RFC2307 Boot Parameter", Check::Any),
     ("1.3.6.1.4.1.4203.666.11.2.1", "CSN", Check::Csn),
+    ("1.3.6.1.4.1.4203.666.2.7", "OpenLDAP authz", Check::Any),
 ];
 
 fn is_printable(b: u8) -> bool {

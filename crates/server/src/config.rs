@@ -141,6 +141,9 @@ pub struct Config {
     /// The indexed attribute types and the kinds of index each gets. Default objectClass, uid,
     /// cn, sn, mail with presence and equality.
     pub indexes: Vec<IndexSpec>,
+    /// Schema bundles shipped in the binary (`schema::bundles()`) enabled by name, loaded
+    /// with the built-in schema before `schema_files`. Default none.
+    pub schemas: Vec<String>,
     /// Schema files loaded at start after the built-in schema, in order: OpenLDAP `.schema`
     /// files, or LDIF (`.ldif`: `cn=schema,cn=config` entries or a subschema entry).
     /// Default none.
@@ -212,6 +215,7 @@ impl Default for Config {
                 .iter()
                 .map(|s| IndexSpec::eq_pres(s))
                 .collect(),
+            schemas: Vec::new(),
             schema_files: Vec::new(),
             durability: Durability::Sync,
             snapshot_interval: 86_400,

@@ -123,7 +123,7 @@ impl Server {
     }
 
     pub(crate) fn build(config: Config, mode: Mode) -> Result<Server, StartError> {
-        let schema = Arc::new(configured_schema(&config.schema_files)?);
+        let schema = Arc::new(configured_schema(&config.schemas, &config.schema_files)?);
         let norm_dn = |what: &str, s: &str| -> Result<(Dn, NormDn), StartError> {
             let dn = Dn::parse(s).map_err(|e| StartError::Config(format!("{what} '{s}': {e}")))?;
             let ndn = dn
@@ -465,10 +465,16 @@ fn root_dse(schema: &Schema, config: &Config) -> Entry {
 }
 
 /// The schema in force at start, before the data directory's extensions: the built-in schema
-/// and then each of `files` (`Config::schema_files`) in order. An unreadable or invalid file
-/// stops the start with a configuration error naming the file (and line).
-pub fn configured_schema(files: &[std::path::PathBuf]) -> Result<Schema, StartError> {
-    let mut schema = Schema::builtin();
+/// with the bundles named in `bundles` (`Config::schemas`), and then each of `files`
+/// (`Config::schema_files`) in order. An unknown or conflicting bundle name, an unreadable or
+/// invalid file stops the start with a one-line configuration error naming the key (and the
+/// file and line). Every command that reads a data directory builds its schema here.
+pub fn configured_schema(
+    bundles: &[String],
+    files: &[std::path::PathBuf],
+) -> Result<Schema, StartError> {
+    let mut schema =
+        Schema::with_bundles(bundles).map_err(|e| StartError::Config(format!("schemas: {e}")))?;
     for path in files {
         let name = path.display().to_string();
         let text = std::fs::read_to_string(path)
@@ -554,6 +560,22 @@ fn add_as_admin(
         .map(|_| ())
 }
 
+/// The demo's POSIX group is an RFC 2307 (structural) posixGroup. Under the `rfc2307bis`
+/// bundle posixGroup is auxiliary, so such an entry also gets that bundle's structural class
+/// groupOfMembers, as rfc2307bis directories write their groups.
+fn fit_demo_group(schema: &Schema, attrs: &mut Vec<ldif::AttrValue>) {
+    let auxiliary = schema
+        .class_by_name("posixGroup")
+        .is_some_and(|c| schema.class(c).kind == schema::ClassKind::Auxiliary);
+    let is_oc = |(name, _): &ldif::AttrValue| name.eq_ignore_ascii_case("objectClass");
+    let posix_group = attrs
+        .iter()
+        .any(|a| is_oc(a) && a.1.eq_ignore_ascii_case(b"posixGroup"));
+    if auxiliary && posix_group && schema.class_by_name("groupOfMembers").is_some() {
+        attrs.push(("objectClass".to_string(), b"groupOfMembers".to_vec()));
+    }
+}
+
 /// Loads the demo organisation, unless the directory already holds more than its suffixes.
 fn load_demo(shared: &Arc<Shared>) -> Result<(), StartError> {
     if shared.store.read().len() > shared.suffixes.len() {
@@ -564,9 +586,15 @@ fn load_demo(shared: &Arc<Shared>) -> Result<(), StartError> {
             line: e.line,
             message: e.message.clone(),
         })?;
-        let ldif::Record::Content { dn, attrs, line } = rec else {
+        let ldif::Record::Content {
+            dn,
+            mut attrs,
+            line,
+        } = rec
+        else {
             continue;
         };
+        fit_demo_group(&shared.schema(), &mut attrs);
         add_as_admin(shared, &dn, &ops::add::group_values(&attrs)).map_err(|e| {
             StartError::Demo {
                 line,
