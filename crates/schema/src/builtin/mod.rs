@@ -9,6 +9,7 @@
 //!   RFC 3296, RFC 4530, RFC 5020, numSubordinates).
 //! - `openldap.schema`: OpenLDAP's entryCSN and contextCSN, which slapcat output carries. Last,
 //!   so that adding it numbered no earlier type differently.
+//! - `memberof.schema`: memberOf (as OpenLDAP's memberof overlay defines it).
 
 /// (origin, text) in load order: later files refer to names of earlier ones.
 pub(crate) const FILES: &[(&str, &str)] = &[
@@ -18,4 +19,5 @@ pub(crate) const FILES: &[(&str, &str)] = &[
     ("inetorgperson.schema", include_str!("inetorgperson.schema")),
     ("nis.schema", include_str!("nis.schema")),
     ("openldap.schema", include_str!("openldap.schema")),
+    ("memberof.schema", include_str!("memberof.schema")),
 ];
