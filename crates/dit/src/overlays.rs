@@ -9,8 +9,10 @@
 //!
 //! Adding an overlay: implement `Overlay`, construct it from the configuration in `chain`.
 //!
-//! Overlays: [`unique`] (attribute uniqueness).
+//! Overlays: [`unique`] (attribute uniqueness), [`memberof`] (group membership and
+//! referential integrity).
 
+pub mod memberof;
 pub mod unique;
 
 use std::sync::Arc;
@@ -40,9 +42,47 @@ pub trait Overlay: Send + Sync {
     fn after(&self, shared: &Dit, txn: &mut Txn, applied: &Applied) -> LdapResult<()>;
 }
 
-/// The chain the configuration asks for, in order.
+/// What the membership and referential-integrity overlay is asked to do (`memberof`,
+/// `memberof_groups`, `refint`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct MemberOfSpec {
+    /// Maintain memberOf.
+    pub memberof: bool,
+    /// `class:attribute` pairs naming the groups and their member attributes.
+    pub groups: Vec<String>,
+    /// Attributes whose values follow renames and deletes of the entries they name.
+    pub refint: Vec<String>,
+}
+
+impl MemberOfSpec {
+    /// The default group kinds (groupOfNames/member, groupOfUniqueNames/uniqueMember).
+    pub fn default_groups() -> Vec<String> {
+        vec![
+            "groupOfNames:member".into(),
+            "groupOfUniqueNames:uniqueMember".into(),
+        ]
+    }
+
+    fn attrs(&self) -> impl Iterator<Item = &str> {
+        let members = self
+            .memberof
+            .then(|| {
+                self.groups
+                    .iter()
+                    .filter_map(|g| g.split_once(':').map(|(_, m)| m))
+            })
+            .into_iter()
+            .flatten();
+        members.chain(self.refint.iter().map(String::as_str))
+    }
+}
+
+/// The chain the configuration asks for, in order: uniqueness first (it may refuse the
+/// change), then membership and referential integrity (they change other entries).
 pub fn chain(
     unique_specs: &[unique::UniqueSpec],
+    memberof_spec: &MemberOfSpec,
+    admin_dn: &str,
     schema: &schema::Schema,
 ) -> Result<Vec<Box<dyn Overlay>>, String> {
     let mut out: Vec<Box<dyn Overlay>> = Vec::new();
@@ -79,14 +119,66 @@ pub fn chain(
         }
         out.push(Box::new(unique::Unique { rules }));
     }
+    if memberof_spec.memberof || !memberof_spec.refint.is_empty() {
+        out.push(Box::new(memberof_overlay(memberof_spec, admin_dn, schema)?));
+    }
     Ok(out)
 }
 
+fn memberof_overlay(
+    spec: &MemberOfSpec,
+    admin_dn: &str,
+    schema: &schema::Schema,
+) -> Result<memberof::MemberOf, String> {
+    let dn_type = |key: &str, name: &str| -> Result<schema::AttrId, String> {
+        let ty = schema
+            .attr_by_name(name)
+            .ok_or_else(|| format!("{key}: unknown attribute type '{name}'"))?;
+        if schema.attr(ty).equality.is_none() {
+            return Err(format!("{key}: '{name}' has no equality matching rule"));
+        }
+        Ok(ty)
+    };
+    let oc = schema
+        .attr_by_name("objectClass")
+        .ok_or("built-in schema lacks objectClass")?;
+    let mut groups = Vec::new();
+    if spec.memberof {
+        for g in &spec.groups {
+            let (class, member) = g.split_once(':').ok_or_else(|| {
+                format!("memberof_groups: '{g}' is not CLASS:ATTRIBUTE (e.g. groupOfNames:member)")
+            })?;
+            if schema.class_by_name(class).is_none() {
+                return Err(format!("memberof_groups: unknown object class '{class}'"));
+            }
+            let norm = schema
+                .normalize_eq(oc, class.as_bytes())
+                .map_err(|e| format!("memberof_groups: '{class}': {e}"))?;
+            groups.push((norm.into_boxed_slice(), dn_type("memberof_groups", member)?));
+        }
+    }
+    let mut refint = Vec::new();
+    for name in &spec.refint {
+        refint.push(dn_type("refint", name)?);
+    }
+    Ok(memberof::MemberOf {
+        groups,
+        member_of: dn_type("memberof", "memberOf")?,
+        refint,
+        modifier: admin_dn.to_string(),
+    })
+}
+
 /// The attribute types the overlays look up by value: the server indexes them.
-pub fn indexed(unique_specs: &[unique::UniqueSpec]) -> impl Iterator<Item = &str> {
+pub fn indexed<'a>(
+    unique_specs: &'a [unique::UniqueSpec],
+    memberof_spec: &'a MemberOfSpec,
+) -> impl Iterator<Item = &'a str> {
     unique_specs
         .iter()
         .flat_map(|u| u.attributes.iter().map(String::as_str))
+        .chain(memberof_spec.attrs())
+        .chain(memberof_spec.memberof.then_some("memberOf"))
 }
 
 /// Runs the chain on one applied change.

@@ -30,14 +30,24 @@ fn norm(schema: &Schema, dn: &str) -> NormDn {
 
 /// A directory with the default access rules and one uniqueness rule on `uid`.
 fn directory() -> Dit {
+    directory_with(&dit::overlays::MemberOfSpec::default())
+}
+
+/// `directory`, with group membership and referential integrity as `memberof` asks.
+fn directory_with(memberof: &dit::overlays::MemberOfSpec) -> Dit {
     let schema = Arc::new(Schema::builtin());
-    let uid = schema.attr_by_name("uid").unwrap();
-    let store = Store::new(schema.clone(), &[uid]);
+    let indexed: Vec<_> = ["uid", "member", "uniqueMember", "seeAlso", "memberOf"]
+        .iter()
+        .map(|n| schema.attr_by_name(n).unwrap())
+        .collect();
+    let store = Store::new(schema.clone(), &indexed);
     let overlays = dit::overlays::chain(
         &[UniqueSpec {
             attributes: vec!["uid".into()],
             base: None,
         }],
+        memberof,
+        "cn=admin,dc=example,dc=com",
         &schema,
     )
     .unwrap();
@@ -92,6 +102,7 @@ fn add(dit: &Arc<Dit>, dn: &str, pairs: &[(&str, &[&str])], root: bool) -> LdapR
                 Ok(Applied {
                     before: None,
                     after: txn.version().get(id).cloned(),
+                    also: Vec::new(),
                 })
             })
         })
@@ -122,7 +133,11 @@ fn add_person(dit: &Arc<Dit>, uid: &str) -> LdapResult<Applied> {
 }
 
 fn setup() -> Arc<Dit> {
-    let dit = Arc::new(directory());
+    setup_with(directory())
+}
+
+fn setup_with(dit: Dit) -> Arc<Dit> {
+    let dit = Arc::new(dit);
     add(
         &dit,
         SUFFIX,
@@ -310,4 +325,265 @@ fn authentication_identities_map_to_entries_by_dn_or_search() {
     assert!(e.starts_with("authz_map rule 1: pattern:"), "{e}");
     let e = AuthzMap::compile(&[rule("x", "ldap:///dc=x??nowhere?(a=b)")]).unwrap_err();
     assert!(e.contains("unknown scope 'nowhere'"), "{e}");
+}
+
+/// Runs `f` as one change in a write job (overlays included).
+fn change(
+    dit: &Arc<Dit>,
+    f: impl FnOnce(&Dit, &mut Txn) -> LdapResult<Applied> + Send + 'static,
+) -> LdapResult<Applied> {
+    let d = dit.clone();
+    dit.store
+        .write_blocking(move |txn: &mut Txn| write_job(&d, txn, |txn| f(&d, txn)))
+        .unwrap()
+}
+
+/// Replaces the values of one attribute of the entry `dn`.
+fn replace(dit: &Arc<Dit>, dn: &str, attr_name: &'static str, values: &[&str]) {
+    let dn = dn.to_string();
+    let values: Vec<Box<[u8]>> = values.iter().map(|v| v.as_bytes().into()).collect();
+    change(dit, move |d, txn| {
+        let schema = txn.schema().clone();
+        let ty = schema.attr_by_name(attr_name).unwrap();
+        let e = txn.version().lookup(&norm(&schema, &dn)).unwrap().clone();
+        let mut attrs: Vec<Attr> = e.to_attrs().into_iter().filter(|a| a.ty != ty).collect();
+        if !values.is_empty() {
+            attrs.push(Attr::new(&schema, ty, "", values).unwrap());
+        }
+        stamp_modified(d, &mut attrs, "cn=admin,dc=example,dc=com", txn.now());
+        txn.replace_attrs(e.id, attrs)?;
+        Ok(Applied {
+            before: Some(e.clone()),
+            after: txn.version().get(e.id).cloned(),
+            also: Vec::new(),
+        })
+    })
+    .unwrap();
+}
+
+/// The values of `attr_name` in entry `dn`, lowercased and sorted.
+fn values_of(dit: &Dit, dn: &str, attr_name: &str) -> Vec<String> {
+    let schema = dit.schema();
+    let v = dit.store.read();
+    let e = v.lookup(&norm(&schema, dn)).unwrap();
+    let ty = schema.attr_by_name(attr_name).unwrap();
+    let mut out: Vec<String> = e
+        .attr(ty)
+        .map(|a| {
+            a.values()
+                .map(|v| String::from_utf8_lossy(v).to_lowercase())
+                .collect()
+        })
+        .unwrap_or_default();
+    out.sort();
+    out
+}
+
+fn memberof_directory() -> Arc<Dit> {
+    let dit = setup_with(directory_with(&dit::overlays::MemberOfSpec {
+        memberof: true,
+        groups: dit::overlays::MemberOfSpec::default_groups(),
+        refint: vec!["member".into(), "uniqueMember".into(), "seeAlso".into()],
+    }));
+    for uid in ["alice", "bob", "carol"] {
+        add_person(&dit, uid).unwrap();
+    }
+    dit
+}
+
+const ALICE: &str = "uid=alice,dc=example,dc=com";
+const BOB: &str = "uid=bob,dc=example,dc=com";
+const CAROL: &str = "uid=carol,dc=example,dc=com";
+const STAFF: &str = "cn=staff,dc=example,dc=com";
+
+#[test]
+fn group_changes_keep_memberof_in_the_same_change() {
+    let dit = memberof_directory();
+    add(
+        &dit,
+        STAFF,
+        &[
+            ("objectClass", &["groupOfNames"]),
+            ("cn", &["staff"]),
+            ("member", &[ALICE, "UID=Bob, DC=example,DC=com"]),
+        ],
+        false,
+    )
+    .unwrap();
+    assert_eq!(values_of(&dit, ALICE, "memberOf"), [STAFF]);
+    assert_eq!(values_of(&dit, BOB, "memberOf"), [STAFF]);
+    assert!(values_of(&dit, CAROL, "memberOf").is_empty());
+    // Adding carol and removing alice touches only them.
+    let bob_csn = values_of(&dit, BOB, "entryCSN");
+    replace(&dit, STAFF, "member", &[BOB, CAROL]);
+    assert!(values_of(&dit, ALICE, "memberOf").is_empty());
+    assert_eq!(values_of(&dit, CAROL, "memberOf"), [STAFF]);
+    assert_eq!(
+        values_of(&dit, BOB, "entryCSN"),
+        bob_csn,
+        "bob was not rewritten"
+    );
+    // A second kind of group.
+    add(
+        &dit,
+        "cn=admins,dc=example,dc=com",
+        &[
+            ("objectClass", &["groupOfUniqueNames"]),
+            ("cn", &["admins"]),
+            ("uniqueMember", &[BOB]),
+        ],
+        false,
+    )
+    .unwrap();
+    assert_eq!(
+        values_of(&dit, BOB, "memberOf"),
+        ["cn=admins,dc=example,dc=com", STAFF]
+    );
+    // Deleting the group removes it from its members.
+    change(&dit, |_, txn| {
+        let schema = txn.schema().clone();
+        let id = txn.version().lookup(&norm(&schema, STAFF)).unwrap().id;
+        let before = txn.delete(id)?;
+        Ok(Applied {
+            before: Some(before),
+            after: None,
+            also: Vec::new(),
+        })
+    })
+    .unwrap();
+    assert_eq!(
+        values_of(&dit, BOB, "memberOf"),
+        ["cn=admins,dc=example,dc=com"]
+    );
+    assert!(values_of(&dit, CAROL, "memberOf").is_empty());
+}
+
+#[test]
+fn deletes_and_renames_follow_into_the_values_that_name_them() {
+    let dit = memberof_directory();
+    add(
+        &dit,
+        STAFF,
+        &[
+            ("objectClass", &["groupOfNames"]),
+            ("cn", &["staff"]),
+            ("member", &[ALICE, BOB]),
+            ("seeAlso", &[CAROL]),
+        ],
+        false,
+    )
+    .unwrap();
+    // Rename bob: the group names the new DN, and bob keeps his membership.
+    change(&dit, |_, txn| {
+        let schema = txn.schema().clone();
+        let e = txn.version().lookup(&norm(&schema, BOB)).unwrap().clone();
+        let mut attrs = e.to_attrs();
+        let uid = schema.attr_by_name("uid").unwrap();
+        attrs.retain(|a| a.ty != uid);
+        attrs.push(Attr::new(&schema, uid, "", vec![b"robert".as_slice().into()]).unwrap());
+        let dn = "uid=robert,dc=example,dc=com";
+        txn.rename(e.id, dn.into(), norm(&schema, dn), e.parent, attrs)?;
+        Ok(Applied {
+            before: Some(e.clone()),
+            after: txn.version().get(e.id).cloned(),
+            also: Vec::new(),
+        })
+    })
+    .unwrap();
+    assert_eq!(
+        values_of(&dit, STAFF, "member"),
+        [ALICE, "uid=robert,dc=example,dc=com"]
+    );
+    assert_eq!(
+        values_of(&dit, "uid=robert,dc=example,dc=com", "memberOf"),
+        [STAFF]
+    );
+    // Delete carol: the seeAlso naming her goes.
+    change(&dit, |_, txn| {
+        let schema = txn.schema().clone();
+        let id = txn.version().lookup(&norm(&schema, CAROL)).unwrap().id;
+        let before = txn.delete(id)?;
+        Ok(Applied {
+            before: Some(before),
+            after: None,
+            also: Vec::new(),
+        })
+    })
+    .unwrap();
+    assert!(values_of(&dit, STAFF, "seeAlso").is_empty());
+    // A member added after the group named it gets its memberOf.
+    replace(
+        &dit,
+        STAFF,
+        "member",
+        &[ALICE, "uid=dave,dc=example,dc=com"],
+    );
+    add_person(&dit, "dave").unwrap();
+    assert_eq!(
+        values_of(&dit, "uid=dave,dc=example,dc=com", "memberOf"),
+        [STAFF]
+    );
+}
+
+#[test]
+fn a_renamed_subtree_renames_the_values_naming_entries_in_it() {
+    let dit = memberof_directory();
+    add(
+        &dit,
+        "ou=teams,dc=example,dc=com",
+        &[("objectClass", &["organizationalUnit"]), ("ou", &["teams"])],
+        false,
+    )
+    .unwrap();
+    let erin = "uid=erin,ou=teams,dc=example,dc=com";
+    add(
+        &dit,
+        erin,
+        &[
+            ("objectClass", &["inetOrgPerson"]),
+            ("cn", &["erin"]),
+            ("sn", &["erin"]),
+            ("uid", &["erin"]),
+        ],
+        false,
+    )
+    .unwrap();
+    add(
+        &dit,
+        STAFF,
+        &[
+            ("objectClass", &["groupOfNames"]),
+            ("cn", &["staff"]),
+            ("member", &[ALICE, erin]),
+        ],
+        false,
+    )
+    .unwrap();
+    change(&dit, |_, txn| {
+        let schema = txn.schema().clone();
+        let e = txn
+            .version()
+            .lookup(&norm(&schema, "ou=teams,dc=example,dc=com"))
+            .unwrap()
+            .clone();
+        let ou = schema.attr_by_name("ou").unwrap();
+        let mut attrs: Vec<Attr> = e.to_attrs().into_iter().filter(|a| a.ty != ou).collect();
+        attrs.push(Attr::new(&schema, ou, "", vec![b"squads".as_slice().into()]).unwrap());
+        let dn = "ou=squads,dc=example,dc=com";
+        txn.rename(e.id, dn.into(), norm(&schema, dn), e.parent, attrs)?;
+        Ok(Applied {
+            before: Some(e.clone()),
+            after: txn.version().get(e.id).cloned(),
+            also: Vec::new(),
+        })
+    })
+    .unwrap();
+    assert_eq!(
+        values_of(&dit, STAFF, "member"),
+        [ALICE, "uid=erin,ou=squads,dc=example,dc=com"]
+    );
+    assert_eq!(
+        values_of(&dit, "uid=erin,ou=squads,dc=example,dc=com", "memberOf"),
+        [STAFF]
+    );
 }

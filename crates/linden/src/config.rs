@@ -160,6 +160,12 @@ pub struct Settings {
     pub indexes: Option<Vec<server::config::IndexSpec>>,
     #[serde(default, deserialize_with = "de::unique")]
     pub unique: Option<Vec<server::config::UniqueSpec>>,
+    #[serde(default, deserialize_with = "de::boolean")]
+    pub memberof: bool,
+    #[serde(default, deserialize_with = "de::strings")]
+    pub memberof_groups: Option<Vec<String>>,
+    #[serde(default, deserialize_with = "de::strings")]
+    pub refint: Option<Vec<String>>,
     #[serde(default, deserialize_with = "de::authz_map")]
     pub authz_map: Option<Vec<dit::authz::AuthzRuleSpec>>,
     /// Names of schema bundles (`schema::bundles()`).
@@ -1190,7 +1196,7 @@ log_level = "debug"
         let keys = keys();
         assert_eq!(&keys[..3], &["listen", "data", "suffix"]);
         assert_eq!(keys.last(), Some(&"log_level"));
-        assert_eq!(keys.len(), 65, "{keys:?}");
+        assert_eq!(keys.len(), 68, "{keys:?}");
         let doc = include_str!("../../../docs/configuration.md");
         for k in keys {
             assert!(

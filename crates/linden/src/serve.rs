@@ -130,6 +130,13 @@ pub fn server_config(s: Settings, admin_password_hash: Vec<u8>) -> server::Confi
     if let Some(v) = s.authz_map {
         c.authz_map = v;
     }
+    c.memberof.memberof = s.memberof;
+    if let Some(v) = s.memberof_groups {
+        c.memberof.groups = v;
+    }
+    if let Some(v) = s.refint {
+        c.memberof.refint = v;
+    }
     c.tls_cert = s.tls_cert.or(c.tls_cert);
     c.tls_key = s.tls_key.or(c.tls_key);
     c.tls_client_ca = s.tls_client_ca.or(c.tls_client_ca);

@@ -100,6 +100,9 @@ pub struct Config {
     pub server_id: u16,
     /// Attribute uniqueness rules (`[[unique]]`); none by default.
     pub unique: Vec<UniqueSpec>,
+    /// Group membership (memberOf) and referential integrity (`memberof`, `memberof_groups`,
+    /// `refint`).
+    pub memberof: dit::overlays::MemberOfSpec,
     /// SASL EXTERNAL identity mapping rules (`[[authz_map]]`), in order.
     pub authz_map: Vec<dit::authz::AuthzRuleSpec>,
     /// Controls one request may carry (0 = no limit); more: adminLimitExceeded. Default 32.
@@ -188,6 +191,11 @@ impl Default for Config {
             max_vlv_contexts: 5,
             server_id: 0,
             unique: Vec::new(),
+            memberof: dit::overlays::MemberOfSpec {
+                memberof: false,
+                groups: dit::overlays::MemberOfSpec::default_groups(),
+                refint: Vec::new(),
+            },
             authz_map: Vec::new(),
             max_connections: 10_000,
             max_connections_per_ip: 1_000,

@@ -168,7 +168,7 @@ impl Server {
         }
         // What the overlays look up by value is indexed too (a name they do not know is
         // reported by `overlays::chain` below).
-        for name in overlays::indexed(&config.unique) {
+        for name in overlays::indexed(&config.unique, &config.memberof) {
             if let Some(id) = schema.attr_by_name(name) {
                 indexed.add(id, store::IndexKinds::DEFAULT);
             }
@@ -205,7 +205,8 @@ impl Server {
             ),
             Mode::Memory => (logs::LogSink::off(), logs::LogSink::off()),
         };
-        let overlays = overlays::chain(&config.unique, &schema).map_err(StartError::Config)?;
+        let overlays = overlays::chain(&config.unique, &config.memberof, &config.admin_dn, &schema)
+            .map_err(StartError::Config)?;
         let limits = dit::WriteLimits {
             max_values_per_attribute: config.max_values_per_attribute,
             max_attributes_per_request: config.max_attributes_per_request,

@@ -11,6 +11,7 @@
 //!   RFC 3296, RFC 4530, RFC 5020, numSubordinates).
 //! - `openldap.schema`: OpenLDAP's entryCSN and contextCSN, which slapcat output carries. Last,
 //!   so that adding it numbered no earlier type differently.
+//! - `memberof.schema`: memberOf (as OpenLDAP's memberof overlay defines it).
 
 /// The origin of the built-in file a bundle may replace (see `crate::bundles`).
 pub(crate) const NIS_FILE: &str = "nis.schema";
@@ -24,4 +25,5 @@ pub(crate) const FILES: &[(&str, &str)] = &[
     ("posixids.schema", include_str!("posixids.schema")),
     (NIS_FILE, include_str!("nis.schema")),
     ("openldap.schema", include_str!("openldap.schema")),
+    ("memberof.schema", include_str!("memberof.schema")),
 ];
