@@ -113,7 +113,7 @@ mod tests {
         for c in ResultCode::all() {
             assert_eq!(ResultCode::from_u32(c as u32), Some(c));
         }
-        assert_eq!(ResultCode::all().count(), 45);
+        assert_eq!(ResultCode::all().count(), 47);
         assert_eq!(
             ResultCode::AssertionFailed.to_string(),
             "assertionFailed (122)"

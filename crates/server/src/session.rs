@@ -143,6 +143,22 @@ async fn handshake(
     }
 }
 
+/// Answers a request refused before it was dispatched (its controls, or the identity they ask
+/// to act as), with its access-log line; requests without a response get none.
+async fn refuse(
+    conn: &Conn,
+    id: i32,
+    identity: &Identity,
+    op: &proto::ProtocolOp<'_>,
+    e: &LdapError,
+) {
+    if let Some(tag) = response_tag(op) {
+        let log = conn.log_start(id, identity, |l| describe(l, op));
+        conn.send(result_pdu(id, tag, Err(e))).await;
+        conn.log_end(log, e.code, None);
+    }
+}
+
 /// How a connection's serving ended.
 enum Ended<R, W> {
     Closed,
@@ -325,11 +341,7 @@ async fn dispatch(conn: &Arc<Conn>, pdu: &[u8], identity: &mut Arc<Identity>) ->
     let controls = match controls {
         Ok(c) => c,
         Err(e) => {
-            if let Some(tag) = response_tag(&msg.op) {
-                let log = conn.log_start(id, identity, |l| describe(l, &msg.op));
-                conn.send(result_pdu(id, tag, Err(&e))).await;
-                conn.log_end(log, e.code, None);
-            }
+            refuse(conn, id, identity, &msg.op, &e).await;
             return Next::Continue;
         }
     };
@@ -341,11 +353,7 @@ async fn dispatch(conn: &Arc<Conn>, pdu: &[u8], identity: &mut Arc<Identity>) ->
         Some(authz) => match crate::proxy::resolve(shared, identity, authz) {
             Ok(who) => who,
             Err(e) => {
-                if let Some(tag) = response_tag(&msg.op) {
-                    let log = conn.log_start(id, identity, |l| describe(l, &msg.op));
-                    conn.send(result_pdu(id, tag, Err(&e))).await;
-                    conn.log_end(log, e.code, None);
-                }
+                refuse(conn, id, identity, &msg.op, &e).await;
                 return Next::Continue;
             }
         },

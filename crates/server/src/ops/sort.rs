@@ -428,11 +428,7 @@ pub(crate) fn send(
             }
         };
         for id in list.ids {
-            if p.size_limit > 0 && ran.sent >= p.size_limit {
-                ran.outcome = Err(LdapError::new(
-                    ResultCode::SizeLimitExceeded,
-                    "size limit exceeded",
-                ));
+            if size_limit_reached(p, ran) {
                 break;
             }
             let Some(e) = v.get(id) else { continue };
@@ -482,6 +478,12 @@ pub(crate) fn send(
         }
         Ok(Some((target, range))) => {
             for &id in &list.ids[range] {
+                // The size limit bounds a window as it bounds any search (slapd's sssvlv
+                // does not apply it; without it, one anonymous request could read a whole
+                // list past `size_limit_anonymous`).
+                if size_limit_reached(p, ran) {
+                    break;
+                }
                 let Some(e) = v.get(id) else { continue };
                 if !emit(ran, e, access(e).as_ref()) {
                     return None;
@@ -506,6 +508,19 @@ pub(crate) fn send(
         }
     }
     Some(walked)
+}
+
+/// Whether the search sent as many entries as its size limit allows; if so its outcome is
+/// sizeLimitExceeded.
+fn size_limit_reached(p: &Prepared, ran: &mut Ran) -> bool {
+    let reached = p.size_limit > 0 && ran.sent >= p.size_limit;
+    if reached {
+        ran.outcome = Err(LdapError::new(
+            ResultCode::SizeLimitExceeded,
+            "size limit exceeded",
+        ));
+    }
+    reached
 }
 
 /// The target position reported and the range of the list to send, for a VLV request on a
