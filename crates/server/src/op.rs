@@ -11,6 +11,7 @@ use proto::{Control, ResultCode};
 
 use crate::controls::RequestControls;
 use crate::error::{wire_result, LdapError, LdapResult};
+pub(crate) use crate::ops::state::Audit;
 use crate::overlays::Applied;
 use crate::reply::{AccessLine, Conn};
 use crate::state::Identity;
@@ -112,15 +113,6 @@ impl Op {
         }
         Ok(())
     }
-}
-
-/// What the audit log gets once a change succeeds.
-pub(crate) enum Audit {
-    Off,
-    /// A record made from the request (a rename).
-    Record(Vec<u8>),
-    /// A record made from what the change applied.
-    Applied,
 }
 
 /// `require_tls_for_writes`: changes only over TLS.

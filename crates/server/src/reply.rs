@@ -41,13 +41,13 @@ pub(crate) struct Conn {
     /// Open paged searches (RFC 2696), between their pages.
     pub paged: Mutex<crate::ops::paged::PagedSearches>,
     /// Virtual list views kept for their context ids (`ops::sort`).
-    pub(crate) vlv: Mutex<crate::ops::sort::VlvContexts>,
+    pub(crate) vlv: Mutex<crate::ops::state::VlvContexts>,
     /// Open persistent searches, for Abandon, close and `max_persistent_searches`.
     pub(crate) psearches: crate::ops::live::Open,
     /// Open LDAP transactions (RFC 5805), dropped with the connection.
-    pub(crate) txns: crate::ops::txn::Transactions,
+    pub(crate) txns: crate::ops::state::Transactions,
     /// Cancel requests waiting for their searches, and what cannot be cancelled.
-    pub(crate) cancels: crate::ops::cancel::Cancels,
+    pub(crate) cancels: crate::ops::state::Cancels,
 }
 
 /// Queue permits (KiB) a response of `len` bytes takes; at most the whole budget, so that one

@@ -9,7 +9,6 @@
 //! (cannotCancel, 121); any other id — unknown, or an operation that already ended (binds and
 //! StartTLS end before the connection reads its next request) — is noSuchOperation (119).
 
-use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -19,15 +18,6 @@ use tokio::sync::oneshot;
 use crate::error::LdapError;
 use crate::op::Op;
 use crate::reply::Conn;
-
-/// The Cancel requests of one connection (a field of `Conn`).
-#[derive(Default)]
-pub(crate) struct Cancels {
-    /// Searches a Cancel is waiting for, by message id: told whether they ended cancelled.
-    waiting: Mutex<HashMap<i32, oneshot::Sender<bool>>>,
-    /// Operations in progress that cannot be cancelled: writes in the writer's hands, Cancels.
-    uncancellable: Mutex<HashSet<i32>>,
-}
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())

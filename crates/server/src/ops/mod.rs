@@ -21,19 +21,19 @@ pub mod psearch;
 pub mod sasl;
 pub mod search;
 pub(crate) mod sort;
+pub(crate) mod state;
 pub mod subschema;
 pub(crate) mod txn;
 
 use std::sync::Arc;
 
 use proto::ResultCode;
-use store::Txn;
 
 use crate::error::{LdapError, LdapResult};
 use crate::state::{Identity, Shared};
 
+use crate::op::Op;
 pub(crate) use crate::op::Pending;
-use crate::op::{Audit, Op};
 pub(crate) use crate::overlays::Applied;
 pub(crate) use dit::values;
 pub(crate) use dit::write::{
@@ -42,6 +42,7 @@ pub(crate) use dit::write::{
     hash_passwords, push_checked, rdn_values_present, set_operational, stamp_modified,
     structural_of, write_job, Assertion,
 };
+pub(crate) use state::{Audit, Change};
 
 /// The assertion control (RFC 4528) of an operation, if it carries one, to be checked for
 /// its effective identity.
@@ -51,11 +52,6 @@ pub(crate) fn take_assertion(op: &mut Op) -> Option<Assertion> {
         .take()
         .map(|filter| Assertion::new(op.who.clone(), filter))
 }
-
-/// A change checked as far as it can be outside the writer, to be applied in the writer's job
-/// (`write_job`) against the newest version: alone (`submit_write`) or with the other
-/// operations of an LDAP transaction (`txn`).
-pub(crate) type Change = Box<dyn FnOnce(&mut Txn) -> LdapResult<Applied> + Send>;
 
 /// Sends a prepared write on its way: queued in the transaction its Transaction Specification
 /// control names (answered at once, `txn::queue`), or handed to the writer now and answered

@@ -16,7 +16,7 @@
 //! Plain searches do not come here: `search::handle` tests the two controls once.
 
 use std::cmp::Ordering;
-use std::collections::VecDeque;
+
 use std::ops::ControlFlow;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -26,6 +26,7 @@ use proto::{tags, ResultCode, SearchRequest};
 use schema::{AttrId, RuleId, Schema};
 use store::Entry;
 
+use super::state::List;
 use crate::acl;
 use crate::controls::SortRequest;
 use crate::error::{LdapError, LdapResult};
@@ -93,41 +94,6 @@ impl Order {
             .as_ref()
             .and_then(|v| v.list.as_ref())
             .map(|(_, l)| l.version.clone())
-    }
-}
-
-/// A sorted result set: entry ids in order, with the first key's value of each (for
-/// greaterThanOrEqual targets).
-pub(crate) struct List {
-    pub ids: Vec<u32>,
-    first: Vec<Option<Vec<u8>>>,
-    version: Arc<store::Version>,
-    /// The search (request and order) it answers.
-    key: u64,
-}
-
-/// The VLV lists one connection keeps, oldest first.
-#[derive(Default)]
-pub(crate) struct VlvContexts {
-    open: VecDeque<(u64, Arc<List>)>,
-    next: u64,
-}
-
-impl VlvContexts {
-    fn find(&self, id: u64, key: u64) -> Option<Arc<List>> {
-        self.open
-            .iter()
-            .find(|(c, l)| *c == id && l.key == key)
-            .map(|(_, l)| l.clone())
-    }
-
-    fn keep(&mut self, list: Arc<List>, max: usize) -> u64 {
-        while self.open.len() >= max.max(1) {
-            self.open.pop_front();
-        }
-        self.next += 1;
-        self.open.push_back((self.next, list));
-        self.next
     }
 }
 

@@ -10,39 +10,16 @@
 //! A transaction belongs to its connection (`Conn::txns`) and ends with it. Limits:
 //! `max_transactions` open per connection, `max_transaction_ops` queued per transaction.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, MutexGuard};
 
 use proto::ResultCode;
 
+use super::state::{Inner, Queued, Transactions};
 use crate::error::{LdapError, LdapResult};
 use crate::op::{Audit, Op};
 use crate::ops::{write_audit, write_job, Applied, Change};
 use crate::reply::Conn;
 use crate::state::Identity;
-
-/// The open transactions of one connection (a field of `Conn`).
-#[derive(Default)]
-pub(crate) struct Transactions {
-    inner: Mutex<Inner>,
-}
-
-#[derive(Default)]
-struct Inner {
-    /// Numbers the connection's transactions; identifiers are never reused on a connection.
-    started: u64,
-    open: HashMap<Vec<u8>, Vec<Queued>>,
-}
-
-/// One operation waiting in a transaction.
-struct Queued {
-    /// Its message id, named in the End Transaction response if it fails the commit.
-    msg_id: i32,
-    change: Change,
-    audit: Audit,
-    /// Whom it acts for (its audit records name them).
-    who: Arc<Identity>,
-}
 
 impl Transactions {
     fn lock(&self) -> MutexGuard<'_, Inner> {
