@@ -425,3 +425,49 @@ fn imports_slapcat_output() {
         assert!(suffix.contains(kept), "{kept} not in {suffix}");
     }
 }
+
+/// With `memberof = true` in the configuration, an import computes memberOf from the groups it
+/// imports, keeping values the input carries.
+#[test]
+fn import_computes_member_of_when_configured() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let src = tmp.path().join("in.ldif");
+    let ldif = format!(
+        "{LDIF}\ndn: uid=bob,ou=people,dc=example,dc=com\nobjectClass: inetOrgPerson\nuid: bob\ncn: Bob\nsn: B\nmemberOf: cn=old,dc=example,dc=com\n\n\
+         dn: cn=staff,dc=example,dc=com\nobjectClass: groupOfNames\ncn: staff\n\
+         member: uid=ann,ou=people,dc=example,dc=com\nmember: UID=Bob, ou=people,dc=example,dc=com\n"
+    );
+    std::fs::write(&src, ldif).expect("write");
+    let config = tmp.path().join("linden.toml");
+    std::fs::write(&config, "memberof = true\n").expect("write config");
+    let d = tmp.path().join("d");
+    let (rc, out, err) = import(&d, &src, &["--config", config.to_str().expect("p")]);
+    assert_eq!(rc, 0, "{out}{err}");
+    let e = tmp.path().join("e.ldif");
+    let (rc, _, err) = linden(&[
+        "export",
+        "--data",
+        d.to_str().expect("p"),
+        e.to_str().expect("p"),
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    let exported = std::fs::read_to_string(&e).expect("read");
+    let record = |dn: &str| {
+        exported
+            .split("\n\n")
+            .find(|r| r.starts_with(&format!("dn: {dn}\n")))
+            .unwrap_or_else(|| panic!("{dn} in {exported}"))
+            .to_string()
+    };
+    let ann = record("uid=ann,ou=people,dc=example,dc=com");
+    assert!(
+        ann.contains("memberOf: cn=staff,dc=example,dc=com"),
+        "{ann}"
+    );
+    let bob = record("uid=bob,ou=people,dc=example,dc=com");
+    assert!(bob.contains("memberOf: cn=old,dc=example,dc=com"), "{bob}");
+    assert!(
+        bob.contains("memberOf: cn=staff,dc=example,dc=com"),
+        "{bob}"
+    );
+}

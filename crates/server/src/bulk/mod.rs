@@ -327,6 +327,7 @@ pub fn import(
     // Returning (at an error) dropped the receivers: the other threads have stopped.
     outcome?;
     progress(tree.entries.len() as u64, read.load(Ordering::Relaxed));
+    compute_member_of(&shared, &mut tree);
     let placed = t.elapsed().as_secs_f64();
     let info = store::persist::write_snapshot_bulk(
         &store::persist::FsIo,
@@ -346,6 +347,78 @@ pub fn import(
         seconds: t.elapsed().as_secs_f64(),
         snapshot_seconds: t.elapsed().as_secs_f64() - placed,
     })
+}
+
+/// memberOf for the imported entries when the configuration maintains it (`memberof`). The
+/// write path keeps it change by change (`overlays::memberof`); an import runs no overlay, so
+/// it is worked out once here from the groups imported, in one pass over them. Values an entry
+/// already carries (slapcat output of a slapd with the memberof overlay) are kept.
+fn compute_member_of(shared: &Shared, tree: &mut ImportTree) {
+    let spec = &shared.config.memberof;
+    if !spec.memberof {
+        return;
+    }
+    let schema = shared.schema();
+    let Some(member_of) = schema.attr_by_name("memberOf") else {
+        return;
+    };
+    let oc = shared.known.object_class;
+    // The classes and member attributes were checked when the server was built.
+    let groups: Vec<(Vec<u8>, schema::AttrId)> = spec
+        .groups
+        .iter()
+        .filter_map(|g| {
+            let (class, member) = g.split_once(':')?;
+            Some((
+                schema.normalize_eq(oc, class.as_bytes()).ok()?,
+                schema.attr_by_name(member)?,
+            ))
+        })
+        .collect();
+    let mut of: std::collections::HashMap<u32, Vec<Box<[u8]>>> = Default::default();
+    for e in &tree.entries {
+        for (class, member) in &groups {
+            if !e.has_value(oc, class) {
+                continue;
+            }
+            let Some(a) = e.attr(*member) else { continue };
+            for norm in a.norm() {
+                let Ok(n) = std::str::from_utf8(norm) else {
+                    continue;
+                };
+                if let Some(at) = tree.position(n, dn_hash(n)) {
+                    of.entry(at).or_default().push(e.dn().as_bytes().into());
+                }
+            }
+        }
+    }
+    for (at, dns) in of {
+        let Some(e) = tree.entries.get(at as usize) else {
+            continue;
+        };
+        let mut attrs = e.to_attrs();
+        let mut values: Vec<Box<[u8]>> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        let old = attrs
+            .iter()
+            .filter(|a| a.ty == member_of && a.options.is_empty())
+            .flat_map(|a| a.values.iter().cloned());
+        for v in old.collect::<Vec<_>>().into_iter().chain(dns) {
+            if seen.insert(
+                schema
+                    .normalize_eq(member_of, &v)
+                    .unwrap_or_else(|_| v.to_vec()),
+            ) {
+                values.push(v);
+            }
+        }
+        attrs.retain(|a| !(a.ty == member_of && a.options.is_empty()));
+        if let Ok(a) = store::Attr::new(&schema, member_of, "", values) {
+            attrs.push(a);
+        }
+        let rebuilt = Entry::new(e.id, e.parent, e.dn(), &e.ndn(), &attrs);
+        tree.entries[at as usize] = rebuilt;
+    }
 }
 
 /// The batch number an imported snapshot holds: the import counts as the directory's first
