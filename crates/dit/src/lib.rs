@@ -1,8 +1,9 @@
 //! The directory itself, with no sockets (design.md, "Crates and seams"): who an operation
 //! acts for (`identity`), access control (`acl`), filter compilation (`filter`), the write
 //! path's checks and stamps (`write`) and its overlay chain (`overlays`), entryCSN values and
-//! time stamps (`csn`), the server-held virtual entries (`entries`: cn=Subschema), values in
-//! linear time (`values`) and the error every operation returns (`error`).
+//! time stamps (`csn`), the server-held virtual entries (`entries`: cn=Subschema), attribute
+//! selection (`select`), EXTERNAL identity mapping (`authz`), values in linear time (`values`)
+//! and the error every operation returns (`error`).
 //!
 //! [`Dit`] is the directory state every operation shares: the store (whose versions hold the
 //! entries, indexes and schema), the naming contexts, the administrator, the compiled access
@@ -21,6 +22,7 @@ pub mod error;
 pub mod filter;
 pub mod identity;
 pub mod overlays;
+pub mod select;
 pub mod values;
 pub mod write;
 
