@@ -17,7 +17,8 @@ pub mod unique;
 
 use std::sync::Arc;
 
-use store::{Entry, Txn};
+use schema::{AttrId, Schema};
+use store::{Entry, Filter, Txn, Version};
 
 use crate::error::LdapResult;
 use crate::Dit;
@@ -179,6 +180,37 @@ pub fn indexed<'a>(
         .flat_map(|u| u.attributes.iter().map(String::as_str))
         .chain(memberof_spec.attrs())
         .chain(memberof_spec.memberof.then_some("memberOf"))
+}
+
+/// The entries of `v` holding the equality form `norm` in an attribute of type `ty` (and, when
+/// `subtypes`, of a subtype): the candidates of the equality index, each confirmed, or every
+/// entry read for a type without an index (one added since start).
+pub(crate) fn holders<'v>(
+    v: &'v Version,
+    schema: &Schema,
+    ty: AttrId,
+    norm: &[u8],
+    subtypes: bool,
+) -> Vec<&'v Arc<Entry>> {
+    let holds = |e: &Entry| {
+        if subtypes {
+            e.attrs_of(schema, ty).any(|a| a.find(norm).is_some())
+        } else {
+            e.has_value(ty, norm)
+        }
+    };
+    let f = Filter::Equality {
+        attr: ty,
+        norm: norm.to_vec(),
+    };
+    match v.candidates(schema, &f) {
+        Some(ids) => ids
+            .iter()
+            .filter_map(|id| v.get(id))
+            .filter(|e| holds(e))
+            .collect(),
+        None => v.iter().filter(|e| holds(e)).collect(),
+    }
 }
 
 /// Runs the chain on one applied change.

@@ -19,8 +19,8 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use schema::{AttrId, Schema};
-use store::{Attr, Entry, EntryId, Filter, Txn, Version};
+use schema::AttrId;
+use store::{Attr, Entry, EntryId, Txn};
 
 use super::{Applied, Overlay};
 use crate::error::LdapResult;
@@ -69,25 +69,6 @@ impl MemberOf {
                     .collect()
             })
             .unwrap_or_default()
-    }
-
-    /// Entries holding `norm` in attribute `ty`, through its equality index.
-    fn referrers(v: &Version, schema: &Schema, ty: AttrId, norm: &[u8]) -> Vec<EntryId> {
-        let f = Filter::Equality {
-            attr: ty,
-            norm: norm.to_vec(),
-        };
-        match v.candidates(schema, &f) {
-            Some(ids) => ids
-                .iter()
-                .filter(|&id| v.get(id).is_some_and(|e| e.has_value(ty, norm)))
-                .collect(),
-            None => v
-                .iter()
-                .filter(|e| e.has_value(ty, norm))
-                .map(|e| e.id)
-                .collect(),
-        }
     }
 }
 
@@ -196,13 +177,9 @@ impl Overlay for MemberOf {
             let key = a.ndn_str().as_bytes();
             let mut groups = Vec::new();
             for (class, member) in &self.groups {
-                for id in Self::referrers(v, &schema, *member, key) {
-                    if v.get(id)
-                        .is_some_and(|g| g.has_value(dit.known.object_class, class))
-                    {
-                        if let Some(g) = v.get(id) {
-                            groups.push(Box::<[u8]>::from(g.dn().as_bytes()));
-                        }
+                for g in super::holders(v, &schema, *member, key, false) {
+                    if g.has_value(dit.known.object_class, class) {
+                        groups.push(Box::<[u8]>::from(g.dn().as_bytes()));
                     }
                 }
             }
@@ -244,11 +221,11 @@ impl Overlay for MemberOf {
                         }
                     } else {
                         let key = old_base.as_bytes();
-                        for id in Self::referrers(v, &schema, ty, key) {
-                            if let Some(a) = v.get(id).and_then(|e| e.attr(ty)) {
+                        for e in super::holders(v, &schema, ty, key, false) {
+                            if let Some(a) = e.attr(ty) {
                                 for (raw, norm) in a.pairs() {
                                     if norm == key {
-                                        found.push((id, raw.into(), old_base.clone()));
+                                        found.push((e.id, raw.into(), old_base.clone()));
                                     }
                                 }
                             }

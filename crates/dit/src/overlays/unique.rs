@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use proto::ResultCode;
 use schema::{AttrId, NormDn, Schema};
-use store::{Entry, Filter, Txn};
+use store::{Entry, Txn};
 
 use super::{Applied, Overlay};
 use crate::error::{LdapError, LdapResult};
@@ -94,23 +94,11 @@ impl Overlay for Unique {
                     if clash {
                         continue;
                     }
-                    let f = Filter::Equality {
-                        attr: ty,
-                        norm: norm.clone(),
-                    };
-                    let taken = match v.candidates(schema, &f) {
-                        Some(ids) => ids.iter().any(|id| {
-                            id != e.id
-                                && v.get(id).is_some_and(|o| {
-                                    rule.covers(o.ndn_str()) && has(schema, o, ty, &norm)
-                                })
-                        }),
-                        // Unique attributes are indexed at start; without an index (a type
-                        // added since), every entry under the base is looked at.
-                        None => v.iter().any(|o| {
-                            o.id != e.id && rule.covers(o.ndn_str()) && has(schema, o, ty, &norm)
-                        }),
-                    };
+                    // Unique attributes are indexed at start; without an index (a type added
+                    // since), every entry is looked at.
+                    let taken = super::holders(v, schema, ty, &norm, true)
+                        .iter()
+                        .any(|o| o.id != e.id && rule.covers(o.ndn_str()));
                     clash |= taken;
                 }
             }
@@ -128,8 +116,4 @@ impl Overlay for Unique {
         }
         Ok(())
     }
-}
-
-fn has(schema: &Schema, e: &Entry, ty: AttrId, norm: &[u8]) -> bool {
-    e.attrs_of(schema, ty).any(|a| a.find(norm).is_some())
 }
