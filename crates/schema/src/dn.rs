@@ -445,21 +445,28 @@ impl Dn {
     /// separators, values escaped by `escape_pretty`. A type the schema does not know is kept
     /// as spelled (a DN that normalizes has none).
     pub fn pretty(&self, schema: &Schema) -> String {
+        self.joined(|ava, out| {
+            match schema.attr_by_name(&ava.attr) {
+                Some(ty) => out.push_str(schema.attr(ty).name()),
+                None => out.push_str(&ava.attr),
+            }
+            out.push('=');
+            escape_pretty(&ava.value, out);
+        })
+    }
+
+    /// The RDNs joined by `,` and each RDN's AVAs by `+`, every AVA written by `ava`.
+    fn joined(&self, mut ava: impl FnMut(&crate::Ava, &mut String)) -> String {
         let mut out = String::new();
         for (i, rdn) in self.rdns.iter().enumerate() {
             if i > 0 {
                 out.push(',');
             }
-            for (j, ava) in rdn.avas.iter().enumerate() {
+            for (j, a) in rdn.avas.iter().enumerate() {
                 if j > 0 {
                     out.push('+');
                 }
-                match schema.attr_by_name(&ava.attr) {
-                    Some(ty) => out.push_str(schema.attr(ty).name()),
-                    None => out.push_str(&ava.attr),
-                }
-                out.push('=');
-                escape_pretty(&ava.value, &mut out);
+                ava(a, &mut out);
             }
         }
         out
@@ -468,21 +475,11 @@ impl Dn {
 
 impl fmt::Display for Dn {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut out = String::new();
-        for (i, rdn) in self.rdns.iter().enumerate() {
-            if i > 0 {
-                out.push(',');
-            }
-            for (j, ava) in rdn.avas.iter().enumerate() {
-                if j > 0 {
-                    out.push('+');
-                }
-                out.push_str(&ava.attr);
-                out.push('=');
-                escape_value(&ava.value, &mut out);
-            }
-        }
-        f.write_str(&out)
+        f.write_str(&self.joined(|ava, out| {
+            out.push_str(&ava.attr);
+            out.push('=');
+            escape_value(&ava.value, out);
+        }))
     }
 }
 
