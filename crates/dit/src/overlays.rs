@@ -126,45 +126,65 @@ pub fn chain(
     Ok(out)
 }
 
+/// A kind of group: its normalized objectClass value and its member attribute.
+pub type GroupKind = (Box<[u8]>, AttrId);
+
+/// A type named by `key` that values are looked up in: it must exist and have an equality
+/// rule.
+fn lookup_type(schema: &schema::Schema, key: &str, name: &str) -> Result<AttrId, String> {
+    let ty = schema
+        .attr_by_name(name)
+        .ok_or_else(|| format!("{key}: unknown attribute type '{name}'"))?;
+    if schema.attr(ty).equality.is_none() {
+        return Err(format!("{key}: '{name}' has no equality matching rule"));
+    }
+    Ok(ty)
+}
+
+impl MemberOfSpec {
+    /// The group kinds whose members get memberOf (none unless `memberof`): each class's
+    /// normalized objectClass value and its member attribute. An error names the key.
+    pub fn group_kinds(&self, schema: &schema::Schema) -> Result<Vec<GroupKind>, String> {
+        let oc = schema
+            .attr_by_name("objectClass")
+            .ok_or("built-in schema lacks objectClass")?;
+        let mut groups = Vec::new();
+        if self.memberof {
+            for g in &self.groups {
+                let (class, member) = g.split_once(':').ok_or_else(|| {
+                    format!(
+                        "memberof_groups: '{g}' is not CLASS:ATTRIBUTE (e.g. groupOfNames:member)"
+                    )
+                })?;
+                if schema.class_by_name(class).is_none() {
+                    return Err(format!("memberof_groups: unknown object class '{class}'"));
+                }
+                let norm = schema
+                    .normalize_eq(oc, class.as_bytes())
+                    .map_err(|e| format!("memberof_groups: '{class}': {e}"))?;
+                groups.push((
+                    norm.into_boxed_slice(),
+                    lookup_type(schema, "memberof_groups", member)?,
+                ));
+            }
+        }
+        Ok(groups)
+    }
+}
+
 fn memberof_overlay(
     spec: &MemberOfSpec,
     admin_dn: &str,
     schema: &schema::Schema,
 ) -> Result<memberof::MemberOf, String> {
-    let dn_type = |key: &str, name: &str| -> Result<schema::AttrId, String> {
-        let ty = schema
-            .attr_by_name(name)
-            .ok_or_else(|| format!("{key}: unknown attribute type '{name}'"))?;
-        if schema.attr(ty).equality.is_none() {
-            return Err(format!("{key}: '{name}' has no equality matching rule"));
-        }
-        Ok(ty)
-    };
-    let oc = schema
-        .attr_by_name("objectClass")
-        .ok_or("built-in schema lacks objectClass")?;
-    let mut groups = Vec::new();
-    if spec.memberof {
-        for g in &spec.groups {
-            let (class, member) = g.split_once(':').ok_or_else(|| {
-                format!("memberof_groups: '{g}' is not CLASS:ATTRIBUTE (e.g. groupOfNames:member)")
-            })?;
-            if schema.class_by_name(class).is_none() {
-                return Err(format!("memberof_groups: unknown object class '{class}'"));
-            }
-            let norm = schema
-                .normalize_eq(oc, class.as_bytes())
-                .map_err(|e| format!("memberof_groups: '{class}': {e}"))?;
-            groups.push((norm.into_boxed_slice(), dn_type("memberof_groups", member)?));
-        }
-    }
+    let groups = spec.group_kinds(schema)?;
     let mut refint = Vec::new();
     for name in &spec.refint {
-        refint.push(dn_type("refint", name)?);
+        refint.push(lookup_type(schema, "refint", name)?);
     }
     Ok(memberof::MemberOf {
         groups,
-        member_of: dn_type("memberof", "memberOf")?,
+        member_of: lookup_type(schema, "memberof", "memberOf")?,
         refint,
         modifier: admin_dn.to_string(),
     })

@@ -29,7 +29,7 @@ use crate::Dit;
 pub struct MemberOf {
     /// Groups whose members get `memberOf`: the normalized objectClass value of each group
     /// class and its member attribute (empty: memberOf is not maintained).
-    pub groups: Vec<(Box<[u8]>, AttrId)>,
+    pub groups: Vec<super::GroupKind>,
     /// `memberOf`.
     pub member_of: AttrId,
     /// Attributes whose values follow the entries they name (referential integrity).

@@ -364,17 +364,7 @@ fn compute_member_of(shared: &Shared, tree: &mut ImportTree) {
     };
     let oc = shared.known.object_class;
     // The classes and member attributes were checked when the server was built.
-    let groups: Vec<(Vec<u8>, schema::AttrId)> = spec
-        .groups
-        .iter()
-        .filter_map(|g| {
-            let (class, member) = g.split_once(':')?;
-            Some((
-                schema.normalize_eq(oc, class.as_bytes()).ok()?,
-                schema.attr_by_name(member)?,
-            ))
-        })
-        .collect();
+    let groups = spec.group_kinds(&schema).unwrap_or_default();
     let mut of: std::collections::HashMap<u32, Vec<Box<[u8]>>> = Default::default();
     for e in &tree.entries {
         for (class, member) in &groups {
