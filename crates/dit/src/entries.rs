@@ -1,6 +1,5 @@
-//! Virtual entries: entries the server holds in memory and builds from its own state
-//! (cn=Subschema here; the root DSE is built by the protocol layer with these helpers, since
-//! it lists what that layer supports).
+//! Virtual entries: entries the server holds in memory and builds from its own state: the
+//! root DSE (from what the protocol layer says it supports, `Supported`) and cn=Subschema.
 
 use schema::{Dn, NormDn, Schema};
 use store::{Attr, Entry};
@@ -21,6 +20,52 @@ pub fn attr(schema: &Schema, name: &str, values: &[&[u8]]) -> Option<Attr> {
 pub fn virtual_entry(dn: &str, ndn: NormDn, attrs: Vec<Option<Attr>>) -> Entry {
     let attrs: Vec<Attr> = attrs.into_iter().flatten().collect();
     Entry::new(0, None, dn, &ndn, &attrs)
+}
+
+/// What the root DSE lists: the naming contexts and what the protocol layer supports.
+pub struct Supported<'a> {
+    pub naming_contexts: &'a [String],
+    pub controls: &'a [&'a str],
+    pub extensions: &'a [&'a str],
+    pub sasl_mechanisms: &'a [&'a str],
+    pub features: &'a [&'a str],
+    /// `vendorVersion`.
+    pub version: &'a str,
+}
+
+/// The root DSE (RFC 4512 §5.1) listing `supported`.
+pub fn root_dse(schema: &Schema, supported: &Supported<'_>) -> Entry {
+    let bytes = |v: &[&str]| -> Vec<Box<[u8]>> {
+        v.iter().map(|s| Box::<[u8]>::from(s.as_bytes())).collect()
+    };
+    let list = |name: &str, values: Vec<Box<[u8]>>| -> Option<Attr> {
+        let refs: Vec<&[u8]> = values.iter().map(|v| &**v).collect();
+        attr(schema, name, &refs)
+    };
+    let contexts: Vec<&str> = supported
+        .naming_contexts
+        .iter()
+        .map(String::as_str)
+        .collect();
+    virtual_entry(
+        "",
+        NormDn {
+            norm: String::new(),
+            rdns: Vec::new(),
+        },
+        vec![
+            attr(schema, "objectClass", &[b"top"]),
+            list("namingContexts", bytes(&contexts)),
+            attr(schema, "supportedLDAPVersion", &[b"3"]),
+            list("supportedControl", bytes(supported.controls)),
+            list("supportedExtension", bytes(supported.extensions)),
+            list("supportedSASLMechanisms", bytes(supported.sasl_mechanisms)),
+            list("supportedFeatures", bytes(supported.features)),
+            attr(schema, "subschemaSubentry", &[b"cn=Subschema"]),
+            attr(schema, "vendorName", &[b"Linden"]),
+            attr(schema, "vendorVersion", &[supported.version.as_bytes()]),
+        ],
+    )
 }
 
 /// The subschema subentry (`cn=Subschema`) publishing `schema`.

@@ -1,9 +1,17 @@
 //! The directory itself, with no sockets (design.md, "Crates and seams"): who an operation
 //! acts for (`identity`), access control (`acl`), filter compilation (`filter`), the write
-//! path's checks and stamps (`write`) and its overlay chain (`overlays`), entryCSN values and
-//! time stamps (`csn`), the server-held virtual entries (`entries`: cn=Subschema), attribute
-//! selection (`select`), EXTERNAL identity mapping (`authz`), values in linear time (`values`)
-//! and the error every operation returns (`error`).
+//! path's checks and stamps (`write`) and its overlay chain (`overlays`), what each kind of
+//! change does in the writer's job (`add`, which also builds entries, `delete`, `modify`,
+//! `modrdn`), bulk import and export (`bulk`), entryCSN values and time stamps (`csn`), the
+//! server-held virtual entries (`entries`: the root DSE, cn=Subschema), attribute selection
+//! (`select`), EXTERNAL identity mapping (`authz`), values in linear time (`values`) and the
+//! error every operation returns (`error`).
+//!
+//! A change is prepared from a request (`modify::prepare`, `modrdn::prepare`, `add::build`),
+//! then applied in the writer's job by the `apply` of its kind, inside `write::write_job`,
+//! which runs the overlay chain on what was applied. Every `apply` checks access for the
+//! identity it is given on the version it changes, so the protocol layer, start-up entries
+//! (`add::add_now`) and replicated changes share one path.
 //!
 //! [`Dit`] is the directory state every operation shares: the store (whose versions hold the
 //! entries, indexes and schema), the naming contexts, the administrator, the compiled access
@@ -15,12 +23,17 @@
 //! `store.write_blocking(|txn| write::write_job(&dit, txn, ...))`, read with `store.read()`.
 
 pub mod acl;
+pub mod add;
 pub mod authz;
+pub mod bulk;
 pub mod csn;
+pub mod delete;
 pub mod entries;
 pub mod error;
 pub mod filter;
 pub mod identity;
+pub mod modify;
+pub mod modrdn;
 pub mod overlays;
 pub mod select;
 pub mod values;
@@ -84,6 +97,8 @@ pub struct WriteLimits {
     pub max_values_per_attribute: usize,
     /// `max_attributes_per_request` (0 = none).
     pub max_attributes_per_request: usize,
+    /// `max_subtree_delete`: entries one subtree delete may remove (0 = none).
+    pub max_subtree_delete: usize,
 }
 
 /// The directory every operation shares (see the crate documentation).
@@ -103,6 +118,8 @@ pub struct Dit {
     /// entryCSN values for changes.
     pub csn: csn::Clock,
     pub limits: WriteLimits,
+    /// How clear-text passwords are hashed at rest (`password_hash`).
+    pub password_hash: pwhash::Policy,
 }
 
 /// The subschema subentry as `Dit::subschema` lends it.
@@ -118,7 +135,9 @@ impl std::ops::Deref for SubschemaRef {
 
 impl Dit {
     /// A directory over `store`: `suffixes` and `admin` normalized, the rules and overlays
-    /// compiled, `root_dse` built by the caller (it lists what the protocol layer supports).
+    /// compiled, `root_dse` built by the caller (`entries::root_dse`, with what the protocol
+    /// layer supports). Passwords are hashed with the default policy until the caller sets
+    /// `password_hash`.
     #[allow(
         clippy::too_many_arguments,
         reason = "each is a separate part the caller builds"
@@ -150,6 +169,7 @@ impl Dit {
             overlays,
             csn: csn::Clock::new(server_id),
             limits,
+            password_hash: pwhash::Policy::default(),
         })
     }
 

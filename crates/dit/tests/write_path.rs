@@ -70,6 +70,7 @@ fn directory_with(memberof: &dit::overlays::MemberOfSpec) -> Dit {
         WriteLimits {
             max_values_per_attribute: 100,
             max_attributes_per_request: 100,
+            max_subtree_delete: 100,
         },
     )
     .unwrap()

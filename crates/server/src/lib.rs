@@ -73,10 +73,10 @@ use tokio::net::TcpListener;
 
 pub use config::{Config, Durability};
 pub use error::LdapError;
+use identity::Identity;
 use state::{Counters, Shared};
 
 // The directory's modules, under the names the protocol layer has always used for them.
-use dit::entries::{attr, virtual_entry};
 pub use dit::{acl, csn, error, filter, identity, overlays};
 
 /// Request name of Linden's "take a snapshot now" extended operation (administrator only). An
@@ -210,8 +210,9 @@ impl Server {
         let limits = dit::WriteLimits {
             max_values_per_attribute: config.max_values_per_attribute,
             max_attributes_per_request: config.max_attributes_per_request,
+            max_subtree_delete: config.max_subtree_delete,
         };
-        let dit = dit::Dit::new(
+        let mut dit = dit::Dit::new(
             store,
             suffixes,
             admin,
@@ -222,6 +223,7 @@ impl Server {
             limits,
         )
         .map_err(StartError::Config)?;
+        dit.password_hash = config.password_hash;
         let authz = dit::authz::AuthzMap::compile(&config.authz_map).map_err(StartError::Config)?;
         let dummy_password = config.password_hash.hash(b"linden-dummy-password");
         let shared = Arc::new(Shared {
@@ -420,48 +422,31 @@ async fn accept_local(shared: Arc<Shared>, listener: tokio::net::UnixListener) {
 }
 
 fn root_dse(schema: &Schema, config: &Config) -> Entry {
-    let contexts: Vec<&[u8]> = config.suffixes.iter().map(|s| s.as_bytes()).collect();
-    let controls: Vec<&[u8]> = controls::supported().map(str::as_bytes).collect();
+    let controls: Vec<&str> = controls::supported().collect();
     let version = format!("Linden {}", env!("CARGO_PKG_VERSION"));
-    virtual_entry(
-        "",
-        NormDn {
-            norm: String::new(),
-            rdns: Vec::new(),
-        },
-        vec![
-            attr(schema, "objectClass", &[b"top"]),
-            attr(schema, "namingContexts", &contexts),
-            attr(schema, "supportedLDAPVersion", &[b"3"]),
-            attr(schema, "supportedControl", &controls),
-            attr(
-                schema,
-                "supportedExtension",
-                &[
-                    proto::oids::WHO_AM_I.as_bytes(),
-                    proto::oids::PASSWORD_MODIFY.as_bytes(),
-                    proto::oids::START_TLS.as_bytes(),
-                    proto::oids::CANCEL.as_bytes(),
-                    proto::oids::TXN_START.as_bytes(),
-                    proto::oids::TXN_END.as_bytes(),
-                    SNAPSHOT_OID.as_bytes(),
-                ],
-            ),
-            attr(schema, "supportedSASLMechanisms", &[b"EXTERNAL", b"PLAIN"]),
+    dit::entries::root_dse(
+        schema,
+        &dit::entries::Supported {
+            naming_contexts: &config.suffixes,
+            controls: &controls,
+            extensions: &[
+                proto::oids::WHO_AM_I,
+                proto::oids::PASSWORD_MODIFY,
+                proto::oids::START_TLS,
+                proto::oids::CANCEL,
+                proto::oids::TXN_START,
+                proto::oids::TXN_END,
+                SNAPSHOT_OID,
+            ],
+            sasl_mechanisms: &["EXTERNAL", "PLAIN"],
             // All operational attributes (+), absolute true/false filters, modify-increment.
-            attr(
-                schema,
-                "supportedFeatures",
-                &[
-                    b"1.3.6.1.4.1.4203.1.5.1",
-                    b"1.3.6.1.4.1.4203.1.5.3",
-                    b"1.3.6.1.1.14",
-                ],
-            ),
-            attr(schema, "subschemaSubentry", &[b"cn=Subschema"]),
-            attr(schema, "vendorName", &[b"Linden"]),
-            attr(schema, "vendorVersion", &[version.as_bytes()]),
-        ],
+            features: &[
+                "1.3.6.1.4.1.4203.1.5.1",
+                "1.3.6.1.4.1.4203.1.5.3",
+                "1.3.6.1.1.14",
+            ],
+            version: &version,
+        },
     )
 }
 
@@ -537,7 +522,7 @@ fn create_suffixes(shared: &Arc<Shared>) -> Result<(), StartError> {
             );
             continue;
         };
-        add_as_admin(shared, s, &ops::add::group_values(&pairs))
+        add_as_admin(shared, s, &dit::add::group_values(&pairs))
             .map_err(|e| StartError::Config(format!("suffix '{s}': {e}")))?;
     }
     Ok(())
@@ -548,17 +533,14 @@ fn create_suffixes(shared: &Arc<Shared>) -> Result<(), StartError> {
 fn add_as_admin(
     shared: &Arc<Shared>,
     dn: &str,
-    input: &[ops::add::InputAttr<'_>],
+    input: &[dit::add::InputAttr<'_>],
 ) -> Result<(), LdapError> {
-    let e = ops::add::build(shared, dn.as_bytes(), input, false)?;
-    let sh = shared.clone();
-    let who = shared.config.admin_dn.clone();
-    shared
-        .store
-        .write_blocking(move |txn| {
-            ops::write_job(&sh, txn, |txn| ops::add::apply(&sh, txn, &who, e, None))
-        })?
-        .map(|_| ())
+    let admin = Identity {
+        dn: shared.config.admin_dn.clone(),
+        ndn: Some(shared.admin.clone()),
+        is_admin: true,
+    };
+    dit::add::add_now(shared, &admin, dn, input)
 }
 
 /// The demo's POSIX group is an RFC 2307 (structural) posixGroup. Under the `rfc2307bis`
@@ -596,7 +578,7 @@ fn load_demo(shared: &Arc<Shared>) -> Result<(), StartError> {
             continue;
         };
         fit_demo_group(&shared.schema(), &mut attrs);
-        add_as_admin(shared, &dn, &ops::add::group_values(&attrs)).map_err(|e| {
+        add_as_admin(shared, &dn, &dit::add::group_values(&attrs)).map_err(|e| {
             StartError::Demo {
                 line,
                 message: format!("{dn}: {e}"),

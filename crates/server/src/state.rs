@@ -61,3 +61,9 @@ impl std::ops::Deref for Shared {
         &self.dit
     }
 }
+
+impl std::borrow::Borrow<dit::Dit> for Shared {
+    fn borrow(&self) -> &dit::Dit {
+        &self.dit
+    }
+}

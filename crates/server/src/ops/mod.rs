@@ -35,12 +35,9 @@ use crate::state::{Identity, Shared};
 use crate::op::Op;
 pub(crate) use crate::op::Pending;
 pub(crate) use crate::overlays::Applied;
-pub(crate) use dit::values;
 pub(crate) use dit::write::{
-    authorize, authorize_new, check_assertion, check_attribute_count, check_entry,
-    check_user_modifiable, check_value_count, checked_values, denied, detached, generalized_time,
-    hash_passwords, push_checked, rdn_values_present, set_operational, stamp_modified,
-    structural_of, write_job, Assertion,
+    authorize, authorize_new, check_assertion, denied, detached, hash_passwords, set_operational,
+    stamp_modified, write_job, Assertion,
 };
 pub(crate) use state::{Audit, Change};
 

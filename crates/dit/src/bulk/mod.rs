@@ -1,4 +1,5 @@
-//! Bulk import and export, with the server stopped.
+//! Bulk import and export, with the server stopped (the server's `bulk` module builds the
+//! directory an import checks against from the configuration).
 //!
 //! Import reads LDIF (RFC 2849, e.g. `slapcat` or `linden gen` output), builds and checks each
 //! entry exactly as an add operation does (schema, syntax, password hashing) on all cores,
@@ -29,12 +30,12 @@ use std::time::{Instant, SystemTime};
 use proto::ResultCode;
 use store::{Entry, EntryId};
 
+use crate::add;
 use crate::error::{LdapError, LdapResult};
-use crate::ops::add;
-use crate::state::Shared;
+use crate::overlays::MemberOfSpec;
+use crate::Dit;
 
 mod fast;
-use crate::{Config, Mode, Server};
 
 /// Entries between progress reports.
 const CHUNK: usize = 20_000;
@@ -150,7 +151,7 @@ impl ImportTree {
     }
 
     /// Places a built entry (`add::locate`, then its id, parent and stored DN).
-    fn place(&mut self, shared: &Shared, b: Prepared) -> LdapResult<()> {
+    fn place(&mut self, shared: &Dit, b: Prepared) -> LdapResult<()> {
         let mut e = b.entry;
         match add::locate(shared, self, &b.norm)? {
             add::Site::Root => {}
@@ -191,7 +192,7 @@ impl add::Tree for ImportTree {
         Some((e.id, e.dn()))
     }
 
-    fn missing_parent(&self, _shared: &Shared, _norm: &str) -> LdapError {
+    fn missing_parent(&self, _shared: &Dit, _norm: &str) -> LdapError {
         LdapError::new(
             ResultCode::NoSuchObject,
             "the parent entry does not exist (in LDIF a parent comes before its children)",
@@ -224,8 +225,10 @@ struct BuiltBlock {
     fatal: bool,
 }
 
-/// Imports LDIF into the empty data directory of `config`. `progress(entries, bytes_read)` is
-/// called every `CHUNK` entries or so.
+/// Imports LDIF into `dir`, which must hold no directory yet, as the directory `dit` (an
+/// empty one in memory, built from the configuration by the caller) would take it: its schema,
+/// naming contexts and memberOf configuration (`memberof`); entries are stamped as added by
+/// `admin_dn`. `progress(entries, bytes_read)` is called every `CHUNK` entries or so.
 ///
 /// One thread reads the file and cuts it into blocks of whole records (`BLOCK` bytes, at a
 /// blank line); every core parses blocks and builds, schema-checks, stamps and packs their
@@ -233,25 +236,22 @@ struct BuiltBlock {
 /// table. The store's writer and its indexes are not involved: the snapshot is written
 /// straight from the placed entries, and indexes are built when a server loads it.
 pub fn import(
-    config: Config,
+    dit: &Dit,
+    memberof: &MemberOfSpec,
+    admin_dn: &str,
+    dir: &Path,
     input: impl Read + Send,
     opts: &ImportOptions,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<ImportReport, BulkError> {
     let t = Instant::now();
-    let dir = config.data_dir.clone();
-    if has_store_files(&dir) {
+    if has_store_files(dir) {
         return Err(BulkError::Setup(format!(
             "{} already holds a directory (snap-*/log-* files): import writes into an empty data directory; move those files away or choose another --data",
             dir.display()
         )));
     }
-    let admin = config.admin_dn.clone();
-    let server = Server::build(config, Mode::Memory).map_err(|e| match e {
-        crate::StartError::Config(m) => BulkError::Config(m),
-        other => BulkError::Setup(other.to_string()),
-    })?;
-    let shared = server.shared.clone();
+    let shared = dit;
     let read = Arc::new(AtomicU64::new(0));
     let mut rejected: Vec<Rejected> = Vec::new();
     let threads = opts.threads.max(1);
@@ -260,8 +260,8 @@ pub fn import(
     // One time and one entryCSN for the whole import (it is one batch), stamped while entries
     // are built; entries that carry their own (slapcat output) keep them.
     let now = SystemTime::now();
-    let stamp_time = crate::ops::generalized_time(now);
-    let stamps = add::Stamps::new(&shared, &admin, &stamp_time, &shared.csn.next(now));
+    let stamp_time = crate::write::generalized_time(now);
+    let stamps = add::Stamps::new(shared, admin_dn, &stamp_time, &shared.csn.next(now));
     let (done_tx, done_rx) = std::sync::mpsc::sync_channel::<BuiltBlock>(threads);
     // A block may be read only when fewer than `BLOCKS_AHEAD * threads` await placing.
     let (slot_tx, slot_rx) = std::sync::mpsc::sync_channel::<()>(BLOCKS_AHEAD * threads);
@@ -278,7 +278,7 @@ pub fn import(
         let counter = read.clone();
         s.spawn(move || cut_blocks(input, &counter, &work_tx, &slot_rx));
         for _ in 0..threads {
-            let (rx, tx, sh, stamps) = (&work_rx, done_tx.clone(), &shared, &stamps);
+            let (rx, tx, sh, stamps) = (&work_rx, done_tx.clone(), shared, &stamps);
             s.spawn(move || {
                 let mut fast = fast::FastBuild::default();
                 loop {
@@ -306,7 +306,7 @@ pub fn import(
                     tree.reserve((total as f64 * per * 1.05) as usize);
                 }
                 for (line, r) in b.records {
-                    match r.and_then(|b| tree.place(&shared, b).map_err(|e| e.message)) {
+                    match r.and_then(|b| tree.place(shared, b).map_err(|e| e.message)) {
                         Ok(()) => {}
                         Err(message) if keep_going => rejected.push(Rejected { line, message }),
                         Err(message) => return Err(BulkError::Record(Rejected { line, message })),
@@ -327,11 +327,11 @@ pub fn import(
     // Returning (at an error) dropped the receivers: the other threads have stopped.
     outcome?;
     progress(tree.entries.len() as u64, read.load(Ordering::Relaxed));
-    compute_member_of(&shared, &mut tree);
+    compute_member_of(shared, memberof, &mut tree);
     let placed = t.elapsed().as_secs_f64();
     let info = store::persist::write_snapshot_bulk(
         &store::persist::FsIo,
-        &dir,
+        dir,
         IMPORT_SEQ,
         tree.next_id(),
         &tree.entries,
@@ -353,8 +353,7 @@ pub fn import(
 /// write path keeps it change by change (`overlays::memberof`); an import runs no overlay, so
 /// it is worked out once here from the groups imported, in one pass over them. Values an entry
 /// already carries (slapcat output of a slapd with the memberof overlay) are kept.
-fn compute_member_of(shared: &Shared, tree: &mut ImportTree) {
-    let spec = &shared.config.memberof;
+fn compute_member_of(shared: &Dit, spec: &MemberOfSpec, tree: &mut ImportTree) {
     if !spec.memberof {
         return;
     }
@@ -509,7 +508,7 @@ fn has_record_line(text: &[u8]) -> bool {
 
 /// Parses one block and builds its entries, in file order; LDIF errors come as failed records.
 fn build_block(
-    shared: &Shared,
+    shared: &Dit,
     block: Block,
     stamps: &add::Stamps,
     fast: &mut fast::FastBuild,
@@ -564,7 +563,7 @@ struct Prepared {
 /// Builds and schema-checks one record as an add would (`add::build`, trusting server-kept
 /// attributes), stamps the server-kept attributes it lacks (`add::stamp_new`) and packs it.
 fn build_one(
-    shared: &Shared,
+    shared: &Dit,
     dn: &str,
     attrs: &[ldif::AttrRef<'_>],
     stamps: &add::Stamps,

@@ -18,8 +18,7 @@ use schema::{AttrId, Schema};
 use store::entry::{put_rdn, Packer};
 
 use super::Prepared;
-use crate::ops::add;
-use crate::state::Shared;
+use crate::{add, Dit};
 
 /// Descriptions and parents remembered per thread: enough for any real file's attribute
 /// names, and for the parents of a file in slapcat order (children follow their parent).
@@ -166,7 +165,7 @@ impl FastBuild {
     /// `None` when the record is not one the fast path takes.
     pub(super) fn build(
         &mut self,
-        shared: &Shared,
+        shared: &Dit,
         dn: &str,
         attrs: &[ldif::AttrRef<'_>],
         stamps: &add::Stamps,
@@ -327,12 +326,38 @@ impl FastBuild {
 mod tests {
     use super::*;
     use crate::bulk::build_one;
-    use crate::{Config, Mode, Server};
+    use std::sync::Arc;
     use store::Attr;
+
+    /// An empty directory in memory under dc=example,dc=com, as an import starts from.
+    fn directory() -> Dit {
+        let schema = Arc::new(Schema::builtin());
+        let norm = |dn: &str| {
+            schema::Dn::parse(dn)
+                .expect("dn")
+                .normalize(&schema)
+                .expect("normalize")
+        };
+        Dit::new(
+            store::Store::new(schema.clone(), &[]),
+            vec![norm("dc=example,dc=com")],
+            norm("cn=admin,dc=example,dc=com"),
+            crate::acl::Acl::compile(&schema, &crate::acl::default_policy()).expect("acl"),
+            store::Entry::new(0, None, "", &schema::NormDn::root(), &[]),
+            Vec::new(),
+            1,
+            crate::WriteLimits {
+                max_values_per_attribute: 0,
+                max_attributes_per_request: 0,
+                max_subtree_delete: 0,
+            },
+        )
+        .expect("directory")
+    }
 
     /// The attributes of an entry with a generated entryUUID (random, and its own normalized
     /// form) replaced by a marker.
-    fn attrs_without_uuid(shared: &Shared, e: &store::Entry) -> Vec<Attr> {
+    fn attrs_without_uuid(shared: &Dit, e: &store::Entry) -> Vec<Attr> {
         let mut attrs = e.to_attrs();
         for a in attrs.iter_mut().filter(|a| a.ty == shared.known.entry_uuid) {
             if a.values != a.norm {
@@ -347,8 +372,8 @@ mod tests {
     /// Builds `ldif`'s records both ways; returns how many took the fast path. Every record the
     /// fast path takes must come out exactly as the general path makes it.
     fn compare(ldif: &str) -> (usize, usize) {
-        let server = Server::build(Config::default(), Mode::Memory).expect("server");
-        let shared = &server.shared;
+        let dit = directory();
+        let shared = &dit;
         let stamps = add::Stamps::new(
             shared,
             "cn=admin,dc=example,dc=com",

@@ -1,0 +1,35 @@
+//! Bulk import and export, with the server stopped: `dit::bulk` does the work; an import here
+//! first builds, from the configuration, the empty directory in memory that it checks every
+//! entry against (schema, naming contexts, memberOf), as a starting server would.
+
+use std::io::Read;
+
+pub use dit::bulk::{export, BulkError, ImportOptions, ImportReport, Rejected};
+
+use crate::{Config, Mode, Server};
+
+/// Imports LDIF into the empty data directory of `config`. `progress(entries, bytes_read)` is
+/// called every twenty thousand entries or so.
+pub fn import(
+    config: Config,
+    input: impl Read + Send,
+    opts: &ImportOptions,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<ImportReport, BulkError> {
+    let dir = config.data_dir.clone();
+    let admin = config.admin_dn.clone();
+    let server = Server::build(config, Mode::Memory).map_err(|e| match e {
+        crate::StartError::Config(m) => BulkError::Config(m),
+        other => BulkError::Setup(other.to_string()),
+    })?;
+    let shared = &server.shared;
+    dit::bulk::import(
+        shared,
+        &shared.config.memberof,
+        &admin,
+        &dir,
+        input,
+        opts,
+        progress,
+    )
+}
