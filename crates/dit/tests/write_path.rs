@@ -1,5 +1,6 @@
-//! The directory without a socket: a `Dit` over an in-memory store, changed through the write
-//! path's `write_job` (stamps, overlay chain, all or nothing) and checked with its access and
+//! The directory without a socket: a `Dit` over an in-memory store, changed by its operations
+//! (`dit::add`, `dit::modify`, `dit::modrdn`, `dit::delete`) inside the write path's
+//! `write_job` (stamps, overlay chain, all or nothing) and checked with its access and
 //! assertion checks, as every protocol operation and start-up entry is.
 
 #![allow(
@@ -9,18 +10,21 @@
     reason = "test code: a failed unwrap is a failed test"
 )]
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use dit::acl::{Acl, Rights};
 use dit::entries::{attr, virtual_entry};
 use dit::error::LdapResult;
+use dit::modify::Mod;
+use dit::modrdn::Rename;
 use dit::overlays::unique::UniqueSpec;
 use dit::overlays::Applied;
-use dit::write::{authorize, stamp_modified, write_job, Assertion};
+use dit::write::{authorize, write_job, Assertion};
 use dit::{Dit, Identity, WriteLimits};
-use proto::ResultCode;
+use proto::{ModOp, ResultCode};
 use schema::{Dn, NormDn, Schema};
-use store::{Attr, Store, Txn};
+use store::{Store, Txn};
 
 const SUFFIX: &str = "dc=example,dc=com";
 
@@ -76,38 +80,28 @@ fn directory_with(memberof: &dit::overlays::MemberOfSpec) -> Dit {
     .unwrap()
 }
 
-fn attrs(schema: &Schema, pairs: &[(&str, &[&str])]) -> Vec<Attr> {
-    pairs
-        .iter()
-        .map(|(name, values)| {
-            let ty = schema.attr_by_name(name).unwrap();
-            let values = values.iter().map(|v| v.as_bytes().into()).collect();
-            Attr::new(schema, ty, "", values).unwrap()
-        })
-        .collect()
+/// The administrator, as the operations below act.
+fn admin(dit: &Dit) -> Identity {
+    Identity {
+        dn: "cn=admin,dc=example,dc=com".into(),
+        ndn: Some(dit.admin.clone()),
+        is_admin: true,
+    }
 }
 
-/// Adds one entry in a write job, stamped, through the overlay chain.
-fn add(dit: &Arc<Dit>, dn: &str, pairs: &[(&str, &[&str])], root: bool) -> LdapResult<Applied> {
-    let schema = dit.schema();
-    let ndn = norm(&schema, dn);
-    let mut a = attrs(&schema, pairs);
-    drop(schema);
-    let d = dit.clone();
-    let dn = dn.to_string();
-    dit.store
-        .write_blocking(move |txn: &mut Txn| {
-            write_job(&d, txn, |txn| {
-                stamp_modified(&d, &mut a, "cn=admin,dc=example,dc=com", txn.now());
-                let id = txn.add(dn, ndn, a, root)?;
-                Ok(Applied {
-                    before: None,
-                    after: txn.version().get(id).cloned(),
-                    also: Vec::new(),
-                })
-            })
+/// Adds one entry as the administrator: built and checked as an add request's, then placed,
+/// stamped and run through the overlay chain in one write job.
+fn add(dit: &Arc<Dit>, dn: &str, pairs: &[(&str, &[&str])]) -> LdapResult<Applied> {
+    let input: Vec<dit::add::InputAttr<'_>> = pairs
+        .iter()
+        .map(|(n, vs)| {
+            let values = vs.iter().map(|v| Cow::Borrowed(v.as_bytes())).collect();
+            (Cow::Borrowed(n.as_bytes()), values)
         })
-        .unwrap()
+        .collect();
+    let e = dit::add::build(dit, dn.as_bytes(), &input, false)?;
+    let who = admin(dit);
+    change(dit, move |d, txn| dit::add::apply(d, txn, &who, e, None))
 }
 
 fn person(uid: &str) -> Vec<(&'static str, Vec<String>)> {
@@ -130,7 +124,7 @@ fn add_person(dit: &Arc<Dit>, uid: &str) -> LdapResult<Applied> {
         .zip(&values)
         .map(|((n, _), v)| (*n, v.as_slice()))
         .collect();
-    add(dit, &format!("uid={uid},{SUFFIX}"), &pairs, false)
+    add(dit, &format!("uid={uid},{SUFFIX}"), &pairs)
 }
 
 fn setup() -> Arc<Dit> {
@@ -147,7 +141,6 @@ fn setup_with(dit: Dit) -> Arc<Dit> {
             ("dc", &["example"]),
             ("o", &["Example"]),
         ],
-        true,
     )
     .unwrap();
     dit
@@ -184,7 +177,6 @@ fn an_overlay_refusal_rolls_the_whole_change_back() {
             ("sn", &["other"]),
             ("uid", &["alice"]),
         ],
-        false,
     )
     .err()
     .expect("the repeated uid is refused");
@@ -339,25 +331,50 @@ fn change(
         .unwrap()
 }
 
-/// Replaces the values of one attribute of the entry `dn`.
+/// Replaces the values of one attribute of the entry `dn`, as the administrator.
 fn replace(dit: &Arc<Dit>, dn: &str, attr_name: &'static str, values: &[&str]) {
-    let dn = dn.to_string();
-    let values: Vec<Box<[u8]>> = values.iter().map(|v| v.as_bytes().into()).collect();
+    let schema = dit.schema();
+    let ndn = norm(&schema, dn);
+    let ty = schema.attr_by_name(attr_name).unwrap();
+    drop(schema);
+    let mods = vec![Mod {
+        op: ModOp::Replace,
+        ty,
+        options: String::new(),
+        name: attr_name.into(),
+        values: values.iter().map(|v| v.as_bytes().into()).collect(),
+    }];
+    let needs = dit::modify::needs(&mods);
+    let who = admin(dit);
     change(dit, move |d, txn| {
-        let schema = txn.schema().clone();
-        let ty = schema.attr_by_name(attr_name).unwrap();
-        let e = txn.version().lookup(&norm(&schema, &dn)).unwrap().clone();
-        let mut attrs: Vec<Attr> = e.to_attrs().into_iter().filter(|a| a.ty != ty).collect();
-        if !values.is_empty() {
-            attrs.push(Attr::new(&schema, ty, "", values).unwrap());
-        }
-        stamp_modified(d, &mut attrs, "cn=admin,dc=example,dc=com", txn.now());
-        txn.replace_attrs(e.id, attrs)?;
-        Ok(Applied {
-            before: Some(e.clone()),
-            after: txn.version().get(e.id).cloned(),
-            also: Vec::new(),
-        })
+        dit::modify::apply(d, txn, &who, &ndn, &needs, mods, None, false)
+    })
+    .unwrap();
+}
+
+/// Renames the entry `dn` to the single RDN `new_rdn` under the same parent, deleting the old
+/// RDN value, as the administrator.
+fn rename(dit: &Arc<Dit>, dn: &str, new_rdn: &str) {
+    let schema = dit.schema();
+    let rdn = Dn::parse(new_rdn).unwrap();
+    let r = Rename {
+        ndn: norm(&schema, dn),
+        new_rdn_norm: rdn.normalize(&schema).unwrap(),
+        new_rdn: rdn,
+        delete_old_rdn: true,
+        new_superior: None,
+    };
+    drop(schema);
+    let who = admin(dit);
+    change(dit, move |d, txn| dit::modrdn::apply(d, txn, &who, r, None)).unwrap();
+}
+
+/// Deletes the leaf entry `dn`, as the administrator.
+fn delete(dit: &Arc<Dit>, dn: &str) {
+    let ndn = norm(&dit.schema(), dn);
+    let who = admin(dit);
+    change(dit, move |d, txn| {
+        dit::delete::apply(d, txn, &who, &ndn, None, false)
     })
     .unwrap();
 }
@@ -408,7 +425,6 @@ fn group_changes_keep_memberof_in_the_same_change() {
             ("cn", &["staff"]),
             ("member", &[ALICE, "UID=Bob, DC=example,DC=com"]),
         ],
-        false,
     )
     .unwrap();
     assert_eq!(values_of(&dit, ALICE, "memberOf"), [STAFF]);
@@ -433,7 +449,6 @@ fn group_changes_keep_memberof_in_the_same_change() {
             ("cn", &["admins"]),
             ("uniqueMember", &[BOB]),
         ],
-        false,
     )
     .unwrap();
     assert_eq!(
@@ -441,17 +456,7 @@ fn group_changes_keep_memberof_in_the_same_change() {
         ["cn=admins,dc=example,dc=com", STAFF]
     );
     // Deleting the group removes it from its members.
-    change(&dit, |_, txn| {
-        let schema = txn.schema().clone();
-        let id = txn.version().lookup(&norm(&schema, STAFF)).unwrap().id;
-        let before = txn.delete(id)?;
-        Ok(Applied {
-            before: Some(before),
-            after: None,
-            also: Vec::new(),
-        })
-    })
-    .unwrap();
+    delete(&dit, STAFF);
     assert_eq!(
         values_of(&dit, BOB, "memberOf"),
         ["cn=admins,dc=example,dc=com"]
@@ -471,26 +476,10 @@ fn deletes_and_renames_follow_into_the_values_that_name_them() {
             ("member", &[ALICE, BOB]),
             ("seeAlso", &[CAROL]),
         ],
-        false,
     )
     .unwrap();
     // Rename bob: the group names the new DN, and bob keeps his membership.
-    change(&dit, |_, txn| {
-        let schema = txn.schema().clone();
-        let e = txn.version().lookup(&norm(&schema, BOB)).unwrap().clone();
-        let mut attrs = e.to_attrs();
-        let uid = schema.attr_by_name("uid").unwrap();
-        attrs.retain(|a| a.ty != uid);
-        attrs.push(Attr::new(&schema, uid, "", vec![b"robert".as_slice().into()]).unwrap());
-        let dn = "uid=robert,dc=example,dc=com";
-        txn.rename(e.id, dn.into(), norm(&schema, dn), e.parent, attrs)?;
-        Ok(Applied {
-            before: Some(e.clone()),
-            after: txn.version().get(e.id).cloned(),
-            also: Vec::new(),
-        })
-    })
-    .unwrap();
+    rename(&dit, BOB, "uid=robert");
     assert_eq!(
         values_of(&dit, STAFF, "member"),
         [ALICE, "uid=robert,dc=example,dc=com"]
@@ -500,17 +489,7 @@ fn deletes_and_renames_follow_into_the_values_that_name_them() {
         [STAFF]
     );
     // Delete carol: the seeAlso naming her goes.
-    change(&dit, |_, txn| {
-        let schema = txn.schema().clone();
-        let id = txn.version().lookup(&norm(&schema, CAROL)).unwrap().id;
-        let before = txn.delete(id)?;
-        Ok(Applied {
-            before: Some(before),
-            after: None,
-            also: Vec::new(),
-        })
-    })
-    .unwrap();
+    delete(&dit, CAROL);
     assert!(values_of(&dit, STAFF, "seeAlso").is_empty());
     // A member added after the group named it gets its memberOf.
     replace(
@@ -533,7 +512,6 @@ fn a_renamed_subtree_renames_the_values_naming_entries_in_it() {
         &dit,
         "ou=teams,dc=example,dc=com",
         &[("objectClass", &["organizationalUnit"]), ("ou", &["teams"])],
-        false,
     )
     .unwrap();
     let erin = "uid=erin,ou=teams,dc=example,dc=com";
@@ -546,7 +524,6 @@ fn a_renamed_subtree_renames_the_values_naming_entries_in_it() {
             ("sn", &["erin"]),
             ("uid", &["erin"]),
         ],
-        false,
     )
     .unwrap();
     add(
@@ -557,28 +534,9 @@ fn a_renamed_subtree_renames_the_values_naming_entries_in_it() {
             ("cn", &["staff"]),
             ("member", &[ALICE, erin]),
         ],
-        false,
     )
     .unwrap();
-    change(&dit, |_, txn| {
-        let schema = txn.schema().clone();
-        let e = txn
-            .version()
-            .lookup(&norm(&schema, "ou=teams,dc=example,dc=com"))
-            .unwrap()
-            .clone();
-        let ou = schema.attr_by_name("ou").unwrap();
-        let mut attrs: Vec<Attr> = e.to_attrs().into_iter().filter(|a| a.ty != ou).collect();
-        attrs.push(Attr::new(&schema, ou, "", vec![b"squads".as_slice().into()]).unwrap());
-        let dn = "ou=squads,dc=example,dc=com";
-        txn.rename(e.id, dn.into(), norm(&schema, dn), e.parent, attrs)?;
-        Ok(Applied {
-            before: Some(e.clone()),
-            after: txn.version().get(e.id).cloned(),
-            also: Vec::new(),
-        })
-    })
-    .unwrap();
+    rename(&dit, "ou=teams,dc=example,dc=com", "ou=squads");
     assert_eq!(
         values_of(&dit, STAFF, "member"),
         [ALICE, "uid=erin,ou=squads,dc=example,dc=com"]
@@ -587,4 +545,118 @@ fn a_renamed_subtree_renames_the_values_naming_entries_in_it() {
         values_of(&dit, "uid=erin,ou=squads,dc=example,dc=com", "memberOf"),
         [STAFF]
     );
+}
+
+#[test]
+fn a_delete_of_a_subtree_removes_every_entry_or_none() {
+    let dit = setup();
+    let teams = "ou=teams,dc=example,dc=com";
+    add(
+        &dit,
+        teams,
+        &[("objectClass", &["organizationalUnit"]), ("ou", &["teams"])],
+    )
+    .unwrap();
+    for uid in ["erin", "frank"] {
+        add(
+            &dit,
+            &format!("uid={uid},{teams}"),
+            &[
+                ("objectClass", &["inetOrgPerson"]),
+                ("cn", &[uid]),
+                ("sn", &[uid]),
+                ("uid", &[uid]),
+            ],
+        )
+        .unwrap();
+    }
+    let before = dit.store.read().len();
+    let ndn = norm(&dit.schema(), teams);
+    let delete_teams = |subtree: bool, who: Identity| {
+        let ndn = ndn.clone();
+        change(&dit, move |d, txn| {
+            dit::delete::apply(d, txn, &who, &ndn, None, subtree)
+        })
+    };
+    // Without the control, a non-leaf stays.
+    let e = delete_teams(false, admin(&dit)).err().expect("not a leaf");
+    assert_eq!(e.code, ResultCode::NotAllowedOnNonLeaf, "{e}");
+    // Someone without the delete right removes nothing, not even the leaves they reach first.
+    let alice = Identity {
+        dn: "uid=alice,dc=example,dc=com".into(),
+        ndn: Some(norm(&dit.schema(), "uid=alice,dc=example,dc=com")),
+        is_admin: false,
+    };
+    assert!(delete_teams(true, alice).is_err());
+    assert_eq!(dit.store.read().len(), before);
+    // The administrator's subtree delete removes the three entries in one change.
+    let applied = delete_teams(true, admin(&dit)).unwrap();
+    assert_eq!(applied.also.len(), 2, "the two subordinates");
+    assert_eq!(dit.store.read().len(), before - 3);
+}
+
+#[test]
+fn bulk_import_builds_and_places_entries_as_adds_would() {
+    let dit = directory();
+    let dir = tempfile::tempdir().unwrap();
+    let ldif = "\
+dn: dc=example,dc=com
+objectClass: dcObject
+objectClass: organization
+dc: example
+o: Example
+
+dn: uid=alice,dc=example,dc=com
+objectClass: inetOrgPerson
+cn: alice
+sn: alice
+
+dn: uid=orphan,ou=nowhere,dc=example,dc=com
+objectClass: inetOrgPerson
+cn: orphan
+sn: orphan
+
+dn: uid=bad,dc=example,dc=com
+objectClass: inetOrgPerson
+cn: bad
+";
+    let opts = dit::bulk::ImportOptions {
+        continue_on_error: true,
+        threads: 2,
+        input_bytes: None,
+    };
+    let report = dit::bulk::import(
+        &dit,
+        &dit::overlays::MemberOfSpec::default(),
+        "cn=admin,dc=example,dc=com",
+        dir.path(),
+        ldif.as_bytes(),
+        &opts,
+        &mut |_, _| {},
+    )
+    .unwrap();
+    assert_eq!(report.entries, 2);
+    let lines: Vec<usize> = report.rejected.iter().map(|r| r.line).collect();
+    assert_eq!(lines, [12, 17], "{:?}", report.rejected);
+    assert!(
+        report.rejected[0].message.contains("parent"),
+        "{:?}",
+        report.rejected
+    );
+    assert!(
+        report.rejected[1].message.contains("sn"),
+        "{:?}",
+        report.rejected
+    );
+    // A second import into the same directory is refused: it would overwrite it.
+    let again = dit::bulk::import(
+        &dit,
+        &dit::overlays::MemberOfSpec::default(),
+        "cn=admin,dc=example,dc=com",
+        dir.path(),
+        ldif.as_bytes(),
+        &opts,
+        &mut |_, _| {},
+    );
+    assert!(matches!(again, Err(dit::bulk::BulkError::Setup(_))));
 }
