@@ -288,6 +288,19 @@ fn subschema_modify_extends_the_schema_for_good() {
     let out = search(&srv, "dc=example,dc=com", "sub", "(shoeSize=7)", &["1.1"]);
     assert!(out.contains("uid=sam"), "{out}");
     assert!(subschema(&srv).contains("NAME 'hatSize' SUP shoeSize"));
+    srv.terminate();
+
+    // A type added over LDAP can be indexed: the configuration's indexes are resolved against
+    // the schema stored with the data.
+    let config = dir.path().join("linden.toml");
+    std::fs::write(
+        &config,
+        format!("admin_password = \"{PW}\"\ndemo = true\nindexes = [\"uid\", \"hatSize\"]\n"),
+    )
+    .expect("config");
+    let srv = start(&data, &["--config", config.to_str().expect("utf-8 path")]);
+    let out = search(&srv, "dc=example,dc=com", "sub", "(hatSize=7)", &["1.1"]);
+    assert!(out.contains("uid=sam"), "{out}");
 }
 
 #[test]

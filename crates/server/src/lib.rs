@@ -147,32 +147,6 @@ impl Server {
             ));
         }
         let (_, admin) = norm_dn("admin_dn", &config.admin_dn)?;
-        let mut indexed = store::Indexes::new();
-        for spec in &config.indexes {
-            let name = &spec.attr;
-            let id = schema.attr_by_name(name).ok_or_else(|| {
-                StartError::Config(format!("indexes: unknown attribute type '{name}'"))
-            })?;
-            let at = schema.attr(id);
-            if spec.kinds.intersects(store::IndexKinds::SUB) && at.substr.is_none() {
-                return Err(StartError::Config(format!(
-                    "indexes: '{name}' has no SUBSTR matching rule, so it cannot have a substring index"
-                )));
-            }
-            if spec.kinds.contains(store::IndexKinds::ORD) && at.ordering.is_none() {
-                return Err(StartError::Config(format!(
-                    "indexes: '{name}' has no ORDERING matching rule, so it cannot have an ord index"
-                )));
-            }
-            indexed.add(id, spec.kinds);
-        }
-        // What the overlays look up by value is indexed too (a name they do not know is
-        // reported by `overlays::chain` below).
-        for name in overlays::indexed(&config.unique, &config.memberof) {
-            if let Some(id) = schema.attr_by_name(name) {
-                indexed.add(id, store::IndexKinds::DEFAULT);
-            }
-        }
         let acl = match &config.access {
             Some(rules) => acl::Acl::compile(&schema, rules),
             None => acl::Acl::compile(&schema, &acl::default_policy()),
@@ -180,10 +154,17 @@ impl Server {
         .map_err(|e| StartError::Config(e.to_string()))?;
         let (store, persistence) = match mode {
             Mode::Durable => {
-                let (store, p) = persistence::open(&config, &schema, &indexed)?;
+                // Indexes are resolved against the schema stored with the data, so attribute
+                // types added over LDAP (cn=Subschema) can be indexed too.
+                let (store, p) = persistence::open(&config, &schema, &|s: &Schema| {
+                    configured_indexes(&config, s)
+                })?;
                 (store, Some(p))
             }
-            Mode::Memory => (store::Store::with_indexes(schema.clone(), indexed), None),
+            Mode::Memory => {
+                let indexed = configured_indexes(&config, &schema)?;
+                (store::Store::with_indexes(schema.clone(), indexed), None)
+            }
         };
         let root_dse = root_dse(&schema, &config);
         // The store's schema: the configured one plus the extensions stored in the data.
@@ -448,6 +429,39 @@ fn root_dse(schema: &Schema, config: &Config) -> Entry {
             version: &version,
         },
     )
+}
+
+/// The indexes the configuration asks for (`indexes`, and what the overlays look up by value),
+/// resolved against `schema`: the configured one, or for a data directory the one stored with
+/// its data (which includes the types added over LDAP).
+fn configured_indexes(config: &Config, schema: &Schema) -> Result<store::Indexes, StartError> {
+    let mut indexed = store::Indexes::new();
+    for spec in &config.indexes {
+        let name = &spec.attr;
+        let id = schema.attr_by_name(name).ok_or_else(|| {
+            StartError::Config(format!("indexes: unknown attribute type '{name}'"))
+        })?;
+        let at = schema.attr(id);
+        if spec.kinds.intersects(store::IndexKinds::SUB) && at.substr.is_none() {
+            return Err(StartError::Config(format!(
+                "indexes: '{name}' has no SUBSTR matching rule, so it cannot have a substring index"
+            )));
+        }
+        if spec.kinds.contains(store::IndexKinds::ORD) && at.ordering.is_none() {
+            return Err(StartError::Config(format!(
+                "indexes: '{name}' has no ORDERING matching rule, so it cannot have an ord index"
+            )));
+        }
+        indexed.add(id, spec.kinds);
+    }
+    // What the overlays look up by value is indexed too (a name they do not know is
+    // reported by `overlays::chain` when the server is built).
+    for name in overlays::indexed(&config.unique, &config.memberof) {
+        if let Some(id) = schema.attr_by_name(name) {
+            indexed.add(id, store::IndexKinds::DEFAULT);
+        }
+    }
+    Ok(indexed)
 }
 
 /// The schema in force at start, before the data directory's extensions: the built-in schema

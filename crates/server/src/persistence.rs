@@ -35,7 +35,7 @@ pub struct SnapshotReport {
 pub(crate) fn open(
     config: &Config,
     schema: &Arc<Schema>,
-    indexed: &store::Indexes,
+    indexes: &dyn Fn(&Schema) -> Result<store::Indexes, StartError>,
 ) -> Result<(Store, Persistence), StartError> {
     let t = Instant::now();
     let dir = config.data_dir.clone();
@@ -56,9 +56,10 @@ pub(crate) fn open(
     let entries = rec.entries.len();
     let replayed = rec.log_records_replayed;
     let read_secs = t.elapsed().as_secs_f64();
+    let indexed = indexes(&rec.schema)?;
     let version = Version::restore(
         rec.schema.clone(),
-        indexed,
+        &indexed,
         rec.entries,
         rec.next_id,
         rec.last_seq,
