@@ -16,7 +16,8 @@ use crate::overlays::Applied;
 use crate::values::ValueSet;
 use crate::write::{
     authorize_new, check_attribute_count, check_entry, check_user_modifiable, detached,
-    generalized_time, hash_passwords, push_checked, set_operational, write_job, Assertion,
+    generalized_time, hash_passwords, join_rdn_value, push_checked, set_operational, write_job,
+    Assertion,
 };
 use crate::{resolve_attr, Dit, Identity};
 
@@ -116,25 +117,7 @@ pub fn build(
     // RFC 4511 §4.7: RDN values the client left out join the entry.
     if let Some(rdn) = ndn.rdns.first() {
         for (ty, raw) in rdn {
-            let norm = schema.normalize_eq(*ty, raw).unwrap_or_default();
-            match attrs
-                .iter_mut()
-                .find(|a| a.ty == *ty && a.options.is_empty())
-            {
-                Some(a) => {
-                    if a.find(&norm).is_none() {
-                        a.values.push(raw.clone().into_boxed_slice());
-                        a.norm.push(norm.into_boxed_slice());
-                    }
-                }
-                None => {
-                    let a = Attr::new(schema, *ty, "", vec![raw.clone().into_boxed_slice()])
-                        .map_err(|e| {
-                            LdapError::new(ResultCode::InvalidAttributeSyntax, e.to_string())
-                        })?;
-                    attrs.push(a);
-                }
-            }
+            join_rdn_value(schema, &mut attrs, *ty, raw)?;
         }
     }
     let structural = check_entry(shared, &attrs)?;

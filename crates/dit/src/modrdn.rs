@@ -3,14 +3,14 @@
 
 use proto::{ModifyDnRequest, ResultCode};
 use schema::{Dn, NormDn};
-use store::{Attr, Txn};
+use store::Txn;
 
 use crate::acl::Rights;
 use crate::error::{LdapError, LdapResult};
 use crate::overlays::Applied;
 use crate::write::{
-    authorize, authorize_new, check_assertion, check_entry, detached, rdn_values_present,
-    stamp_modified, Assertion,
+    authorize, authorize_new, check_assertion, check_entry, detached, join_rdn_value,
+    rdn_values_present, stamp_modified, Assertion,
 };
 use crate::{Dit, Identity};
 
@@ -144,23 +144,7 @@ pub fn apply(
                 format!("{}: value invalid per syntax", schema.attr(*ty).name()),
             )
         })?;
-        let n = norm_of(*ty, raw);
-        match attrs
-            .iter_mut()
-            .find(|a| a.ty == *ty && a.options.is_empty())
-        {
-            Some(a) => {
-                if a.find(&n).is_none() {
-                    a.values.push(raw.clone().into_boxed_slice());
-                    a.norm.push(n.into_boxed_slice());
-                }
-            }
-            None => attrs.push(
-                Attr::new(schema, *ty, "", vec![raw.clone().into_boxed_slice()]).map_err(|e| {
-                    LdapError::new(ResultCode::InvalidAttributeSyntax, e.to_string())
-                })?,
-            ),
-        }
+        join_rdn_value(schema, &mut attrs, *ty, raw)?;
     }
     rdn_values_present(shared, &new_ndn, &attrs)?;
     check_entry(shared, &attrs)?;

@@ -325,6 +325,33 @@ pub fn check_entry(shared: &Dit, attrs: &[Attr]) -> LdapResult<String> {
         .unwrap_or_else(|| schema.class(structural).oid.clone()))
 }
 
+/// Adds the RDN value `raw` of type `ty` to `attrs` unless the attribute (without options)
+/// holds it already: what an add (values the client left out) and a rename (the new RDN) do.
+pub fn join_rdn_value(
+    schema: &Schema,
+    attrs: &mut Vec<Attr>,
+    ty: AttrId,
+    raw: &[u8],
+) -> LdapResult<()> {
+    let norm = schema.normalize_eq(ty, raw).unwrap_or_default();
+    match attrs
+        .iter_mut()
+        .find(|a| a.ty == ty && a.options.is_empty())
+    {
+        Some(a) => {
+            if a.find(&norm).is_none() {
+                a.values.push(raw.into());
+                a.norm.push(norm.into_boxed_slice());
+            }
+        }
+        None => attrs.push(
+            Attr::new(schema, ty, "", vec![raw.into()])
+                .map_err(|e| LdapError::new(ResultCode::InvalidAttributeSyntax, e.to_string()))?,
+        ),
+    }
+    Ok(())
+}
+
 /// Every value of each RDN AVA must be in the entry (RFC 4512 §2.3).
 pub fn rdn_values_present(shared: &Dit, ndn: &schema::NormDn, attrs: &[Attr]) -> LdapResult<()> {
     if let Some(rdn) = ndn.rdns.first() {

@@ -625,16 +625,18 @@ cn: bad
         threads: 2,
         input_bytes: None,
     };
-    let report = dit::bulk::import(
-        &dit,
-        &dit::overlays::MemberOfSpec::default(),
-        "cn=admin,dc=example,dc=com",
-        dir.path(),
-        ldif.as_bytes(),
-        &opts,
-        &mut |_, _| {},
-    )
-    .unwrap();
+    let import = || {
+        dit::bulk::import(
+            &dit,
+            &dit::overlays::MemberOfSpec::default(),
+            "cn=admin,dc=example,dc=com",
+            dir.path(),
+            ldif.as_bytes(),
+            &opts,
+            &mut |_, _| {},
+        )
+    };
+    let report = import().unwrap();
     assert_eq!(report.entries, 2);
     let lines: Vec<usize> = report.rejected.iter().map(|r| r.line).collect();
     assert_eq!(lines, [12, 17], "{:?}", report.rejected);
@@ -649,14 +651,5 @@ cn: bad
         report.rejected
     );
     // A second import into the same directory is refused: it would overwrite it.
-    let again = dit::bulk::import(
-        &dit,
-        &dit::overlays::MemberOfSpec::default(),
-        "cn=admin,dc=example,dc=com",
-        dir.path(),
-        ldif.as_bytes(),
-        &opts,
-        &mut |_, _| {},
-    );
-    assert!(matches!(again, Err(dit::bulk::BulkError::Setup(_))));
+    assert!(matches!(import(), Err(dit::bulk::BulkError::Setup(_))));
 }
