@@ -122,6 +122,18 @@ pub struct Dit {
     pub password_hash: pwhash::Policy,
 }
 
+/// DNs parsed lately, by their bytes on the wire (`Dit::parse_dn_cached`): a few, replaced
+/// in turn, so that a search need not parse and normalize its base again.
+#[derive(Default)]
+pub struct DnCache {
+    slots: Vec<(Box<[u8]>, Arc<NormDn>)>,
+    next: usize,
+}
+
+impl DnCache {
+    const SLOTS: usize = 4;
+}
+
 /// The subschema subentry as `Dit::subschema` lends it.
 pub struct SubschemaRef(arc_swap::Guard<Arc<(u64, Arc<Entry>)>>);
 
@@ -209,6 +221,25 @@ impl Dit {
             .normalize(&self.schema())
             .map_err(|e| LdapError::new(ResultCode::InvalidDnSyntax, e.to_string()))?;
         Ok((dn, ndn))
+    }
+
+    /// `parse_dn`'s normalized DN, from `cache` when the same bytes were parsed lately (a
+    /// connection's search bases are nearly always the same few). A DN that parsed once
+    /// normalizes the same under every later schema (extensions only add types), so entries
+    /// never go stale.
+    pub fn parse_dn_cached(&self, cache: &mut DnCache, raw: &[u8]) -> LdapResult<Arc<NormDn>> {
+        if let Some((_, ndn)) = cache.slots.iter().find(|(r, _)| **r == *raw) {
+            return Ok(ndn.clone());
+        }
+        let ndn = Arc::new(self.parse_dn(raw)?.1);
+        let slot = (Box::<[u8]>::from(raw), ndn.clone());
+        if cache.slots.len() < DnCache::SLOTS {
+            cache.slots.push(slot);
+        } else {
+            cache.slots[cache.next] = slot;
+            cache.next = (cache.next + 1) % DnCache::SLOTS;
+        }
+        Ok(ndn)
     }
 
     /// Parses the DN of a new entry (`Schema::parse_new_dn`), with `parse_dn`'s errors.

@@ -48,20 +48,24 @@ impl Selection {
         s
     }
 
-    /// The values of an attribute of type `ty` to return: all of them, or those the matched
-    /// values filter selects.
-    pub fn select<'v>(
+    /// Appends to `out` the values of an attribute of type `ty` to return: all of them, or
+    /// those the matched values filter selects; returns how many. One buffer serves every
+    /// attribute of an entry, so selecting allocates nothing per attribute.
+    pub fn select_into<'v>(
         &self,
         schema: &Schema,
         ty: AttrId,
         values: impl Iterator<Item = &'v [u8]>,
-    ) -> Vec<&'v [u8]> {
+        out: &mut Vec<&'v [u8]>,
+    ) -> usize {
+        let before = out.len();
         match &self.values {
-            None => values.collect(),
-            Some(items) => values
-                .filter(|v| items.iter().any(|f| f.matches_value(schema, ty, v)))
-                .collect(),
+            None => out.extend(values),
+            Some(items) => {
+                out.extend(values.filter(|v| items.iter().any(|f| f.matches_value(schema, ty, v))))
+            }
         }
+        out.len() - before
     }
 
     pub fn wants(&self, schema: &Schema, ty: AttrId) -> bool {

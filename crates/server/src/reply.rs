@@ -48,6 +48,8 @@ pub(crate) struct Conn {
     pub(crate) txns: crate::ops::state::Transactions,
     /// Cancel requests waiting for their searches, and what cannot be cancelled.
     pub(crate) cancels: crate::ops::state::Cancels,
+    /// Search bases this connection used lately, parsed (`Dit::parse_dn_cached`).
+    pub(crate) bases: Mutex<dit::DnCache>,
 }
 
 /// Queue permits (KiB) a response of `len` bytes takes; at most the whole budget, so that one

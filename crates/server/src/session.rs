@@ -218,6 +218,7 @@ where
         psearches: Default::default(),
         txns: Default::default(),
         cancels: Default::default(),
+        bases: Default::default(),
     });
     let mut identity = Arc::new(Identity::default());
     conn.log_event(

@@ -587,3 +587,41 @@ fn overlapping_log_files_are_corruption() {
         other => panic!("expected Corrupt, got {other:?}"),
     }
 }
+
+/// The writer's journal encodes a batch straight from the version's entries: the very bytes of
+/// `append_batch` of the owned changes (`batch_changes`) it used to build.
+#[test]
+fn a_batch_from_the_version_writes_the_same_bytes_as_its_changes() {
+    let schema = Arc::new(Schema::builtin());
+    let version = store::Version::restore(
+        schema.clone(),
+        &store::Indexes::new(),
+        snapshot_entries(&schema, 30),
+        31,
+        0,
+    );
+    let ext = vec!["attributetype ( 1.3.6.1.4.1.99999.9 NAME 'x' SUP name )".to_string()];
+    // Entries written whole, and ids the version no longer holds (deletes).
+    let touched: Vec<u32> = vec![1, 2, 7, 30, 40, 41];
+    let (a, b) = (sim(), sim());
+    let open = |io: &SimIo| {
+        LogWriter::open(
+            Arc::new(io.clone()),
+            Path::new(DIR),
+            1,
+            LogOptions::default(),
+        )
+        .expect("open")
+    };
+    open(&a)
+        .append_batch(1, &store::persist::batch_changes(&version, &ext, &touched))
+        .expect("append");
+    open(&b)
+        .append_version_batch(1, &version, &ext, &touched)
+        .expect("append");
+    let read = |io: &SimIo| {
+        io.read(&Path::new(DIR).join(log_file_name(1)))
+            .expect("read")
+    };
+    assert_eq!(read(&a), read(&b));
+}

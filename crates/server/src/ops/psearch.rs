@@ -67,7 +67,7 @@ pub(crate) async fn start(op: Op, req: &SearchRequest<'_>, ps: PersistentSearch)
         .store
         .subscribe(shared.config.persistent_search_queue);
     let v = shared.store.read();
-    let refused = match search::prepare(shared, &v, req, &who) {
+    let refused = match search::prepare(shared, &v, req, &who, &conn.bases) {
         Err(e) => Err(e),
         Ok(p)
             if p.scope == store::Scope::Base
@@ -281,7 +281,7 @@ fn encode_batch(
         }
         if resolved.is_none() {
             let v = shared.store.read();
-            match search::prepare(shared, &v, req, who) {
+            match search::prepare(shared, &v, req, who, &Default::default()) {
                 Ok(p) => resolved = Some((v, p)),
                 // The request resolved at start; it cannot fail now, but if it did there is
                 // nothing this search could match.

@@ -58,6 +58,8 @@ pub(crate) fn encode_entry_with_controls(
     let k = &shared.known;
     let readable = |ty: AttrId| access.is_none_or(|a| a.can(Some(ty), Rights::READ));
     let mut attrs: Vec<OutAttr<'_>> = Vec::with_capacity(e.attrs().len() + 4);
+    // The values of every attribute returned, in order; each attribute names its range.
+    let mut values: Vec<&[u8]> = Vec::with_capacity(2 * e.attrs().len() + 4);
     for a in e.attrs() {
         if !sel.wants_with(schema, a.ty, a.options) || !readable(a.ty) {
             continue;
@@ -68,14 +70,7 @@ pub(crate) fn encode_entry_with_controls(
         } else {
             Cow::Owned(format!("{name}{}", a.options).into_bytes())
         };
-        let mut values = sel.select(schema, a.ty, a.values());
-        if sel.values.is_some() && values.is_empty() {
-            continue;
-        }
-        if sel.types_only {
-            values.clear();
-        }
-        attrs.push((name, values));
+        push_selected(&mut attrs, &mut values, sel, schema, name, a.ty, a.values());
     }
     // Computed operational attributes (only for stored entries).
     let mut computed: Vec<(AttrId, Vec<u8>)> = Vec::new();
@@ -117,16 +112,20 @@ pub(crate) fn encode_entry_with_controls(
     }
     computed.retain(|(ty, _)| readable(*ty));
     for (ty, val) in &computed {
-        let mut values = sel.select(schema, *ty, std::iter::once(val.as_slice()));
-        if sel.values.is_some() && values.is_empty() {
-            continue;
-        }
-        if sel.types_only {
-            values.clear();
-        }
-        attrs.push((Cow::Borrowed(schema.attr(*ty).name().as_bytes()), values));
+        let name = Cow::Borrowed(schema.attr(*ty).name().as_bytes());
+        push_selected(
+            &mut attrs,
+            &mut values,
+            sel,
+            schema,
+            name,
+            *ty,
+            std::iter::once(&val[..]),
+        );
     }
-    let attrs = attrs.iter().map(|(n, vs)| (&**n, vs.iter().copied()));
+    let attrs = attrs
+        .iter()
+        .map(|(n, at)| (&**n, values[at.clone()].iter().copied()));
     match id {
         Some(id) if controls.is_empty() => {
             proto::encode_search_entry(out, id, e.dn().as_bytes(), attrs)
@@ -138,12 +137,34 @@ pub(crate) fn encode_entry_with_controls(
     }
 }
 
-/// An attribute on its way out: description and values.
-type OutAttr<'a> = (Cow<'a, [u8]>, Vec<&'a [u8]>);
+/// An attribute on its way out: description and where its values are in the entry's values.
+type OutAttr<'a> = (Cow<'a, [u8]>, std::ops::Range<usize>);
+
+/// Adds an attribute to those an entry returns, with the values the selection keeps (none
+/// for typesOnly); left out when matched values leave it no value.
+fn push_selected<'a>(
+    attrs: &mut Vec<OutAttr<'a>>,
+    values: &mut Vec<&'a [u8]>,
+    sel: &Selection,
+    schema: &Schema,
+    name: Cow<'a, [u8]>,
+    ty: AttrId,
+    these: impl Iterator<Item = &'a [u8]>,
+) {
+    let start = values.len();
+    let n = sel.select_into(schema, ty, these, values);
+    if sel.values.is_some() && n == 0 {
+        return;
+    }
+    if sel.types_only {
+        values.truncate(start);
+    }
+    attrs.push((name, start..values.len()));
+}
 
 /// A search ready to run: everything resolved from the request.
 pub(crate) struct Prepared {
-    pub(crate) base: NormDn,
+    pub(crate) base: Arc<NormDn>,
     pub(crate) root: bool,
     pub(crate) scope: store::Scope,
     pub(crate) filter: Filter,
@@ -173,6 +194,7 @@ pub(crate) fn prepare(
     v: &store::Version,
     req: &SearchRequest<'_>,
     who: &Identity,
+    bases: &std::sync::Mutex<dit::DnCache>,
 ) -> LdapResult<Prepared> {
     let max_attrs = shared.config.max_requested_attributes;
     if max_attrs > 0 && req.attributes.len() > max_attrs {
@@ -186,12 +208,12 @@ pub(crate) fn prepare(
     }
     let root = req.base.is_empty();
     let base = if root {
-        NormDn {
-            norm: String::new(),
-            rdns: Vec::new(),
-        }
+        Arc::new(NormDn::root())
     } else {
-        shared.parse_dn(&req.base)?.1
+        match bases.lock() {
+            Ok(mut cache) => shared.parse_dn_cached(&mut cache, &req.base)?,
+            Err(_) => Arc::new(shared.parse_dn(&req.base)?.1),
+        }
     };
     let scope = match req.scope {
         proto::Scope::Base => store::Scope::Base,
@@ -313,7 +335,7 @@ pub(crate) async fn run(mut op: Op, req: &SearchRequest<'_>, order: Option<sort:
             .and_then(|o| o.version())
             .unwrap_or_else(|| shared.store.read()),
     };
-    let mut p = match prepare(&shared, &v, req, &op.who) {
+    let mut p = match prepare(&shared, &v, req, &op.who, &op.conn.bases) {
         Ok(p) => p,
         Err(e) => {
             op.finish(tags::SEARCH_RESULT_DONE, Err(&e), Some(0)).await;

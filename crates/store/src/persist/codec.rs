@@ -227,6 +227,24 @@ pub fn encode_entry(e: &Entry, schema: &Schema, out: &mut Vec<u8>) {
     }
 }
 
+/// Encodes a `Change::Put` of the in-memory entry `e` (see `encode_entry`).
+pub fn encode_put(e: &Entry, schema: &Schema, out: &mut Vec<u8>) {
+    out.push(TAG_PUT);
+    encode_entry(e, schema, out);
+}
+
+/// Encodes a `Change::Delete`.
+pub fn encode_delete(id: EntryId, out: &mut Vec<u8>) {
+    out.push(TAG_DELETE);
+    put_varint(out, u64::from(id));
+}
+
+/// Encodes a `Change::Schema`.
+pub fn encode_schema_change(text: &str, out: &mut Vec<u8>) {
+    out.push(TAG_SCHEMA);
+    put_bytes(out, text.as_bytes());
+}
+
 impl Change {
     pub fn encode(&self, out: &mut Vec<u8>) {
         match self {
@@ -234,14 +252,8 @@ impl Change {
                 out.push(TAG_PUT);
                 e.encode(out);
             }
-            Change::Delete { id } => {
-                out.push(TAG_DELETE);
-                put_varint(out, u64::from(*id));
-            }
-            Change::Schema(text) => {
-                out.push(TAG_SCHEMA);
-                put_bytes(out, text.as_bytes());
-            }
+            Change::Delete { id } => encode_delete(*id, out),
+            Change::Schema(text) => encode_schema_change(text, out),
         }
     }
 

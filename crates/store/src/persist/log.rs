@@ -286,6 +286,46 @@ impl LogWriter {
     /// one fsync. When this returns `Ok` the batch is durable and may be acknowledged. Any
     /// write or sync failure poisons the writer: this and every later call fail.
     pub fn append_batch(&mut self, seq: u64, changes: &[Change]) -> Result<(), PersistError> {
+        self.append_with(seq, changes.len(), |out| {
+            for c in changes {
+                c.encode(out);
+            }
+        })
+    }
+
+    /// Appends what one writer batch changed, read from its result `version`: the schema
+    /// extensions it applied (`schema`, in order), then every entry of `touched` (each id once):
+    /// written whole when `version` holds it (named with `version`'s schema), deleted
+    /// otherwise. The same bytes as `append_batch` of those changes, encoded straight from the
+    /// entries without an owned copy of each.
+    pub fn append_version_batch(
+        &mut self,
+        seq: u64,
+        version: &crate::Version,
+        schema: &[String],
+        touched: &[crate::EntryId],
+    ) -> Result<(), PersistError> {
+        let names = version.schema();
+        self.append_with(seq, schema.len() + touched.len(), |out| {
+            for text in schema {
+                super::codec::encode_schema_change(text, out);
+            }
+            for &id in touched {
+                match version.get(id) {
+                    Some(e) => super::codec::encode_put(e, names, out),
+                    None => super::codec::encode_delete(id, out),
+                }
+            }
+        })
+    }
+
+    /// Frames and appends one batch of `count` changes, which `body` encodes.
+    fn append_with(
+        &mut self,
+        seq: u64,
+        count: usize,
+        body: impl FnOnce(&mut Vec<u8>),
+    ) -> Result<(), PersistError> {
         if let Some(why) = &self.poisoned {
             return Err(PersistError::Poisoned(why.clone()));
         }
@@ -295,15 +335,13 @@ impl LogWriter {
                 self.next_seq
             )));
         }
-        let count = u32::try_from(changes.len())
-            .map_err(|_| PersistError::Usage(format!("{} changes in one batch", changes.len())))?;
+        let count = u32::try_from(count)
+            .map_err(|_| PersistError::Usage(format!("{count} changes in one batch")))?;
         self.buf.clear();
         self.buf.extend_from_slice(&[0; BATCH_HEADER_LEN]);
         self.buf.extend_from_slice(&seq.to_le_bytes());
         self.buf.extend_from_slice(&count.to_le_bytes());
-        for c in changes {
-            c.encode(&mut self.buf);
-        }
+        body(&mut self.buf);
         let len = self.buf.len() - BATCH_HEADER_LEN;
         if len > MAX_BATCH_BYTES {
             return Err(PersistError::Usage(format!(

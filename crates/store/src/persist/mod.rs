@@ -99,7 +99,8 @@ pub(crate) fn parse_seq_name(name: &str, prefix: &str, suffix: &str) -> Option<u
     digits.parse().ok()
 }
 
-/// The changes of one writer batch, for `LogWriter::append_batch`: first the schema
+/// The changes of one writer batch as owned records (what `LogWriter::append_version_batch`
+/// encodes without them, and the reference its test compares with): first the schema
 /// extensions the batch applied (`schema`, in order), then the entries: `touched` lists every
 /// entry the batch changed; those present in `version` (the batch's result) are written whole
 /// (Put, named with `version`'s schema), the others are deleted. Pass each id once (sorted and
@@ -140,9 +141,8 @@ impl crate::writer::Journal for LogJournal {
         schema: &[String],
         touched: &[crate::EntryId],
     ) -> Result<(), String> {
-        let changes = batch_changes(version, schema, touched);
         self.log
-            .append_batch(seq, &changes)
+            .append_version_batch(seq, version, schema, touched)
             .map_err(|e| e.to_string())
     }
 }
