@@ -54,7 +54,9 @@ def from_gotest(report, out):
             if action == "output":
                 text = ev.get("Output", "").strip()
                 if text and not text.startswith(("=== ", "--- ")):
-                    output.setdefault(test, text)
+                    # The first line that names an error, else the first line at all.
+                    if test not in output or ("rror" in text and "rror" not in output[test]):
+                        output[test] = text
             elif action in ("pass", "fail", "skip"):
                 rows[test] = {"pass": "pass", "fail": "fail", "skip": "skip"}[action]
     write(out, [(t, s, output.get(t, "") if s != "pass" else "") for t, s in sorted(rows.items())])
