@@ -82,8 +82,10 @@ pub(crate) async fn run(shared: Arc<Shared>, stream: TcpStream, peer: SocketAddr
     }
 }
 
-/// Serves one `ldapi://` connection: local, so secure without TLS (StartTLS is refused), and
-/// SASL EXTERNAL binds as the connecting process's user and group.
+/// Serves one `ldapi://` connection: local, so secure without TLS, and SASL EXTERNAL binds as
+/// the connecting process's user and group. StartTLS works as on TCP (slapd allows it, and
+/// clients configured for it, such as Net::LDAP's `start_tls`, send it there too); the peer's
+/// credentials stay the connection's EXTERNAL identity after it.
 #[cfg(unix)]
 pub(crate) async fn run_local(shared: Arc<Shared>, stream: tokio::net::UnixStream) {
     let cred = match stream.peer_cred() {
@@ -101,19 +103,30 @@ pub(crate) async fn run_local(shared: Arc<Shared>, stream: tokio::net::UnixStrea
     let info = TlsInfo {
         client_subject: None,
         local: Some(cred),
+        encrypted: false,
     };
     // A local client stands for no network address; its log lines say `client=ldapi`.
     let peer = SocketAddr::from(([0, 0, 0, 0], 0));
-    serve(shared, rd, wr, peer, Some(info)).await;
+    if let Ended::StartTls(rd, wr) = serve(shared.clone(), rd, wr, peer, Some(info)).await {
+        let Ok(stream) = rd.reunite(wr) else {
+            return;
+        };
+        if let Some((tls, mut info)) = handshake(&shared, stream, peer).await {
+            info.local = Some(cred);
+            let (rd, wr) = tokio::io::split(tls);
+            serve(shared, rd, wr, peer, Some(info)).await;
+        }
+    }
 }
 
-type TlsStream = tokio_rustls::server::TlsStream<TcpStream>;
-
-async fn handshake(
+async fn handshake<S>(
     shared: &Shared,
-    stream: TcpStream,
+    stream: S,
     peer: SocketAddr,
-) -> Option<(TlsStream, TlsInfo)> {
+) -> Option<(tokio_rustls::server::TlsStream<S>, TlsInfo)>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
     let config = shared.tls.clone()?;
     let accept = tokio_rustls::TlsAcceptor::from(config).accept(stream);
     match tokio::time::timeout(crate::tls::HANDSHAKE_TIMEOUT, accept).await {
@@ -129,6 +142,7 @@ async fn handshake(
                 TlsInfo {
                     client_subject,
                     local: None,
+                    encrypted: true,
                 },
             ))
         }
@@ -225,6 +239,7 @@ where
         0,
         &identity,
         match &conn.tls {
+            Some(t) if t.local.is_some() && t.encrypted => "CONNECT ldapi tls=yes",
             Some(t) if t.local.is_some() => "CONNECT ldapi",
             Some(_) => "CONNECT tls=yes",
             None => "CONNECT tls=no",

@@ -35,6 +35,8 @@ pub struct TlsInfo {
     pub client_subject: Option<String>,
     /// On an `ldapi://` connection: the connecting process's user and group (SO_PEERCRED).
     pub local: Option<PeerCred>,
+    /// TLS runs on the connection (LDAPS, or StartTLS on a TCP or `ldapi://` connection).
+    pub encrypted: bool,
 }
 
 /// The credentials of the process at the other end of a local socket.

@@ -138,7 +138,7 @@ async fn password_modify_op(
 
 /// StartTLS (RFC 4511 §4.14, RFC 4513 §3): answers success with the StartTLS OID as response
 /// name, then the session hands the stream to TLS. Refused while other operations are in
-/// progress (their responses would straddle the switch) and on connections already secured.
+/// progress (their responses would straddle the switch) and on connections already running TLS.
 fn start_tls(conn: &Arc<Conn>, id: i32) -> (Next, Vec<u8>, ResultCode) {
     let shared = &conn.shared;
     let refuse = |code: ResultCode, msg: &str| {
@@ -154,12 +154,7 @@ fn start_tls(conn: &Arc<Conn>, id: i32) -> (Next, Vec<u8>, ResultCode) {
         (out, code)
     };
     let busy = conn.busy();
-    let (out, rc) = if conn.tls.as_ref().is_some_and(|t| t.local.is_some()) {
-        refuse(
-            ResultCode::OperationsError,
-            "StartTLS is not available on ldapi:// connections (they are local already)",
-        )
-    } else if conn.tls.is_some() {
+    let (out, rc) = if conn.tls.as_ref().is_some_and(|t| t.encrypted) {
         refuse(
             ResultCode::OperationsError,
             "TLS is already established on this connection",
