@@ -9,7 +9,8 @@
 //! The pipeline: one thread reads the file and cuts it at blank lines into blocks of whole
 //! records (`cut_blocks`); every core parses blocks (values borrowed from the reader, no
 //! allocation per value) and builds their entries, the common record through `fast` and any
-//! other through `add::build`; this thread places the blocks in file order against a DN table
+//! other through `add::build` (which hashes clear-text passwords: blocks holding them are cut
+//! short, `cleartext`, so that hashing runs on every core); this thread places the blocks in file order against a DN table
 //! (`ImportTree`), then writes the snapshot (`store::persist::write_snapshot_bulk`). Memory is
 //! bounded by `BLOCKS_AHEAD` blocks per core in flight, whatever the file's size.
 //!
@@ -33,6 +34,7 @@ use crate::error::{LdapError, LdapResult};
 use crate::ops::add;
 use crate::state::Shared;
 
+mod cleartext;
 mod fast;
 use crate::{Config, Mode, Server};
 
@@ -462,6 +464,14 @@ fn cut_blocks(
                     break have;
                 }
             }
+        };
+        // Clear-text passwords: a shorter block, so that every core hashes (`cleartext`).
+        let (cut, eof) = match error
+            .is_none()
+            .then(|| cleartext::cut(&buf[..cut], cleartext::HASHED_PER_BLOCK))
+        {
+            Some(Some(short)) => (short, false),
+            _ => (cut, eof),
         };
         let rest = buf.split_off(cut);
         let text = std::mem::replace(&mut buf, rest);
