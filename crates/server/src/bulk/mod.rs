@@ -615,3 +615,46 @@ pub fn export(dir: &Path, schema: &schema::Schema, out: impl Write) -> Result<u6
     w.flush().map_err(io_err)?;
     Ok(rec.entries.len() as u64)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Blocks holding clear-text passwords are cut short so that the building threads (every
+    /// core) share the hashing; the blocks still hold the whole input, in order, at record
+    /// boundaries.
+    #[test]
+    fn cleartext_records_are_spread_over_many_blocks() {
+        let record = |i: usize, pw: &str| {
+            format!("dn: uid=u{i},dc=x\nobjectClass: account\nuid: u{i}\nuserPassword: {pw}\n\n")
+        };
+        let clear: String = (0..200).map(|i| record(i, "secret")).collect();
+        let hashed: String = (0..200).map(|i| record(i, "{SSHA}abcd")).collect();
+        for (text, least, most) in [
+            (&clear, 200 / cleartext::HASHED_PER_BLOCK, usize::MAX),
+            (&hashed, 1, 1),
+        ] {
+            let (tx, rx) = std::sync::mpsc::sync_channel::<Block>(1000);
+            let (slot_tx, slot_rx) = std::sync::mpsc::sync_channel::<()>(1000);
+            for _ in 0..1000 {
+                slot_tx.send(()).expect("slot");
+            }
+            cut_blocks(text.as_bytes(), &AtomicU64::new(0), &tx, &slot_rx);
+            drop(tx);
+            let blocks: Vec<Block> = rx.iter().collect();
+            assert!(
+                (least..=most).contains(&blocks.len()),
+                "{} blocks",
+                blocks.len()
+            );
+            let joined: Vec<u8> = blocks.iter().flat_map(|b| b.text.clone()).collect();
+            assert_eq!(joined, text.as_bytes());
+            for b in &blocks {
+                assert!(
+                    b.text.ends_with(b"\n\n"),
+                    "a block ends at a record boundary"
+                );
+            }
+        }
+    }
+}
