@@ -176,6 +176,12 @@ pub struct BenchArgs {
     /// Seed of the per-connection random generators (default: from the clock).
     #[arg(long)]
     pub seed: Option<u64>,
+    /// bind and auth: before the run, bind once as every `uid=user.N` (N in 0..range, spread
+    /// over --connections connections) with --user-password, unmeasured, so that the run sees
+    /// the warm-cache case of a server that caches verified credentials (Linden's
+    /// `credential_cache_entries`). Every one of these binds must succeed.
+    #[arg(long)]
+    pub warm_pass: bool,
 }
 
 /// Runs the benchmark on a runtime of its own, prints interval lines and the summary to standard
@@ -209,6 +215,15 @@ pub async fn run_async(args: &BenchArgs) -> Result<Summary, Error> {
         Workload::Mixed => vec![Mix::Mixed],
     };
     let total_conns = args.connections * populations.len();
+    if args.warm_pass {
+        let t = std::time::Instant::now();
+        let binds = warm_pass(&addr, &plan, args.connections).await?;
+        let secs = t.elapsed().as_secs_f64();
+        println!(
+            "warm pass: {binds} binds in {secs:.1} s ({:.0}/s), not measured",
+            binds as f64 / secs.max(1e-9)
+        );
+    }
 
     // Connect (and bind) everything first so that set-up does not count.
     let mut conns = Vec::with_capacity(total_conns);
@@ -605,6 +620,72 @@ async fn connect(i: usize, addr: &str, plan: &Plan) -> Result<TcpStream, Error> 
             ));
         }
     }
+}
+
+/// `--warm-pass`: binds once as each `uid=user.N`, N in 0..range, connection `i` taking the N
+/// with N mod `connections` = i, one bind at a time per connection. Returns the number of binds.
+async fn warm_pass(addr: &str, plan: &Plan, connections: usize) -> Result<u64, Error> {
+    let connections = connections.max(1) as u64;
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..connections {
+        let (addr, plan) = (addr.to_string(), plan.clone());
+        tasks.spawn(async move {
+            let mut stream = TcpStream::connect(&addr)
+                .await
+                .map_err(|e| Error::io(format!("warm pass: connecting to {addr}"), e))?;
+            let _ = stream.set_nodelay(true);
+            let (mut out, mut buf) = (Vec::with_capacity(256), Vec::with_capacity(1024));
+            let mut binds = 0u64;
+            for (id, n) in (i..plan.range).step_by(connections as usize).enumerate() {
+                out.clear();
+                let vars = Vars {
+                    rand: n,
+                    ..Vars::default()
+                };
+                let id = (id % (i32::MAX as usize)) as i32 + 1;
+                plan.bind_user
+                    .emit(id, &vars, &mut out)
+                    .map_err(|e| Error::Protocol(format!("encoding a bind request: {e}")))?;
+                stream
+                    .write_all(&out)
+                    .await
+                    .map_err(|e| Error::io("warm pass: sending a bind", e))?;
+                let n_pdu = loop {
+                    if let Some(n) = frame(&buf)? {
+                        break n;
+                    }
+                    let got = stream
+                        .read_buf(&mut buf)
+                        .await
+                        .map_err(|e| Error::io("warm pass: reading a bind response", e))?;
+                    if got == 0 {
+                        return Err(Error::Protocol(
+                            "the server closed the connection during the warm pass".into(),
+                        ));
+                    }
+                };
+                let r = response::parse(&buf[..n_pdu])
+                    .map_err(|e| Error::Protocol(format!("bind response: {e}")))?;
+                if (r.tag, r.code) != (tag::BIND, Some(0)) {
+                    return Err(Error::Bind {
+                        dn: format!("uid=user.{n} (warm pass)"),
+                        code: r.code.map_or_else(
+                            || format!("unexpected response tag 0x{:02x}", r.tag),
+                            code_text,
+                        ),
+                    });
+                }
+                buf.drain(..n_pdu);
+                binds += 1;
+            }
+            Ok::<u64, Error>(binds)
+        });
+    }
+    let mut total = 0;
+    while let Some(r) = tasks.join_next().await {
+        total += r.map_err(|e| Error::Protocol(format!("warm pass task failed: {e}")))??;
+    }
+    Ok(total)
 }
 
 fn code_text(code: u32) -> String {

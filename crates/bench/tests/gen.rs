@@ -21,6 +21,7 @@ fn gen(count: u64, seed: u64, scheme: PasswordScheme, name: &str) -> String {
         output: Some(path.clone()),
         password: "s3cret".into(),
         password_scheme: scheme,
+        strong: false,
     };
     bench::gen::run(&args).expect("gen succeeds");
     let text = std::fs::read_to_string(&path).expect("output file");

@@ -156,6 +156,8 @@ pub struct Settings {
     pub bind_throttle_max_ms: Option<u64>,
     #[serde(default, deserialize_with = "de::networks")]
     pub bind_trusted_addresses: Option<Vec<server::lockout::Network>>,
+    #[serde(default, deserialize_with = "de::int::<0, _, _>")]
+    pub credential_cache_entries: Option<usize>,
     #[serde(default, deserialize_with = "de::indexes")]
     pub indexes: Option<Vec<server::config::IndexSpec>>,
     #[serde(default, deserialize_with = "de::unique")]
@@ -895,7 +897,7 @@ mod tests {
     #[test]
     fn password_and_lockout_keys() {
         let s = parse(
-            "password_hash = \"pbkdf2-sha512\"\npbkdf2_iterations = 300000\nargon2_memory_kib = 65536\nbind_failures_per_dn = 3\nbind_failures_per_ip = 0\nbind_lockout_seconds = 30\n",
+            "password_hash = \"pbkdf2-sha512\"\npbkdf2_iterations = 300000\nargon2_memory_kib = 65536\nbind_failures_per_dn = 3\nbind_failures_per_ip = 0\nbind_lockout_seconds = 30\ncredential_cache_entries = 0\n",
         )
         .expect("valid");
         assert_eq!(s.password_hash, Some(pwhash::Scheme::Pbkdf2Sha512));
@@ -904,6 +906,7 @@ mod tests {
         assert_eq!(s.bind_failures_per_dn, Some(3));
         assert_eq!(s.bind_failures_per_ip, Some(0));
         assert_eq!(s.bind_lockout_seconds, Some(30));
+        assert_eq!(s.credential_cache_entries, Some(0));
         assert_eq!(
             parse("snapshot_cpu_share = 40")
                 .expect("valid")
@@ -1196,7 +1199,7 @@ log_level = "debug"
         let keys = keys();
         assert_eq!(&keys[..3], &["listen", "data", "suffix"]);
         assert_eq!(keys.last(), Some(&"log_level"));
-        assert_eq!(keys.len(), 68, "{keys:?}");
+        assert_eq!(keys.len(), 69, "{keys:?}");
         let doc = include_str!("../../../docs/configuration.md");
         for k in keys {
             assert!(

@@ -54,7 +54,10 @@ fn main() -> ExitCode {
         Command::Backup(args) => bulk::backup(&args),
         Command::Snapshot(args) => bulk::snapshot(&args),
         Command::Schema(args) => schema_cmd::run(&args),
-        Command::Gen(args) => bench::gen::run(&args).map_err(anyhow::Error::new),
+        Command::Gen(args) => {
+            eprintln!("{}", args.note());
+            bench::gen::run(&args).map_err(anyhow::Error::new)
+        }
         // Verify has its own exit statuses (1 corrupt, 2 no such directory).
         Command::Verify(args) => return verify::run(&args),
         Command::Bench(args) => bench::load::run(&args)

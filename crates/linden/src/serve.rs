@@ -176,6 +176,9 @@ pub fn server_config(s: Settings, admin_password_hash: Vec<u8>) -> server::Confi
     if let Some(v) = s.bind_trusted_addresses {
         c.lockout.trusted = v;
     }
+    if let Some(v) = s.credential_cache_entries {
+        c.credential_cache_entries = v;
+    }
     if let Some(v) = s.indexes {
         c.indexes = v;
     }

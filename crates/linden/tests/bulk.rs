@@ -471,3 +471,61 @@ fn import_computes_member_of_when_configured() {
         "{bob}"
     );
 }
+
+/// `linden gen --strong | linden import`: every clear-text password is hashed with the
+/// configured scheme (Argon2id here, at a small cost) while the blocks holding them are spread
+/// over the building threads; `linden gen` says what it writes.
+#[test]
+fn strong_reference_data_is_hashed_on_import() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let src = tmp.path().join("gen.ldif");
+    let (rc, _, err) = linden(&[
+        "gen",
+        "--count",
+        "200",
+        "--strong",
+        "-o",
+        src.to_str().expect("p"),
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(err.contains("clear text"), "gen says what it wrote: {err}");
+    let (rc, _, err) = linden(&["gen", "--count", "1", "-o", src.to_str().expect("p")]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(err.contains("{SSHA}"), "the default is fast: {err}");
+    // Again with --strong, for the import.
+    let (rc, _, err) = linden(&[
+        "gen",
+        "--count",
+        "200",
+        "--strong",
+        "-o",
+        src.to_str().expect("p"),
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    let config = tmp.path().join("linden.toml");
+    std::fs::write(
+        &config,
+        "password_hash = \"ARGON2\"\nargon2_memory_kib = 64\nargon2_iterations = 1\n",
+    )
+    .expect("write");
+    let data = tmp.path().join("d");
+    let (rc, out, err) = import(
+        &data,
+        &src,
+        &["--config", config.to_str().expect("p"), "--threads", "2"],
+    );
+    assert_eq!(rc, 0, "{out}{err}");
+    assert!(out.contains("imported 202 entries"), "{out}");
+    let (rc, exported, err) = linden(&["export", "--data", data.to_str().expect("p")]);
+    assert_eq!(rc, 0, "{err}");
+    let unfolded = exported.replace("\n ", "");
+    let stored: Vec<&str> = unfolded
+        .lines()
+        .filter_map(|l| l.strip_prefix("userPassword: "))
+        .collect();
+    assert_eq!(stored.len(), 200);
+    for s in stored {
+        assert!(s.starts_with("{ARGON2}$argon2id$v=19$m=64,t=1,p=1$"), "{s}");
+        assert!(pwhash::verify(s.as_bytes(), b"password"), "{s}");
+    }
+}

@@ -38,6 +38,8 @@
 //! can write a `userPassword` value can make one bind cost seconds of CPU or
 //! gigabytes of memory.
 
+pub mod cache;
+
 use base64::alphabet;
 use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use base64::Engine as _;
@@ -488,6 +490,23 @@ pub fn verify(stored: &[u8], password: &[u8]) -> bool {
     }
 }
 
+/// Whether verifying against `stored` is cheap (a few microseconds at most: one SHA-family
+/// digest, a comparison, or an immediate "no" for a value no scheme reads), so that it may run
+/// inline on a connection's task. `false` for the deliberately slow schemes (Argon2, PBKDF2,
+/// SHA-crypt), whose verification belongs on a blocking pool.
+pub fn is_cheap(stored: &[u8]) -> bool {
+    let Some((name, _)) = split_prefix(stored) else {
+        return true;
+    };
+    match lookup(name) {
+        None => true,
+        Some(def) => matches!(
+            def.algorithm,
+            Algorithm::Digest { .. } | Algorithm::Cleartext
+        ),
+    }
+}
+
 /// Base64 without padding, as PHC strings use it.
 const B64_NOPAD: GeneralPurpose = GeneralPurpose::new(
     &alphabet::STANDARD,
@@ -738,5 +757,29 @@ mod tests {
         ] {
             assert!(SCHEMES.iter().any(|d| d.scheme == s), "{s:?}");
         }
+    }
+
+    #[test]
+    fn cheap_schemes_are_the_digests_and_cleartext() {
+        for s in Scheme::all() {
+            let v = hash_with(
+                s,
+                &Cost {
+                    argon2_memory_kib: 8,
+                    argon2_iterations: 1,
+                    pbkdf2_iterations: 1000,
+                    crypt_rounds: 1000,
+                    ..Cost::default()
+                },
+                b"pw",
+            );
+            let slow = matches!(s, Scheme::Argon2 | Scheme::Pbkdf2Sha512 | Scheme::Crypt);
+            assert_eq!(is_cheap(&v), !slow, "{s:?}");
+        }
+        assert!(
+            is_cheap(b"{MD5}xyz"),
+            "unknown schemes never match: nothing to compute"
+        );
+        assert!(is_cheap(b"plain"));
     }
 }

@@ -16,6 +16,9 @@ pub enum Durability {
 
 pub use dit::overlays::unique::UniqueSpec;
 
+/// Default of `credential_cache_entries`: 100,000 verified credentials, about 10 MB.
+pub const DEFAULT_CREDENTIAL_CACHE_ENTRIES: usize = 100_000;
+
 /// Everything `server::run` needs. Field defaults are documented on `Default`.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -49,6 +52,10 @@ pub struct Config {
     pub password_hash: pwhash::Policy,
     /// Failed-bind lockout. Default 5 failures per DN, 50 per address, 60 s.
     pub lockout: crate::lockout::LockoutConfig,
+    /// Verified credentials remembered for repeat binds against slow schemes
+    /// (`credential_cache_entries`, docs/credential-cache.md); 0 turns the cache off.
+    /// Default [`DEFAULT_CREDENTIAL_CACHE_ENTRIES`].
+    pub credential_cache_entries: usize,
     /// LDAPS (TLS from the first byte) listener addresses; none by default.
     pub ldaps_listen: Vec<SocketAddr>,
     /// LDAP over a Unix socket (`ldapi://`) at this path; none by default.
@@ -219,6 +226,7 @@ impl Default for Config {
             require_tls_for_writes: false,
             password_hash: pwhash::Policy::default(),
             lockout: crate::lockout::LockoutConfig::default(),
+            credential_cache_entries: DEFAULT_CREDENTIAL_CACHE_ENTRIES,
             indexes: ["objectClass", "uid", "cn", "sn", "mail"]
                 .iter()
                 .map(|s| IndexSpec::eq_pres(s))

@@ -38,6 +38,8 @@
 //!   transactions: queued writes committed as one writer job), `ops/cancel` (Cancel of running
 //!   searches).
 //! - `audit`, `logs`: the audit and access logs.
+//! - `credcache`: password checks for bind — cheap schemes inline, slow ones through the cache
+//!   of verified credentials or on the blocking pool (docs/credential-cache.md).
 //! - From `dit`, under the names this crate always used: `identity`, `acl` (access control),
 //!   `filter` (filter compilation), `overlays`, `csn`, `error` (the LDAP error every
 //!   operation returns); `ops` re-exports `dit::write` (checks and stamps of the write path)
@@ -51,6 +53,7 @@ pub mod bulk;
 pub mod config;
 pub mod connlimit;
 mod controls;
+pub mod credcache;
 pub mod lockout;
 pub mod logs;
 mod op;
@@ -210,6 +213,7 @@ impl Server {
         let shared = Arc::new(Shared {
             dit,
             lockout: lockout::Lockout::new(config.lockout.clone()),
+            credentials: credcache::Credentials::new(config.credential_cache_entries),
             authz,
             config,
             dummy_password,
@@ -221,6 +225,11 @@ impl Server {
             persistence,
         });
         Ok(Server { shared })
+    }
+
+    /// How password checks ran since start (cache hits, slow and inline verifications).
+    pub fn credential_stats(&self) -> credcache::CredentialStats {
+        self.shared.credentials.stats()
     }
 
     /// Per-operation counters since start.

@@ -39,6 +39,8 @@ pub struct Shared {
     pub dit: dit::Dit,
     pub config: Config,
     pub lockout: crate::lockout::Lockout,
+    /// Password checks: inline for cheap schemes, cached or on the blocking pool for slow ones.
+    pub credentials: crate::credcache::Credentials,
     /// `authz_map`: SASL EXTERNAL identities (certificate subjects, ldapi peers) to entries.
     pub authz: dit::authz::AuthzMap,
     /// A hash of the configured scheme and cost, verified for binds to DNs without a

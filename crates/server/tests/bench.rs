@@ -105,3 +105,66 @@ fn bench_counts_match_the_server() {
         }
     }
 }
+
+/// `linden bench auth --warm-pass`: the warm pass verifies each user's password once (the
+/// server's slow scheme), and every bind of the measured run is then a credential-cache hit.
+#[test]
+fn warm_pass_leaves_every_measured_login_to_the_cache() {
+    // `run` binds users 0..50 (`--range 50`).
+    const USERS: usize = 50;
+    let srv = TestServer::start_with(|c| {
+        c.durability = server::Durability::NoSync;
+        c.password_hash = pwhash::Policy {
+            scheme: pwhash::Scheme::Argon2,
+            cost: pwhash::Cost {
+                argon2_memory_kib: 64,
+                argon2_iterations: 1,
+                ..pwhash::Cost::default()
+            },
+        };
+    });
+    {
+        let mut c = srv.admin();
+        c.add(
+            "ou=people,dc=example,dc=com",
+            vec![
+                ("objectClass", ["organizationalUnit"].into()),
+                ("ou", ["people"].into()),
+            ],
+        )
+        .expect("add")
+        .success()
+        .expect("ou");
+        for i in 0..USERS {
+            let dn = format!("uid=user.{i},ou=people,dc=example,dc=com");
+            let uid = format!("user.{i}");
+            c.add(
+                &dn,
+                vec![
+                    ("objectClass", ["inetOrgPerson"].into()),
+                    ("uid", [uid.as_str()].into()),
+                    ("cn", ["Bench User"].into()),
+                    ("sn", ["User"].into()),
+                    ("userPassword", ["password"].into()),
+                ],
+            )
+            .expect("add")
+            .success()
+            .expect("user");
+        }
+    }
+    let before = srv.server.credential_stats();
+    let s = run(&srv.url, "auth", &["--warm-pass"]);
+    let after = srv.server.credential_stats();
+    assert!(s.total.ops > 0, "no operations");
+    assert_eq!(s.total.errors, 0, "{:?}", s.total.errors_by_code);
+    let slow = after.slow_verifications - before.slow_verifications;
+    // One per user in the warm pass; the administrator's binds on the two connections are
+    // cache hits (the set-up above bound as the administrator already).
+    assert_eq!(slow, USERS as u64, "slow verifications");
+    assert!(
+        after.cache.hits - before.cache.hits >= s.total.ops,
+        "every measured auth bind is a cache hit: {after:?} {} ops",
+        s.total.ops
+    );
+}

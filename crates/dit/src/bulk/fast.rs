@@ -426,6 +426,7 @@ mod tests {
             output: Some(path.clone()),
             password: "secret".into(),
             password_scheme: bench::gen::PasswordScheme::Ssha,
+            strong: false,
         })
         .expect("gen");
         let text = std::fs::read_to_string(&path).expect("read");

@@ -10,7 +10,8 @@
 //! The pipeline: one thread reads the file and cuts it at blank lines into blocks of whole
 //! records (`cut_blocks`); every core parses blocks (values borrowed from the reader, no
 //! allocation per value) and builds their entries, the common record through `fast` and any
-//! other through `add::build`; this thread places the blocks in file order against a DN table
+//! other through `add::build` (which hashes clear-text passwords: blocks holding them are cut
+//! short, `cleartext`, so that hashing runs on every core); this thread places the blocks in file order against a DN table
 //! (`ImportTree`), then writes the snapshot (`store::persist::write_snapshot_bulk`). Memory is
 //! bounded by `BLOCKS_AHEAD` blocks per core in flight, whatever the file's size.
 //!
@@ -35,6 +36,7 @@ use crate::error::{LdapError, LdapResult};
 use crate::overlays::MemberOfSpec;
 use crate::Dit;
 
+mod cleartext;
 mod fast;
 
 /// Entries between progress reports.
@@ -462,6 +464,14 @@ fn cut_blocks(
                 }
             }
         };
+        // Clear-text passwords: a shorter block, so that every core hashes (`cleartext`).
+        let (cut, eof) = match error
+            .is_none()
+            .then(|| cleartext::cut(&buf[..cut], cleartext::HASHED_PER_BLOCK))
+        {
+            Some(Some(short)) => (short, false),
+            _ => (cut, eof),
+        };
         let rest = buf.split_off(cut);
         let text = std::mem::replace(&mut buf, rest);
         let block_lines = text.iter().filter(|&&b| b == b'\n').count();
@@ -603,4 +613,47 @@ pub fn export(dir: &Path, schema: &schema::Schema, out: impl Write) -> Result<u6
     }
     w.flush().map_err(io_err)?;
     Ok(rec.entries.len() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Blocks holding clear-text passwords are cut short so that the building threads (every
+    /// core) share the hashing; the blocks still hold the whole input, in order, at record
+    /// boundaries.
+    #[test]
+    fn cleartext_records_are_spread_over_many_blocks() {
+        let record = |i: usize, pw: &str| {
+            format!("dn: uid=u{i},dc=x\nobjectClass: account\nuid: u{i}\nuserPassword: {pw}\n\n")
+        };
+        let clear: String = (0..200).map(|i| record(i, "secret")).collect();
+        let hashed: String = (0..200).map(|i| record(i, "{SSHA}abcd")).collect();
+        for (text, least, most) in [
+            (&clear, 200 / cleartext::HASHED_PER_BLOCK, usize::MAX),
+            (&hashed, 1, 1),
+        ] {
+            let (tx, rx) = std::sync::mpsc::sync_channel::<Block>(1000);
+            let (slot_tx, slot_rx) = std::sync::mpsc::sync_channel::<()>(1000);
+            for _ in 0..1000 {
+                slot_tx.send(()).expect("slot");
+            }
+            cut_blocks(text.as_bytes(), &AtomicU64::new(0), &tx, &slot_rx);
+            drop(tx);
+            let blocks: Vec<Block> = rx.iter().collect();
+            assert!(
+                (least..=most).contains(&blocks.len()),
+                "{} blocks",
+                blocks.len()
+            );
+            let joined: Vec<u8> = blocks.iter().flat_map(|b| b.text.clone()).collect();
+            assert_eq!(joined, text.as_bytes());
+            for b in &blocks {
+                assert!(
+                    b.text.ends_with(b"\n\n"),
+                    "a block ends at a record boundary"
+                );
+            }
+        }
+    }
 }

@@ -110,8 +110,8 @@ fn require_tls(shared: &Shared, tls: Option<&TlsInfo>) -> LdapResult<()> {
     Ok(())
 }
 
-/// Whether `password` is the password of `ndn`. Verification runs on the blocking pool (a
-/// strong hash takes tens of milliseconds). A failure is counted for the DN and the client's
+/// Whether `password` is the password of `ndn`. Cheap schemes are verified inline, slow ones
+/// through the credential cache or on the blocking pool (`credcache`). A failure is counted for the DN and the client's
 /// address (`lockout`) and, beyond their limits, answered late; a success never is.
 pub(crate) async fn check_password(
     shared: &Arc<Shared>,
@@ -142,16 +142,10 @@ pub(crate) async fn check_password(
     } else {
         (stored, true)
     };
-    let pw = password.to_vec();
-    let matched = tokio::task::spawn_blocking(move || {
-        let mut ok = false;
-        for s in &stored {
-            ok |= pwhash::verify(s, &pw);
-        }
-        ok
-    })
-    .await
-    .unwrap_or(false);
+    let matched = shared
+        .credentials
+        .verify(&ndn.norm, stored, password, real)
+        .await;
     let ok = matched && real;
     if ok {
         shared.lockout.succeeded(&ndn.norm);

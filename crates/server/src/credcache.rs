@@ -1,0 +1,108 @@
+//! Checking a presented password against an entry's stored `userPassword` values: where the
+//! work runs, and the cache of verified credentials that makes repeat logins cheap.
+//!
+//! - Cheap schemes (`{SSHA}`, `{SSHA512}`, `{SHA}`, cleartext … : one digest, a few
+//!   microseconds, `pwhash::is_cheap`) are verified inline on the connection's task: a hop to
+//!   the blocking pool and back would cost more than the hash.
+//! - Slow schemes (Argon2id, PBKDF2, SHA-crypt) first ask the credential cache
+//!   (`pwhash::cache`): a hit is a keyed MAC over (DN, stored value, password) and a table
+//!   lookup. A miss runs the scheme on the blocking pool, so a cold login never stalls other
+//!   connections, and a success is remembered. `credential_cache_entries = 0` turns the cache
+//!   off. docs/credential-cache.md has the threat model.
+//!
+//! Only the password check is cached: the entry, its access rules, the failed-bind throttling
+//! and anything else a bind checks are looked at every time by the caller.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use pwhash::cache::{CacheStats, CredentialCache};
+
+/// What `Shared` holds for password checks: the cache and how verifications ran.
+#[derive(Debug)]
+pub struct Credentials {
+    cache: CredentialCache,
+    /// Checks that ran a slow scheme on the blocking pool.
+    slow: AtomicU64,
+    /// Checks done inline (every stored value a cheap scheme).
+    inline: AtomicU64,
+}
+
+/// Counts since start, for monitoring and tests (which assert on them instead of on timings).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct CredentialStats {
+    pub cache: CacheStats,
+    /// Password checks that ran a slow scheme (Argon2, PBKDF2, SHA-crypt) on the blocking pool.
+    pub slow_verifications: u64,
+    /// Password checks done inline on the connection's task (cheap schemes only).
+    pub inline_verifications: u64,
+}
+
+impl Credentials {
+    /// `capacity` tags at most (`credential_cache_entries`); 0 = no cache.
+    pub fn new(capacity: usize) -> Credentials {
+        Credentials {
+            cache: CredentialCache::new(capacity),
+            slow: AtomicU64::new(0),
+            inline: AtomicU64::new(0),
+        }
+    }
+
+    pub fn stats(&self) -> CredentialStats {
+        CredentialStats {
+            cache: self.cache.stats(),
+            slow_verifications: self.slow.load(Ordering::Relaxed),
+            inline_verifications: self.inline.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Whether `password` matches one of `stored`, the `userPassword` values of the entry
+    /// `ndn` (normalized). `cache` is false when a success must not be remembered (the values
+    /// are a stand-in for a DN without a password).
+    ///
+    /// Every value is checked on a miss (not only until the first match), as before, so the
+    /// work does not tell which value matched.
+    pub async fn verify(
+        &self,
+        ndn: &str,
+        stored: Vec<Vec<u8>>,
+        password: &[u8],
+        cache: bool,
+    ) -> bool {
+        if stored.iter().all(|s| pwhash::is_cheap(s)) {
+            self.inline.fetch_add(1, Ordering::Relaxed);
+            return stored
+                .iter()
+                .fold(false, |ok, s| pwhash::verify(s, password) | ok);
+        }
+        // The tags are computed even when they cannot be used (a stand-in, or the cache off),
+        // so a DN without a password costs the same as one with a wrong password.
+        let tags: Vec<pwhash::cache::Tag> = stored
+            .iter()
+            .map(|s| self.cache.tag(ndn.as_bytes(), s, password))
+            .collect();
+        if cache && tags.iter().any(|t| self.cache.contains(t)) {
+            return true;
+        }
+        self.slow.fetch_add(1, Ordering::Relaxed);
+        let pw = password.to_vec();
+        let matched = tokio::task::spawn_blocking(move || {
+            stored.iter().enumerate().fold(None, |found, (i, s)| {
+                let ok = pwhash::verify(s, &pw);
+                found.or(ok.then_some(i))
+            })
+        })
+        .await
+        .unwrap_or(None);
+        match matched {
+            Some(i) => {
+                if cache {
+                    if let Some(&t) = tags.get(i) {
+                        self.cache.insert(t);
+                    }
+                }
+                true
+            }
+            None => false,
+        }
+    }
+}
