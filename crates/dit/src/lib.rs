@@ -2,8 +2,8 @@
 //! acts for (`identity`), access control (`acl`), filter compilation (`filter`), the write
 //! path's checks and stamps (`write`) and its overlay chain (`overlays`), entryCSN values and
 //! time stamps (`csn`), the server-held virtual entries (`entries`: cn=Subschema), attribute
-//! selection (`select`), EXTERNAL identity mapping (`authz`), values in linear time (`values`)
-//! and the error every operation returns (`error`).
+//! selection (`select`), EXTERNAL identity mapping (`authz`), password policy (`ppolicy`),
+//! values in linear time (`values`) and the error every operation returns (`error`).
 //!
 //! [`Dit`] is the directory state every operation shares: the store (whose versions hold the
 //! entries, indexes and schema), the naming contexts, the administrator, the compiled access
@@ -22,6 +22,7 @@ pub mod error;
 pub mod filter;
 pub mod identity;
 pub mod overlays;
+pub mod ppolicy;
 pub mod select;
 pub mod values;
 pub mod write;

@@ -56,6 +56,7 @@ pub mod logs;
 mod op;
 mod ops;
 mod persistence;
+mod ppolicy;
 mod proxy;
 mod reply;
 mod session;
@@ -123,7 +124,12 @@ impl Server {
     }
 
     pub(crate) fn build(config: Config, mode: Mode) -> Result<Server, StartError> {
-        let schema = Arc::new(configured_schema(&config.schemas, &config.schema_files)?);
+        // The password policy needs its schema: enabling it enables the bundle.
+        let mut bundles = config.schemas.clone();
+        if config.ppolicy.enabled && !bundles.iter().any(|b| b == "ppolicy") {
+            bundles.push("ppolicy".to_string());
+        }
+        let schema = Arc::new(configured_schema(&bundles, &config.schema_files)?);
         let norm_dn = |what: &str, s: &str| -> Result<(Dn, NormDn), StartError> {
             let dn = Dn::parse(s).map_err(|e| StartError::Config(format!("{what} '{s}': {e}")))?;
             let ndn = dn
@@ -205,8 +211,20 @@ impl Server {
             ),
             Mode::Memory => (logs::LogSink::off(), logs::LogSink::off()),
         };
-        let overlays = overlays::chain(&config.unique, &config.memberof, &config.admin_dn, &schema)
-            .map_err(StartError::Config)?;
+        let mut overlays =
+            overlays::chain(&config.unique, &config.memberof, &config.admin_dn, &schema)
+                .map_err(StartError::Config)?;
+        let ppolicy = if config.ppolicy.enabled {
+            let p = dit::ppolicy::Ppolicy::new(&config.ppolicy, &schema, admin.clone())
+                .map(Arc::new)
+                .map_err(StartError::Config)?;
+            overlays.push(Box::new(overlays::ppolicy::PpolicyOverlay {
+                policy: p.clone(),
+            }));
+            Some(p)
+        } else {
+            None
+        };
         let limits = dit::WriteLimits {
             max_values_per_attribute: config.max_values_per_attribute,
             max_attributes_per_request: config.max_attributes_per_request,
@@ -236,6 +254,7 @@ impl Server {
             audit_log,
             counters: Counters::default(),
             persistence,
+            ppolicy,
         });
         Ok(Server { shared })
     }
@@ -421,7 +440,8 @@ async fn accept_local(shared: Arc<Shared>, listener: tokio::net::UnixListener) {
 
 fn root_dse(schema: &Schema, config: &Config) -> Entry {
     let contexts: Vec<&[u8]> = config.suffixes.iter().map(|s| s.as_bytes()).collect();
-    let controls: Vec<&[u8]> = controls::supported().map(str::as_bytes).collect();
+    let features = controls::Features::of(config);
+    let controls: Vec<&[u8]> = controls::supported(features).map(str::as_bytes).collect();
     let version = format!("Linden {}", env!("CARGO_PKG_VERSION"));
     virtual_entry(
         "",

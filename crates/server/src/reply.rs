@@ -48,6 +48,9 @@ pub(crate) struct Conn {
     pub(crate) txns: crate::ops::state::Transactions,
     /// Cancel requests waiting for their searches, and what cannot be cancelled.
     pub(crate) cancels: crate::ops::state::Cancels,
+    /// The last bind found the password reset and to be changed: operations other than
+    /// changing it are refused (`crate::ppolicy::restriction`).
+    pub(crate) must_change: std::sync::atomic::AtomicBool,
 }
 
 /// Queue permits (KiB) a response of `len` bytes takes; at most the whole budget, so that one
