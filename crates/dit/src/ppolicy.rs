@@ -889,6 +889,53 @@ mod tests {
         assert_eq!(err(b"{CLEARTEXT}abc1", &strict), None);
     }
 
+    fn with_policy() -> (Schema, Ppolicy) {
+        let schema = Schema::with_bundles(&["ppolicy".to_string()]).expect("bundle");
+        let admin = Dn::parse("cn=admin,dc=example,dc=com")
+            .and_then(|d| d.normalize(&schema))
+            .expect("dn");
+        let pp = Ppolicy::new(&PpolicySpec::default(), &schema, admin).expect("types");
+        (schema, pp)
+    }
+
+    #[test]
+    fn failures_lock_at_the_limit_counting_only_the_interval() {
+        let (schema, pp) = with_policy();
+        let t = &pp.types;
+        let p = Policy {
+            max_failure: 3,
+            max_recorded_failure: 3,
+            failure_count_interval: 60,
+            lockout: true,
+            ..Policy::default()
+        };
+        let now = UNIX_EPOCH + std::time::Duration::from_secs(1_800_000_000);
+        let old = now - std::time::Duration::from_secs(3600);
+        let mut attrs = Vec::new();
+        let fail = |attrs: &mut Vec<Attr>, at| {
+            pp.record_bind(&schema, &p, attrs, BindEvent::Failure, false, at)
+        };
+        // Two old failures do not count; they are the first to go beyond three kept.
+        assert!(fail(&mut attrs, old));
+        assert!(fail(&mut attrs, old));
+        assert!(fail(&mut attrs, now));
+        assert!(values_of(&attrs, t.account_locked_time).is_empty());
+        assert!(fail(&mut attrs, now));
+        assert_eq!(values_of(&attrs, t.failure_time).len(), 3);
+        assert!(values_of(&attrs, t.account_locked_time).is_empty());
+        assert!(fail(&mut attrs, now));
+        assert_eq!(values_of(&attrs, t.account_locked_time).len(), 1);
+        // Same-microsecond failures get distinct values.
+        let f = values_of(&attrs, t.failure_time);
+        assert_eq!(f.len(), 3);
+        assert!(f[1] != f[2]);
+        // A success forgets them; without failures it changes nothing.
+        let ok = BindEvent::Success { grace_used: false };
+        assert!(pp.record_bind(&schema, &p, &mut attrs, ok, false, now));
+        assert!(values_of(&attrs, t.failure_time).is_empty());
+        assert!(!pp.record_bind(&schema, &p, &mut attrs, ok, false, now));
+    }
+
     #[test]
     fn history_values_in_slapd_format() {
         let v: Vec<Box<[u8]>> = vec![

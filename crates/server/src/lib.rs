@@ -37,6 +37,9 @@
 //!   `ops/live` (persistent searches), `ops/subschema` (schema changes), `ops/txn` (LDAP
 //!   transactions: queued writes committed as one writer job), `ops/cancel` (Cancel of running
 //!   searches).
+//! - `ppolicy`: the password policy's protocol side (binds under a policy, the checks before a
+//!   password change, the connection restriction after a reset, the response control); the
+//!   policy itself is `dit::ppolicy`, the state a change leaves `dit::overlays::ppolicy`.
 //! - `audit`, `logs`: the audit and access logs.
 //! - From `dit`, under the names this crate always used: `identity`, `acl` (access control),
 //!   `filter` (filter compilation), `overlays`, `csn`, `error` (the LDAP error every
