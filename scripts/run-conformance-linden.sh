@@ -14,6 +14,12 @@ cat >"$tmp/linden.toml" <<'TOML'
 size_limit_anonymous = 500
 size_limit = 500
 
+# As the reference slapd's ppolicy overlay (scripts/slapd-reference.sh; test_ppolicy.py): the
+# default policy entry exists only while a test creates it.
+ppolicy = true
+ppolicy_default = "cn=default,ou=ppolicy,dc=example,dc=com"
+ppolicy_use_lockout = true
+
 # The reference slapd indexes objectClass, uid, cn, sn and mail for equality; these add
 # substring and ordering indexes, so that test_search.py's substring and >=/<= filters are
 # answered through them and still match slapd's answers.

@@ -53,11 +53,16 @@ start() {
     local modules="moduleload back_mdb"
     local overlays=""
     if [ -e "$MODDIR/ppolicy.la" ] || [ -e "$MODDIR/ppolicy.so" ]; then
-        # Only used to hash cleartext userPassword values on add/modify (no policy is enforced).
+        # Hashes cleartext userPassword values on add/modify, and enforces password policies
+        # (test_ppolicy.py): an entry's pwdPolicySubentry, else the default policy, which
+        # only exists while a test creates it, so that other tests run under no policy.
+        # As Linden: ppolicy = true, ppolicy_default, ppolicy_use_lockout = true.
         modules="$modules
 moduleload ppolicy"
         overlays="overlay ppolicy
-ppolicy_hash_cleartext"
+ppolicy_hash_cleartext
+ppolicy_default \"cn=default,ou=ppolicy,$SUFFIX\"
+ppolicy_use_lockout"
     fi
     if [ -e "$MODDIR/unique.la" ] || [ -e "$MODDIR/unique.so" ]; then
         # As the Linden the conformance suite runs against (run-conformance-linden.sh):

@@ -4,8 +4,8 @@
 //! change does in the writer's job (`add`, which also builds entries, `delete`, `modify`,
 //! `modrdn`), bulk import and export (`bulk`), entryCSN values and time stamps (`csn`), the
 //! server-held virtual entries (`entries`: the root DSE, cn=Subschema), attribute selection
-//! (`select`), EXTERNAL identity mapping (`authz`), values in linear time (`values`) and the
-//! error every operation returns (`error`).
+//! (`select`), EXTERNAL identity mapping (`authz`), password policy (`ppolicy`), values in
+//! linear time (`values`) and the error every operation returns (`error`).
 //!
 //! A change is prepared from a request (`modify::prepare`, `modrdn::prepare`, `add::build`),
 //! then applied in the writer's job by the `apply` of its kind, inside `write::write_job`,
@@ -35,6 +35,7 @@ pub mod identity;
 pub mod modify;
 pub mod modrdn;
 pub mod overlays;
+pub mod ppolicy;
 pub mod select;
 pub mod values;
 pub mod write;

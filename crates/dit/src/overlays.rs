@@ -10,9 +10,11 @@
 //! Adding an overlay: implement `Overlay`, construct it from the configuration in `chain`.
 //!
 //! Overlays: [`unique`] (attribute uniqueness), [`memberof`] (group membership and
-//! referential integrity).
+//! referential integrity), [`ppolicy`] (password policy state; built by the server, which
+//! shares its configuration with the bind path).
 
 pub mod memberof;
+pub mod ppolicy;
 pub mod unique;
 
 use std::sync::Arc;

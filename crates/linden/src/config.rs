@@ -168,6 +168,12 @@ pub struct Settings {
     pub memberof_groups: Option<Vec<String>>,
     #[serde(default, deserialize_with = "de::strings")]
     pub refint: Option<Vec<String>>,
+    #[serde(default, deserialize_with = "de::boolean")]
+    pub ppolicy: bool,
+    #[serde(default, deserialize_with = "de::string")]
+    pub ppolicy_default: Option<String>,
+    #[serde(default, deserialize_with = "de::boolean")]
+    pub ppolicy_use_lockout: bool,
     #[serde(default, deserialize_with = "de::authz_map")]
     pub authz_map: Option<Vec<dit::authz::AuthzRuleSpec>>,
     /// Names of schema bundles (`schema::bundles()`).
@@ -440,10 +446,12 @@ pub fn configured_schema(config: Option<&Path>) -> Result<schema::Schema, Config
     let (bundles, files) = match config {
         Some(path) => {
             let s = read_file(path)?;
-            (
-                s.schemas.unwrap_or_default(),
-                s.schema_files.unwrap_or_default(),
-            )
+            let mut bundles = s.schemas.unwrap_or_default();
+            // The password policy brings its schema bundle.
+            if s.ppolicy && !bundles.iter().any(|b| b == "ppolicy") {
+                bundles.push("ppolicy".to_string());
+            }
+            (bundles, s.schema_files.unwrap_or_default())
         }
         None => (Vec::new(), Vec::new()),
     };
@@ -1199,7 +1207,7 @@ log_level = "debug"
         let keys = keys();
         assert_eq!(&keys[..3], &["listen", "data", "suffix"]);
         assert_eq!(keys.last(), Some(&"log_level"));
-        assert_eq!(keys.len(), 69, "{keys:?}");
+        assert_eq!(keys.len(), 71, "{keys:?}");
         let doc = include_str!("../../../docs/configuration.md");
         for k in keys {
             assert!(

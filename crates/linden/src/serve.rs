@@ -185,6 +185,14 @@ pub fn server_config(s: Settings, admin_password_hash: Vec<u8>) -> server::Confi
     if let Some(v) = s.schemas {
         c.schemas = v;
     }
+    c.ppolicy = dit::ppolicy::PpolicySpec {
+        enabled: s.ppolicy,
+        default_policy: s.ppolicy_default,
+        use_lockout: s.ppolicy_use_lockout,
+    };
+    if c.ppolicy.enabled && !c.schemas.iter().any(|b| b == "ppolicy") {
+        c.schemas.push("ppolicy".to_string());
+    }
     if let Some(v) = s.schema_files {
         c.schema_files = v;
     }

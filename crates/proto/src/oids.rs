@@ -40,6 +40,8 @@ pub const TXN_END: &str = "1.3.6.1.1.21.3";
 pub const PROXIED_AUTHZ: &str = crate::controls::proxyauthz::OID;
 /// Don't Use Copy control (RFC 6171).
 pub const DONT_USE_COPY: &str = crate::controls::dontusecopy::OID;
+/// Password Policy request and response control (draft-behera-ldap-password-policy-10).
+pub const PASSWORD_POLICY: &str = crate::controls::ppolicy::OID;
 /// Matched Values control (RFC 3876).
 pub const MATCHED_VALUES: &str = crate::controls::matchedvalues::OID;
 /// Dereference control (draft-masarati-ldap-deref).

@@ -110,6 +110,8 @@ pub struct Config {
     /// Group membership (memberOf) and referential integrity (`memberof`, `memberof_groups`,
     /// `refint`).
     pub memberof: dit::overlays::MemberOfSpec,
+    /// Password policy (`ppolicy`, `ppolicy_default`, `ppolicy_use_lockout`); off by default.
+    pub ppolicy: dit::ppolicy::PpolicySpec,
     /// SASL EXTERNAL identity mapping rules (`[[authz_map]]`), in order.
     pub authz_map: Vec<dit::authz::AuthzRuleSpec>,
     /// Controls one request may carry (0 = no limit); more: adminLimitExceeded. Default 32.
@@ -203,6 +205,7 @@ impl Default for Config {
                 groups: dit::overlays::MemberOfSpec::default_groups(),
                 refint: Vec::new(),
             },
+            ppolicy: dit::ppolicy::PpolicySpec::default(),
             authz_map: Vec::new(),
             max_connections: 10_000,
             max_connections_per_ip: 1_000,

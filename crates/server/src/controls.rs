@@ -99,6 +99,25 @@ pub(crate) struct RequestControls {
     pub permissive_modify: bool,
     /// Transaction specification (RFC 5805): the transaction the change is queued in.
     pub txn: Option<Vec<u8>>,
+    /// Password policy request (draft-behera-ldap-password-policy-10): the response carries
+    /// the password policy response control (`crate::ppolicy`).
+    pub ppolicy: bool,
+}
+
+/// What the configuration turns on that brings controls with it: a control of a feature that
+/// is off is unknown (and not in supportedControl).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Features {
+    /// `ppolicy`: the password policy control.
+    pub ppolicy: bool,
+}
+
+impl Features {
+    pub(crate) fn of(config: &crate::config::Config) -> Features {
+        Features {
+            ppolicy: config.ppolicy.enabled,
+        }
+    }
 }
 
 /// The authorization identity of a proxied authorization control (RFC 4513 §5.2.1.8).
@@ -486,6 +505,25 @@ const REGISTRY: &[Spec] = &[
     },
 ];
 
+/// The controls of the password policy overlay (`ppolicy = true`).
+const PPOLICY: &[Spec] = &[Spec {
+    oid: oids::PASSWORD_POLICY,
+    // As slapd: bind, add, modify and Password Modify.
+    ops: OpKind::Bind as u16 | OpKind::Add as u16 | OpKind::Modify as u16 | OpKind::Extended as u16,
+    parse: |rc, c, _| {
+        proto::controls::ppolicy::check_request(c.value.as_deref())
+            .map_err(|e| protocol(e.to_string()))?;
+        rc.ppolicy = true;
+        Ok(())
+    },
+}];
+
+/// The controls supported with `features`.
+fn specs(features: Features) -> impl Iterator<Item = &'static Spec> {
+    let optional: &[Spec] = if features.ppolicy { PPOLICY } else { &[] };
+    REGISTRY.iter().chain(optional)
+}
+
 fn protocol(msg: impl Into<String>) -> LdapError {
     LdapError::new(ResultCode::ProtocolError, msg)
 }
@@ -497,12 +535,12 @@ pub(crate) fn parse(
     controls: &[Control<'_>],
     kind: OpKind,
     limits: &DecodeLimits,
+    features: Features,
 ) -> LdapResult<RequestControls> {
     let mut out = RequestControls::default();
     let mut seen: u64 = 0;
     for c in controls {
-        let found = REGISTRY
-            .iter()
+        let found = specs(features)
             .enumerate()
             .find(|(_, s)| s.oid.as_bytes() == &*c.oid);
         match found {
@@ -534,9 +572,10 @@ pub(crate) fn parse(
     Ok(out)
 }
 
-/// The OIDs of the root DSE's supportedControl: every registered control.
-pub(crate) fn supported() -> impl Iterator<Item = &'static str> {
-    REGISTRY.iter().map(|s| s.oid)
+/// The OIDs of the root DSE's supportedControl: every registered control of the features
+/// turned on.
+pub(crate) fn supported(features: Features) -> impl Iterator<Item = &'static str> {
+    specs(features).map(|s| s.oid)
 }
 
 #[cfg(test)]
@@ -554,20 +593,49 @@ mod tests {
     #[test]
     fn criticality_decides_for_unknown_and_inapplicable_controls() {
         let l = DecodeLimits::default();
-        assert!(parse(&[ctl("1.2.3", false, None)], OpKind::Search, &l).is_ok());
-        let e = parse(&[ctl("1.2.3", true, None)], OpKind::Search, &l).unwrap_err();
+        assert!(parse(
+            &[ctl("1.2.3", false, None)],
+            OpKind::Search,
+            &l,
+            Features::default()
+        )
+        .is_ok());
+        let e = parse(
+            &[ctl("1.2.3", true, None)],
+            OpKind::Search,
+            &l,
+            Features::default(),
+        )
+        .unwrap_err();
         assert_eq!(e.code, ResultCode::UnavailableCriticalExtension);
         // Paged results is for searches only.
         let paged = [0x30, 0x05, 0x02, 0x01, 0x05, 0x04, 0x00];
         let c = ctl(oids::PAGED_RESULTS, true, Some(&paged));
-        assert!(parse(std::slice::from_ref(&c), OpKind::Search, &l)
-            .unwrap()
-            .paged
-            .is_some());
-        let e = parse(std::slice::from_ref(&c), OpKind::Modify, &l).unwrap_err();
+        assert!(parse(
+            std::slice::from_ref(&c),
+            OpKind::Search,
+            &l,
+            Features::default()
+        )
+        .unwrap()
+        .paged
+        .is_some());
+        let e = parse(
+            std::slice::from_ref(&c),
+            OpKind::Modify,
+            &l,
+            Features::default(),
+        )
+        .unwrap_err();
         assert_eq!(e.code, ResultCode::UnavailableCriticalExtension);
         // A critical control on an abandon is never an error: there is no response to carry it.
-        assert!(parse(&[ctl("1.2.3", true, None)], OpKind::NoResponse, &l).is_ok());
+        assert!(parse(
+            &[ctl("1.2.3", true, None)],
+            OpKind::NoResponse,
+            &l,
+            Features::default()
+        )
+        .is_ok());
     }
 
     #[test]
@@ -590,17 +658,23 @@ mod tests {
             ctl(oids::VLV_REQUEST, false, None),
             ctl(oids::VLV_REQUEST, true, Some(&[0x30, 0x00])),
         ] {
-            let e = parse(std::slice::from_ref(&c), OpKind::Search, &l).unwrap_err();
+            let e = parse(
+                std::slice::from_ref(&c),
+                OpKind::Search,
+                &l,
+                Features::default(),
+            )
+            .unwrap_err();
             assert_eq!(e.code, ResultCode::ProtocolError, "{c:?}");
         }
         let m = ctl(oids::MANAGE_DSA_IT, false, None);
-        let e = parse(&[m.clone(), m], OpKind::Search, &l).unwrap_err();
+        let e = parse(&[m.clone(), m], OpKind::Search, &l, Features::default()).unwrap_err();
         assert_eq!(e.code, ResultCode::ProtocolError);
     }
 
     #[test]
     fn every_registered_control_is_advertised() {
-        let all: Vec<_> = supported().collect();
+        let all: Vec<_> = supported(Features::default()).collect();
         assert!(all.contains(&oids::PAGED_RESULTS));
         assert!(all.contains(&oids::ASSERTION));
         assert!(all.contains(&oids::MANAGE_DSA_IT));
@@ -617,10 +691,32 @@ mod tests {
     }
 
     #[test]
+    fn the_password_policy_control_comes_with_its_feature() {
+        let l = DecodeLimits::default();
+        let on = Features { ppolicy: true };
+        let off = Features::default();
+        assert!(supported(on).any(|o| o == oids::PASSWORD_POLICY));
+        assert!(!supported(off).any(|o| o == oids::PASSWORD_POLICY));
+        let c = ctl(oids::PASSWORD_POLICY, true, None);
+        assert!(
+            parse(std::slice::from_ref(&c), OpKind::Bind, &l, on)
+                .unwrap()
+                .ppolicy
+        );
+        let e = parse(std::slice::from_ref(&c), OpKind::Bind, &l, off).unwrap_err();
+        assert_eq!(e.code, ResultCode::UnavailableCriticalExtension);
+        let e = parse(std::slice::from_ref(&c), OpKind::Search, &l, on).unwrap_err();
+        assert_eq!(e.code, ResultCode::UnavailableCriticalExtension);
+        let bad = ctl(oids::PASSWORD_POLICY, false, Some(b""));
+        let e = parse(&[bad], OpKind::Modify, &l, on).unwrap_err();
+        assert_eq!(e.code, ResultCode::ProtocolError);
+    }
+
+    #[test]
     fn new_controls_refuse_malformed_values() {
         let l = DecodeLimits::default();
         let code = |c: Control<'static>, kind: OpKind| {
-            parse(std::slice::from_ref(&c), kind, &l)
+            parse(std::slice::from_ref(&c), kind, &l, Features::default())
                 .map(drop)
                 .unwrap_err()
                 .code
@@ -649,6 +745,7 @@ mod tests {
             &[ctl(oids::PROXIED_AUTHZ, true, Some(b"u:alice"))],
             OpKind::Add,
             &l,
+            Features::default(),
         );
         assert_eq!(
             ok.unwrap().proxied,
@@ -668,7 +765,13 @@ mod tests {
             code(ctl(oids::DONT_USE_COPY, true, Some(b"")), OpKind::Compare),
             ProtocolError
         );
-        assert!(parse(&[ctl(oids::DONT_USE_COPY, true, None)], OpKind::Compare, &l).is_ok());
+        assert!(parse(
+            &[ctl(oids::DONT_USE_COPY, true, None)],
+            OpKind::Compare,
+            &l,
+            Features::default()
+        )
+        .is_ok());
         assert_eq!(
             code(ctl(oids::DONT_USE_COPY, true, None), OpKind::Modify),
             ResultCode::UnavailableCriticalExtension
@@ -689,6 +792,7 @@ mod tests {
             &[ctl(oids::MATCHED_VALUES, true, Some(&[0x30, 0x00]))],
             OpKind::Search,
             &l,
+            Features::default(),
         );
         assert!(empty.unwrap().values_return.is_none());
     }

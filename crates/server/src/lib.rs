@@ -37,6 +37,9 @@
 //!   `ops/live` (persistent searches), `ops/subschema` (schema changes), `ops/txn` (LDAP
 //!   transactions: queued writes committed as one writer job), `ops/cancel` (Cancel of running
 //!   searches).
+//! - `ppolicy`: the password policy's protocol side (binds under a policy, the checks before a
+//!   password change, the connection restriction after a reset, the response control); the
+//!   policy itself is `dit::ppolicy`, the state a change leaves `dit::overlays::ppolicy`.
 //! - `audit`, `logs`: the audit and access logs.
 //! - `credcache`: password checks for bind — cheap schemes inline, slow ones through the cache
 //!   of verified credentials or on the blocking pool (docs/credential-cache.md).
@@ -59,6 +62,7 @@ pub mod logs;
 mod op;
 mod ops;
 mod persistence;
+mod ppolicy;
 mod proxy;
 mod reply;
 mod session;
@@ -126,7 +130,12 @@ impl Server {
     }
 
     pub(crate) fn build(config: Config, mode: Mode) -> Result<Server, StartError> {
-        let schema = Arc::new(configured_schema(&config.schemas, &config.schema_files)?);
+        // The password policy needs its schema: enabling it enables the bundle.
+        let mut bundles = config.schemas.clone();
+        if config.ppolicy.enabled && !bundles.iter().any(|b| b == "ppolicy") {
+            bundles.push("ppolicy".to_string());
+        }
+        let schema = Arc::new(configured_schema(&bundles, &config.schema_files)?);
         let norm_dn = |what: &str, s: &str| -> Result<(Dn, NormDn), StartError> {
             let dn = Dn::parse(s).map_err(|e| StartError::Config(format!("{what} '{s}': {e}")))?;
             let ndn = dn
@@ -189,8 +198,20 @@ impl Server {
             ),
             Mode::Memory => (logs::LogSink::off(), logs::LogSink::off()),
         };
-        let overlays = overlays::chain(&config.unique, &config.memberof, &config.admin_dn, &schema)
-            .map_err(StartError::Config)?;
+        let mut overlays =
+            overlays::chain(&config.unique, &config.memberof, &config.admin_dn, &schema)
+                .map_err(StartError::Config)?;
+        let ppolicy = if config.ppolicy.enabled {
+            let p = dit::ppolicy::Ppolicy::new(&config.ppolicy, &schema, admin.clone())
+                .map(Arc::new)
+                .map_err(StartError::Config)?;
+            overlays.push(Box::new(overlays::ppolicy::PpolicyOverlay {
+                policy: p.clone(),
+            }));
+            Some(p)
+        } else {
+            None
+        };
         let limits = dit::WriteLimits {
             max_values_per_attribute: config.max_values_per_attribute,
             max_attributes_per_request: config.max_attributes_per_request,
@@ -223,6 +244,7 @@ impl Server {
             audit_log,
             counters: Counters::default(),
             persistence,
+            ppolicy,
         });
         Ok(Server { shared })
     }
@@ -412,7 +434,8 @@ async fn accept_local(shared: Arc<Shared>, listener: tokio::net::UnixListener) {
 }
 
 fn root_dse(schema: &Schema, config: &Config) -> Entry {
-    let controls: Vec<&str> = controls::supported().collect();
+    let features = controls::Features::of(config);
+    let controls: Vec<&str> = controls::supported(features).collect();
     let version = format!("Linden {}", env!("CARGO_PKG_VERSION"));
     dit::entries::root_dse(
         schema,

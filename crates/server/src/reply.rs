@@ -50,6 +50,9 @@ pub(crate) struct Conn {
     pub(crate) cancels: crate::ops::state::Cancels,
     /// Search bases this connection used lately, parsed (`Dit::parse_dn_cached`).
     pub(crate) bases: Mutex<dit::DnCache>,
+    /// The last bind found the password reset and to be changed: operations other than
+    /// changing it are refused (`crate::ppolicy::restriction`).
+    pub(crate) must_change: std::sync::atomic::AtomicBool,
 }
 
 /// Queue permits (KiB) a response of `len` bytes takes; at most the whole budget, so that one

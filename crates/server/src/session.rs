@@ -233,6 +233,7 @@ where
         txns: Default::default(),
         cancels: Default::default(),
         bases: Default::default(),
+        must_change: Default::default(),
     });
     let mut identity = Arc::new(Identity::default());
     conn.log_event(
@@ -351,7 +352,8 @@ async fn dispatch(conn: &Arc<Conn>, pdu: &[u8], identity: &mut Arc<Identity>) ->
             ),
         ))
     } else {
-        crate::controls::parse(&msg.controls, kind, &limits)
+        let features = crate::controls::Features::of(&conn.shared.config);
+        crate::controls::parse(&msg.controls, kind, &limits, features)
             .and_then(|mut c| c.check_schema(&conn.shared.schema()).map(|()| c))
     };
     let controls = match controls {
@@ -394,6 +396,17 @@ async fn dispatch(conn: &Arc<Conn>, pdu: &[u8], identity: &mut Arc<Identity>) ->
             log,
         }
     };
+    // A password reset to be changed restricts the connection (password policy).
+    if let Some(e) = crate::ppolicy::restriction(conn, identity, &msg.op) {
+        let mut op = op(identity);
+        if op.controls.ppolicy {
+            op.response.push(crate::ppolicy::restriction_control());
+        }
+        if let Some(tag) = response_tag(&msg.op) {
+            op.finish(tag, Err(&e), None).await;
+        }
+        return Next::Continue;
+    }
     match msg.op {
         ProtocolOp::UnbindRequest => {
             conn.log_event(id, identity, "UNBIND");

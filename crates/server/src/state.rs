@@ -54,6 +54,8 @@ pub struct Shared {
     pub counters: Counters,
     /// `None` for a memory-only server (bulk import).
     pub(crate) persistence: Option<crate::persistence::Persistence>,
+    /// The password policy (`ppolicy = true`), shared with its overlay in the write path.
+    pub ppolicy: Option<Arc<dit::ppolicy::Ppolicy>>,
 }
 
 impl std::ops::Deref for Shared {

@@ -6,6 +6,7 @@
 //! - [`dontusecopy`]: Don't Use Copy (RFC 6171).
 //! - [`matchedvalues`]: Matched Values (RFC 3876).
 //! - [`paged`]: Simple Paged Results (RFC 2696).
+//! - [`ppolicy`]: Password Policy request and response (draft-behera-ldap-password-policy-10).
 //! - [`psearch`]: Persistent Search and Entry Change Notification
 //!   (draft-ietf-ldapext-psearch-03).
 //! - [`proxyauthz`]: Proxied Authorization v2 (RFC 4370).
@@ -17,6 +18,7 @@ pub mod deref;
 pub mod dontusecopy;
 pub mod matchedvalues;
 pub mod paged;
+pub mod ppolicy;
 pub mod proxyauthz;
 pub mod psearch;
 pub mod readentry;

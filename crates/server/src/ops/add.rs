@@ -22,7 +22,13 @@ pub(crate) async fn handle(mut op: Op, req: &AddRequest<'_>) -> Next {
     let assertion = crate::ops::take_assertion(&mut op);
     let early = early_checks(&op);
     let change = match precheck(op.shared(), req).and_then(|()| op.may_write()) {
-        Ok(()) => prepare(op.shared(), &op.who, req, assertion, early).await,
+        Ok(()) => {
+            let (sh, want) = (op.shared().clone(), op.controls.ppolicy);
+            match crate::ppolicy::check_add(&sh, &op.who, req, want, &mut op.response) {
+                Ok(()) => prepare(op.shared(), &op.who, req, assertion, early).await,
+                Err(e) => Err(e),
+            }
+        }
         Err(e) => Err(e),
     };
     route_write(op, tags::ADD_RESPONSE, change, audit).await;

@@ -22,9 +22,18 @@ fn invalid() -> LdapError {
     LdapError::new(ResultCode::InvalidCredentials, "invalid credentials")
 }
 
-pub(crate) async fn handle(op: Op, req: &BindRequest<'_>) -> Next {
+pub(crate) async fn handle(mut op: Op, req: &BindRequest<'_>) -> Next {
     let conn = op.conn.clone();
-    let r = bind(&conn.shared, req, conn.peer.ip(), conn.tls.as_ref()).await;
+    // The password policy (`crate::ppolicy`) wraps the bind: a locked account is refused
+    // before its password is checked; the result is recorded on the account after.
+    conn.must_change
+        .store(false, std::sync::atomic::Ordering::Relaxed);
+    let pp = crate::ppolicy::BindCheck::start(&conn.shared, req, op.controls.ppolicy);
+    let r = match pp.refusal() {
+        Some(e) => Err(e),
+        None => bind(&conn.shared, req, conn.peer.ip(), conn.tls.as_ref()).await,
+    };
+    let r = pp.finish(&conn, r, &mut op.response).await;
     let (r, who) = match r {
         Ok(who) => (Ok(()), who),
         Err(e) => (Err(e), Identity::default()),

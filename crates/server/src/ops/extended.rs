@@ -107,13 +107,14 @@ pub(crate) async fn handle(op: Op, req: &ExtendedRequest<'_>) -> Next {
 /// Password Modify (RFC 3062) from its task: checked, committed through the write path, and
 /// answered.
 async fn password_modify_op(
-    op: Op,
+    mut op: Op,
     shared: Arc<Shared>,
     who: Arc<Identity>,
     value: Option<Vec<u8>>,
 ) {
+    let want = op.controls.ppolicy;
     let r = match writes_allowed(&op.conn) {
-        Ok(()) => password_modify(&shared, &who, value.as_deref()).await,
+        Ok(()) => password_modify(&shared, &who, value.as_deref(), want, &mut op.response).await,
         Err(e) => Err(e),
     };
     if r.is_ok() {
@@ -218,11 +219,15 @@ async fn snapshot(shared: &Arc<Shared>, who: &Identity) -> LdapResult<String> {
     }
 }
 
-/// RFC 3062. Returns the generated password when the request carried no new one.
+/// RFC 3062. Returns the generated password when the request carried no new one. The
+/// password policy's checks (`crate::ppolicy`) add their response control to `response`
+/// when `want_control`.
 async fn password_modify(
     shared: &Arc<Shared>,
     who: &Identity,
     value: Option<&[u8]>,
+    want_control: bool,
+    response: &mut Vec<proto::Control<'static>>,
 ) -> LdapResult<Option<String>> {
     let req = match value {
         Some(v) => proto::PasswdModifyRequest::decode(v).map_err(|e| {
@@ -277,6 +282,16 @@ async fn password_modify(
         (None, None) => Vec::new(),
     };
     let old = req.old_passwd.as_ref().map(|o| o.to_vec());
+    crate::ppolicy::check_password_modify(
+        shared,
+        who,
+        &target,
+        &new_pw,
+        old.as_deref(),
+        want_control,
+        response,
+    )
+    .await?;
     // Hashing and checking the old password happen on the blocking pool, not on this task nor
     // on the writer. The writer applies the change only if the stored passwords are still
     // those the old one was checked against; if they changed meanwhile, the check is redone.

@@ -51,7 +51,13 @@ pub(crate) async fn handle(mut op: Op, req: &ModifyRequest<'_>) -> Next {
     let early = early_checks(&op);
     let permissive = op.controls.permissive_modify;
     let change = match op.may_write() {
-        Ok(()) => submit(op.shared(), &op.who, req, assertion, early, permissive).await,
+        Ok(()) => {
+            let (sh, want) = (op.shared().clone(), op.controls.ppolicy);
+            match crate::ppolicy::check_modify(&sh, &op.who, req, want, &mut op.response).await {
+                Ok(pw) => submit(&sh, &op.who, req, assertion, early, permissive, pw).await,
+                Err(e) => Err(e),
+            }
+        }
         Err(e) => Err(e),
     };
     route_write(op, tags::MODIFY_RESPONSE, change, audit).await;
@@ -65,11 +71,13 @@ async fn submit(
     assertion: Option<Assertion>,
     early: bool,
     permissive: bool,
+    pw: crate::ppolicy::Checked,
 ) -> LdapResult<Change> {
     if super::subschema::targets(shared, &req.dn) {
         return super::subschema::modify(shared, who, req);
     }
-    let (ndn, mods) = prepare(shared, req)?;
+    let (ndn, mut mods) = prepare(shared, req)?;
+    pw.apply(shared, &mut mods);
     // Write access to every attribute the request changes.
     let needs = needs(&mods);
     if early {
