@@ -57,6 +57,7 @@ mod op;
 mod ops;
 mod persistence;
 mod proxy;
+mod replica;
 mod reply;
 mod session;
 pub mod state;
@@ -166,6 +167,12 @@ impl Server {
             }
             indexed.add(id, spec.kinds);
         }
+        // A replica finds replicated entries by entryUUID.
+        if !config.syncrepl.is_empty() {
+            if let Some(id) = schema.attr_by_name("entryUUID") {
+                indexed.add(id, store::IndexKinds::DEFAULT);
+            }
+        }
         // What the overlays look up by value is indexed too (a name they do not know is
         // reported by `overlays::chain` below).
         for name in overlays::indexed(&config.unique, &config.memberof) {
@@ -222,6 +229,12 @@ impl Server {
             limits,
         )
         .map_err(StartError::Config)?;
+        replica::check(&dit, &config.syncrepl)?;
+        let replication = config
+            .syncrepl
+            .iter()
+            .map(|_| Arc::new(repl::consumer::Status::default()))
+            .collect();
         let authz = dit::authz::AuthzMap::compile(&config.authz_map).map_err(StartError::Config)?;
         let dummy_password = config.password_hash.hash(b"linden-dummy-password");
         let shared = Arc::new(Shared {
@@ -236,6 +249,7 @@ impl Server {
             audit_log,
             counters: Counters::default(),
             persistence,
+            replication,
         });
         Ok(Server { shared })
     }
@@ -243,6 +257,11 @@ impl Server {
     /// Per-operation counters since start.
     pub fn counters(&self) -> &Counters {
         &self.shared.counters
+    }
+
+    /// The state of each replication consumer (`syncrepl`), in configuration order.
+    pub fn replication(&self) -> &[Arc<repl::consumer::Status>] {
+        &self.shared.replication
     }
 
     /// The sequence number of the newest committed write batch (each batch is one log record
@@ -333,6 +352,7 @@ impl Server {
         if let Some(l) = listeners.ldapi {
             tasks.push(tokio::spawn(accept_local(self.shared.clone(), l)));
         }
+        tasks.extend(replica::start(&self.shared));
         shutdown.await;
         for t in tasks {
             t.abort();

@@ -52,6 +52,8 @@ pub struct Shared {
     pub counters: Counters,
     /// `None` for a memory-only server (bulk import).
     pub(crate) persistence: Option<crate::persistence::Persistence>,
+    /// The state of each replication consumer (`syncrepl`), in configuration order.
+    pub replication: Vec<Arc<repl::consumer::Status>>,
 }
 
 impl std::ops::Deref for Shared {

@@ -269,7 +269,7 @@ where
     }
 
     async fn search(
-        &self,
+        &mut self,
         conn: &mut conn::Conn<Box<dyn conn::Io>>,
         cookie: &str,
     ) -> Result<i32, ReplError> {

@@ -112,7 +112,9 @@ async fn password_modify_op(
     who: Arc<Identity>,
     value: Option<Vec<u8>>,
 ) {
-    let r = match writes_allowed(&op.conn) {
+    let allowed =
+        writes_allowed(&op.conn).and_then(|()| crate::replica::refer_writes(&shared, &who));
+    let r = match allowed {
         Ok(()) => password_modify(&shared, &who, value.as_deref()).await,
         Err(e) => Err(e),
     };
