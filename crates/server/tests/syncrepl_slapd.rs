@@ -45,7 +45,32 @@ fn slapd_available() -> bool {
 struct Slapd {
     child: Child,
     url: String,
+    /// With TLS: the LDAPS listener's URL.
+    ldaps_url: String,
     _dir: tempfile::TempDir,
+}
+
+/// A CA and a certificate it issued for 127.0.0.1, as PEM files in `dir`: (ca, cert, key).
+fn make_certs(dir: &Path, name: &str) -> (PathBuf, PathBuf, PathBuf) {
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, format!("{name} CA"));
+    let ca = ca_params.self_signed(&ca_key).unwrap();
+    let key = rcgen::KeyPair::generate().unwrap();
+    let params = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()]).unwrap();
+    let cert = params.signed_by(&key, &ca, &ca_key).unwrap();
+    let paths = (
+        dir.join(format!("{name}-ca.pem")),
+        dir.join(format!("{name}-cert.pem")),
+        dir.join(format!("{name}-key.pem")),
+    );
+    std::fs::write(&paths.0, ca.pem()).unwrap();
+    std::fs::write(&paths.1, cert.pem()).unwrap();
+    std::fs::write(&paths.2, key.serialize_pem()).unwrap();
+    paths
 }
 
 impl Drop for Slapd {
@@ -70,12 +95,22 @@ fn person_ldif(i: usize) -> String {
 }
 
 impl Slapd {
-    fn start() -> Slapd {
+    /// slapd with the initial entries; with `tls`, also an LDAPS listener and StartTLS, with
+    /// the certificate and key given.
+    fn start(tls: Option<(&Path, &Path)>) -> Slapd {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
         std::fs::create_dir_all(d.join("data")).unwrap();
+        let tls_conf = match tls {
+            Some((cert, key)) => format!(
+                "TLSCertificateFile {}\nTLSCertificateKeyFile {}\n",
+                cert.display(),
+                key.display()
+            ),
+            None => String::new(),
+        };
         let conf = format!(
-            "include {SCHEMA}/core.schema
+            "{tls_conf}include {SCHEMA}/core.schema
 include {SCHEMA}/cosine.schema
 include {SCHEMA}/inetorgperson.schema
 include {SCHEMA}/nis.schema
@@ -128,11 +163,17 @@ syncprov-sessionlog 1000
         );
         let port = free_port();
         let url = format!("ldap://127.0.0.1:{port}");
+        let ldaps_url = format!("ldaps://127.0.0.1:{}", free_port());
+        let listeners = if tls.is_some() {
+            format!("{url}/ {ldaps_url}/")
+        } else {
+            format!("{url}/")
+        };
         let child = Command::new(SLAPD)
             .arg("-d")
             .arg("0")
             .arg("-h")
-            .arg(format!("{url}/"))
+            .arg(listeners)
             .arg("-f")
             .arg(d.join("slapd.conf"))
             .stdout(Stdio::null())
@@ -142,6 +183,7 @@ syncprov-sessionlog 1000
         let s = Slapd {
             child,
             url,
+            ldaps_url,
             _dir: dir,
         };
         let deadline = Instant::now() + Duration::from_secs(30);
@@ -262,7 +304,17 @@ fn converge(provider: &Slapd, consumer: &TestServer, what: &str) {
 }
 
 fn consumer(provider: &Slapd, data: &Path) -> TestServer {
-    let url = provider.url.clone();
+    consumer_with(provider, data, &provider.url, |_| {})
+}
+
+/// A Linden consuming from `url` (one of `provider`'s), its spec adjusted by `tweak`.
+fn consumer_with(
+    provider: &Slapd,
+    data: &Path,
+    url: &str,
+    tweak: impl FnOnce(&mut repl::consumer::ConsumerSpec) + Send + 'static,
+) -> TestServer {
+    let (url, updateref) = (url.to_string(), provider.url.clone());
     let data: PathBuf = data.to_path_buf();
     TestServer::start_with(move |c| {
         c.data_dir = data;
@@ -276,8 +328,9 @@ fn consumer(provider: &Slapd, data: &Path) -> TestServer {
             password: ADMIN_PW.into(),
         };
         spec.retry = repl::consumer::spec::RetrySchedule::parse("1 +").unwrap();
+        tweak(&mut spec);
         c.syncrepl = vec![spec];
-        c.updateref = vec![url];
+        c.updateref = vec![updateref];
     })
 }
 
@@ -363,7 +416,7 @@ fn slapd_provider_linden_consumer() {
         eprintln!("skipped: {SLAPD} with syncprov is not installed");
         return;
     }
-    let provider = Slapd::start();
+    let provider = Slapd::start(None);
     let data = tempfile::tempdir().unwrap();
 
     // The initial refresh, then changes as they happen.
@@ -400,6 +453,75 @@ fn slapd_provider_linden_consumer() {
     changes(&mut p, 2);
     let linden = consumer(&provider, data.path());
     converge(&provider, &linden, "restart from the kept cookie");
+    let status = &linden.server.replication()[0];
+    assert_eq!(
+        status.resumed.load(std::sync::atomic::Ordering::Relaxed),
+        1,
+        "the restarted consumer sent its kept cookie"
+    );
     changes(&mut p, 3);
     converge(&provider, &linden, "persist after the restart");
+}
+
+/// refreshOnly polls over StartTLS (critical) with the provider's certificate checked against
+/// `tls_ca`; LDAPS with the wrong CA fails the TLS handshake and is retried, never applied.
+#[test]
+fn refresh_only_over_starttls_and_ldaps_checks_the_ca() {
+    if !slapd_available() {
+        eprintln!("skipped: {SLAPD} with syncprov is not installed");
+        return;
+    }
+    let certs = tempfile::tempdir().unwrap();
+    let (ca, cert, key) = make_certs(certs.path(), "provider");
+    let (other_ca, _, _) = make_certs(certs.path(), "other");
+    let provider = Slapd::start(Some((&cert, &key)));
+    let data = tempfile::tempdir().unwrap();
+    let ca2 = ca.clone();
+    let linden = consumer_with(&provider, data.path(), &provider.url, move |s| {
+        s.mode = repl::consumer::spec::SyncMode::RefreshOnly {
+            interval: Duration::from_secs(1),
+        };
+        s.start_tls = repl::consumer::spec::StartTls::Critical;
+        s.tls_ca = Some(ca2);
+    });
+    converge(&provider, &linden, "refreshOnly over StartTLS");
+    changes(&mut provider.admin(), 1);
+    converge(&provider, &linden, "the next poll");
+    assert!(
+        linden.server.replication()[0]
+            .refreshes
+            .load(std::sync::atomic::Ordering::Relaxed)
+            >= 2
+    );
+
+    // LDAPS to a provider whose certificate another CA issued: refused, retried.
+    let data = tempfile::tempdir().unwrap();
+    let ldaps = provider.ldaps_url.clone();
+    let wrong = consumer_with(&provider, data.path(), &ldaps, move |s| {
+        s.tls_ca = Some(other_ca);
+    });
+    let status = wrong.server.replication()[0].clone();
+    let deadline = Instant::now() + CONVERGE;
+    while status.failures.load(std::sync::atomic::Ordering::Relaxed) == 0 {
+        assert!(Instant::now() < deadline, "no TLS failure reported");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        status.last_error().contains("TLS"),
+        "{}",
+        status.last_error()
+    );
+    let got = snapshot(&mut wrong.admin());
+    assert!(
+        got.len() <= 1,
+        "nothing replicated without a trusted certificate: {}",
+        got.len()
+    );
+
+    // The same LDAPS listener with the right CA.
+    let data = tempfile::tempdir().unwrap();
+    let right = consumer_with(&provider, data.path(), &ldaps, move |s| {
+        s.tls_ca = Some(ca);
+    });
+    converge(&provider, &right, "refreshAndPersist over LDAPS");
 }

@@ -88,6 +88,8 @@ pub struct Status {
     pub changes: AtomicU64,
     /// Sessions that failed since start.
     pub failures: AtomicU64,
+    /// Sessions that began with a kept cookie (resumed rather than refreshed in full).
+    pub resumed: AtomicU64,
     last_error: Mutex<String>,
 }
 
@@ -238,6 +240,9 @@ where
         loop {
             let kept = apply::stored_cookie(&self.dit, &self.dit.store.read(), &self.area);
             let csns = if fresh { Vec::new() } else { kept.csns };
+            if !csns.is_empty() {
+                self.status.resumed.fetch_add(1, Ordering::Relaxed);
+            }
             let cookie = SyncCookie {
                 rid: Some(self.spec.rid),
                 sid: None,
