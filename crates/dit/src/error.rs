@@ -8,8 +8,9 @@ pub struct LdapError {
     pub code: ResultCode,
     pub matched: String,
     pub message: String,
-    /// LDAP URLs of a referral (result code referral): where a replica sends writes.
-    pub referral: Vec<String>,
+    /// LDAP URLs of a referral (result code referral): where a replica sends writes. Boxed:
+    /// rare, and errors travel in `Result`s that should stay small.
+    pub referral: Option<Box<Vec<String>>>,
 }
 
 impl LdapError {
@@ -18,14 +19,14 @@ impl LdapError {
             code,
             matched: String::new(),
             message: message.into(),
-            referral: Vec::new(),
+            referral: None,
         }
     }
 
     /// A referral (result code referral) to `urls`.
     pub fn referral(urls: Vec<String>) -> LdapError {
         LdapError {
-            referral: urls,
+            referral: Some(Box::new(urls)),
             ..LdapError::new(ResultCode::Referral, "")
         }
     }
@@ -82,7 +83,7 @@ pub fn wire_result(r: Result<(), &LdapError>) -> proto::LdapResult<'_> {
             e.code,
             e.matched.as_str(),
             e.message.as_str(),
-            &e.referral[..],
+            e.referral.as_deref().map_or(&[][..], |r| &r[..]),
         ),
     };
     proto::LdapResult {
