@@ -36,9 +36,6 @@ pub use spec::ConsumerSpec;
 /// Writer jobs a consumer may have queued and not yet seen committed.
 pub const WRITE_WINDOW: usize = 512;
 
-/// RFC 4533 e-syncRefreshRequired: the provider cannot resume from the cookie.
-const SYNC_REFRESH_REQUIRED: u32 = 4096;
-
 /// Why a session ended.
 #[derive(Debug, thiserror::Error)]
 pub enum ReplError {
@@ -437,7 +434,8 @@ where
                 Ok(Flow::Continue)
             }
             ProtocolOp::SearchResultDone(result) => {
-                if result.code.as_u32() == SYNC_REFRESH_REQUIRED {
+                // RFC 4533 e-syncRefreshRequired: the provider cannot resume from the cookie.
+                if result.code == ResultCode::SyncRefreshRequired {
                     return Ok(Flow::RefreshRequired);
                 }
                 if result.code != ResultCode::Success {
