@@ -264,6 +264,13 @@ where
                 }
                 Flow::Done | Flow::Continue => {
                     let _ = conn.send(ProtocolOp::UnbindRequest, Vec::new()).await;
+                    if self.spec.mode == spec::SyncMode::RefreshAndPersist {
+                        // Retried on the schedule, not at once: a provider that keeps ending
+                        // the search is not hammered.
+                        return Err(ReplError::Protocol(
+                            "the provider ended the persistent search".into(),
+                        ));
+                    }
                     return Ok(());
                 }
             }
@@ -492,6 +499,10 @@ where
     }
 
     fn mark_present(&mut self, uuid: &str) {
+        // Only a refresh has a present phase: after it, the set would only grow.
+        if self.refreshed {
+            return;
+        }
         if let Some(n) = apply::uuid_norm(&self.dit, uuid) {
             self.present.get_or_insert_with(HashSet::new).insert(n);
         }
