@@ -8,6 +8,9 @@ pub struct LdapError {
     pub code: ResultCode,
     pub matched: String,
     pub message: String,
+    /// LDAP URLs of a referral (result code referral): where a replica sends writes. Boxed:
+    /// rare, and errors travel in `Result`s that should stay small.
+    pub referral: Option<Box<Vec<String>>>,
 }
 
 impl LdapError {
@@ -16,6 +19,15 @@ impl LdapError {
             code,
             matched: String::new(),
             message: message.into(),
+            referral: None,
+        }
+    }
+
+    /// A referral (result code referral) to `urls`.
+    pub fn referral(urls: Vec<String>) -> LdapError {
+        LdapError {
+            referral: Some(Box::new(urls)),
+            ..LdapError::new(ResultCode::Referral, "")
         }
     }
 
@@ -65,14 +77,19 @@ pub type LdapResult<T> = Result<T, LdapError>;
 
 /// The LDAPResult a response carries: success, or the error's code, matched DN and message.
 pub fn wire_result(r: Result<(), &LdapError>) -> proto::LdapResult<'_> {
-    let (code, matched, message) = match r {
-        Ok(()) => (ResultCode::Success, "", ""),
-        Err(e) => (e.code, e.matched.as_str(), e.message.as_str()),
+    let (code, matched, message, referral) = match r {
+        Ok(()) => (ResultCode::Success, "", "", &[][..]),
+        Err(e) => (
+            e.code,
+            e.matched.as_str(),
+            e.message.as_str(),
+            e.referral.as_deref().map_or(&[][..], |r| &r[..]),
+        ),
     };
     proto::LdapResult {
         code,
         matched_dn: matched.as_bytes().into(),
         message: message.as_bytes().into(),
-        referral: Vec::new(),
+        referral: referral.iter().map(|u| u.as_bytes().into()).collect(),
     }
 }

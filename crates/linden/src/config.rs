@@ -190,6 +190,10 @@ pub struct Settings {
     pub snapshot_log_bytes: Option<u64>,
     #[serde(default, deserialize_with = "de::percent")]
     pub snapshot_cpu_share: Option<u32>,
+    #[serde(default, deserialize_with = "de::syncrepl")]
+    pub syncrepl: Option<Vec<repl::consumer::ConsumerSpec>>,
+    #[serde(default, deserialize_with = "de::strings")]
+    pub updateref: Option<Vec<String>>,
     /// Empty when not given.
     #[serde(default, deserialize_with = "de::log_level")]
     pub log_level: String,
@@ -369,6 +373,12 @@ mod de {
         d: D,
     ) -> Result<Option<Vec<server::config::IndexSpec>>, D::Error> {
         with(d, |v| super::index_specs(v).map(Some))
+    }
+
+    pub fn syncrepl<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<Vec<repl::consumer::ConsumerSpec>>, D::Error> {
+        with(d, |v| super::syncrepl_specs(v).map(Some))
     }
 
     pub fn unique<'de, D: Deserializer<'de>>(
@@ -694,6 +704,128 @@ fn unique_rules(value: &toml::Value) -> Result<Vec<server::config::UniqueSpec>, 
     }
     Ok(rules)
 }
+
+/// `[[syncrepl]]` tables, one per provider (as slapd's `syncrepl` directive): `provider` and
+/// `rid` are required; messages name the table and field as `syncrepl[I].FIELD`.
+fn syncrepl_specs(value: &toml::Value) -> Result<Vec<repl::consumer::ConsumerSpec>, String> {
+    use repl::consumer::spec::{self as rs, BindMethod};
+    let items = value
+        .as_array()
+        .ok_or_else(|| format!("expected [[syncrepl]] tables, found {}", show(value)))?;
+    let mut out = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let table = item
+            .as_table()
+            .ok_or_else(|| format!("syncrepl[{i}]: expected a table, found {}", show(item)))?;
+        let field = |k: &str| table.get(k);
+        let text = |k: &str| -> Result<Option<String>, String> {
+            field(k)
+                .map(|v| string(v).map_err(|e| format!("syncrepl[{i}].{k}: {e}")))
+                .transpose()
+        };
+        let at = |k: &str, e: String| format!("syncrepl[{i}].{k}: {e}");
+        for k in table.keys() {
+            if !SYNCREPL_FIELDS.contains(&k.as_str()) {
+                return Err(format!(
+                    "syncrepl[{i}]: unknown field '{k}' (expected one of {})",
+                    SYNCREPL_FIELDS.join(", ")
+                ));
+            }
+        }
+        let provider = text("provider")?.ok_or_else(|| {
+            format!("syncrepl[{i}]: provider is required (e.g. \"ldap://provider:389\")")
+        })?;
+        let provider = rs::ProviderUrl::parse(&provider).map_err(|e| at("provider", e))?;
+        let rid: u16 = match field("rid") {
+            Some(v) => integer(v, 1).map_err(|e| at("rid", e))?,
+            None => return Err(format!("syncrepl[{i}]: rid is required (1 to 999)")),
+        };
+        let base = text("search_base")?
+            .ok_or_else(|| format!("syncrepl[{i}]: search_base is required"))?;
+        let mut spec = repl::consumer::ConsumerSpec::new(rid, provider, base);
+        if let Some(s) = text("scope")? {
+            spec.scope = rs::parse_scope(&s).map_err(|e| at("scope", e))?;
+        }
+        if let Some(f) = text("filter")? {
+            spec.filter = f;
+        }
+        if let Some(v) = field("attrs") {
+            spec.attrs = strings(v).map_err(|e| at("attrs", e))?;
+        }
+        let interval = match field("interval") {
+            Some(v @ toml::Value::Integer(_)) => {
+                let n: u64 = integer(v, 1).map_err(|e| at("interval", e))?;
+                std::time::Duration::from_secs(n)
+            }
+            Some(v) => rs::parse_interval(&string(v).map_err(|e| at("interval", e))?)
+                .map_err(|e| at("interval", e))?,
+            None => rs::DEFAULT_INTERVAL,
+        };
+        if let Some(t) = text("type")? {
+            spec.mode = rs::SyncMode::parse(&t, interval).map_err(|e| at("type", e))?;
+        }
+        if let Some(r) = text("retry")? {
+            spec.retry = rs::RetrySchedule::parse(&r).map_err(|e| at("retry", e))?;
+        }
+        if let Some(v) = field("timeout") {
+            let n: u64 = integer(v, 1).map_err(|e| at("timeout", e))?;
+            spec.timeout = std::time::Duration::from_secs(n);
+        }
+        let (dn, password) = (text("bind_dn")?, text("bind_password")?);
+        spec.bind = match text("bind_method")?
+            .as_deref()
+            .map(str::to_ascii_lowercase)
+            .as_deref()
+        {
+            None | Some("simple") if dn.is_some() => BindMethod::Simple {
+                dn: dn.unwrap_or_default(),
+                password: password
+                    .ok_or_else(|| format!("syncrepl[{i}]: bind_dn needs bind_password"))?,
+            },
+            None | Some("none") | Some("anonymous") => BindMethod::Anonymous,
+            Some("simple") => {
+                return Err(format!("syncrepl[{i}]: bind_method simple needs bind_dn"))
+            }
+            Some("external") | Some("sasl_external") => BindMethod::SaslExternal,
+            Some(m) => {
+                return Err(at(
+                    "bind_method",
+                    format!("'{m}' is not one of none, simple, external"),
+                ))
+            }
+        };
+        if let Some(t) = text("starttls")? {
+            spec.start_tls = rs::StartTls::parse(&t).map_err(|e| at("starttls", e))?;
+        }
+        spec.tls_ca = text("tls_ca")?.map(Into::into);
+        spec.tls_cert = text("tls_cert")?.map(Into::into);
+        spec.tls_key = text("tls_key")?.map(Into::into);
+        spec.check().map_err(|e| format!("syncrepl[{i}]: {e}"))?;
+        out.push(spec);
+    }
+    Ok(out)
+}
+
+/// The fields of a `[[syncrepl]]` table (docs/configuration.md and docs/replication.md).
+pub const SYNCREPL_FIELDS: &[&str] = &[
+    "provider",
+    "rid",
+    "search_base",
+    "scope",
+    "filter",
+    "attrs",
+    "type",
+    "interval",
+    "retry",
+    "timeout",
+    "bind_method",
+    "bind_dn",
+    "bind_password",
+    "starttls",
+    "tls_ca",
+    "tls_cert",
+    "tls_key",
+];
 
 fn authz_rules(value: &toml::Value) -> Result<Vec<dit::authz::AuthzRuleSpec>, String> {
     let items = value
@@ -1207,7 +1339,7 @@ log_level = "debug"
         let keys = keys();
         assert_eq!(&keys[..3], &["listen", "data", "suffix"]);
         assert_eq!(keys.last(), Some(&"log_level"));
-        assert_eq!(keys.len(), 71, "{keys:?}");
+        assert_eq!(keys.len(), 73, "{keys:?}");
         let doc = include_str!("../../../docs/configuration.md");
         for k in keys {
             assert!(
@@ -1239,6 +1371,41 @@ log_level = "debug"
             let e = parse(text).expect_err(text);
             assert!(e.0.starts_with(want), "{text}: got {e}");
             assert!(!e.0.contains('\n'), "{text}: got {e}");
+        }
+    }
+
+    #[test]
+    fn syncrepl_tables() {
+        let s = parse(
+            "updateref = \"ldap://p:389\"\n[[syncrepl]]\nprovider = \"ldap://p:389\"\nrid = 7\nsearch_base = \"dc=example,dc=com\"\ntype = \"refreshOnly\"\ninterval = \"00:00:01:00\"\nretry = \"5 5 300 +\"\nbind_dn = \"cn=r,dc=example,dc=com\"\nbind_password = \"x\"",
+        )
+        .expect("valid");
+        let specs = s.syncrepl.expect("syncrepl");
+        assert_eq!(specs.len(), 1);
+        assert_eq!(specs[0].rid, 7);
+        assert_eq!(
+            specs[0].mode,
+            repl::consumer::spec::SyncMode::RefreshOnly {
+                interval: std::time::Duration::from_secs(60)
+            }
+        );
+        assert_eq!(s.updateref, Some(vec!["ldap://p:389".to_string()]));
+        for (text, want) in [
+            ("[[syncrepl]]\nrid = 1\nsearch_base = \"o=x\"", "syncrepl[0]: provider is required"),
+            ("[[syncrepl]]\nprovider = \"x://p\"\nrid = 1\nsearch_base = \"o=x\"", "syncrepl[0].provider: 'x://p' is not"),
+            ("[[syncrepl]]\nprovider = \"ldap://p\"\nrid = 1\nsearch_base = \"o=x\"\nretry = \"5\"", "syncrepl[0].retry: invalid retry schedule"),
+            ("[[syncrepl]]\nprovider = \"ldaps://p\"\nrid = 1\nsearch_base = \"o=x\"", "syncrepl[0]: tls_ca"),
+            ("[[syncrepl]]\nprovider = \"ldap://p\"\nrid = 1\nsearch_base = \"o=x\"\nbogus = 1", "syncrepl[0]: unknown field 'bogus'"),
+        ] {
+            let e = parse(text).expect_err(text);
+            assert!(e.0.contains(want), "{text}: got {e}");
+        }
+        let doc = include_str!("../../../docs/replication.md");
+        for f in SYNCREPL_FIELDS {
+            assert!(
+                doc.contains(&format!("`{f}`")),
+                "docs/replication.md lacks `{f}`"
+            );
         }
     }
 

@@ -84,6 +84,12 @@ pub fn server_config(s: Settings, admin_password_hash: Vec<u8>) -> server::Confi
     if let Some(v) = s.unique {
         c.unique = v;
     }
+    if let Some(v) = s.syncrepl {
+        c.syncrepl = v;
+    }
+    if let Some(v) = s.updateref {
+        c.updateref = v;
+    }
     if let Some(v) = s.max_connections {
         c.max_connections = v;
     }

@@ -49,8 +49,9 @@ pub mod tags;
 pub mod txn;
 
 pub use encode::{
-    encode_extended_response, encode_extended_response_with, encode_result, encode_result_with,
-    encode_search_entry, encode_search_entry_op, encode_search_entry_with_controls,
+    encode_extended_response, encode_extended_response_with, encode_intermediate_response,
+    encode_result, encode_result_with, encode_search_entry, encode_search_entry_op,
+    encode_search_entry_with_controls,
 };
 pub use error::{DecodeError, DecodeErrorKind, FilterParseError, FrameError};
 pub use frame::frame;
@@ -110,6 +111,8 @@ pub enum ResultCode {
     AssertionFailed = 122,
     /// RFC 4370: the requester may not act for the proxied authorization identity.
     AuthorizationDenied = 123,
+    /// RFC 4533 §2.2: the sync consumer must refresh (`e-syncRefreshRequired`).
+    SyncRefreshRequired = 4096,
     /// An unknown or ended transaction identifier (RFC 5805), with OpenLDAP's number
     /// (`LDAP_TXN_ID_INVALID`): the RFC assigns none.
     TxnIdInvalid = 0x4121,

@@ -170,6 +170,13 @@ pub struct Config {
     /// Percent of one core a snapshot written while serving (by time, by log volume, or on
     /// request) may use; the shutdown snapshot is never paced. Default 25.
     pub snapshot_cpu_share: u32,
+    /// Replication consumers (`[[syncrepl]]`), each a task that keeps part of this server in
+    /// step with a provider (RFC 4533). With any, this server is a read-only replica: writes by
+    /// anyone but the administrator are referred to `updateref`. None by default.
+    pub syncrepl: Vec<repl::consumer::ConsumerSpec>,
+    /// LDAP URLs a replica refers writes to (result referral), as slapd's `updateref`.
+    /// Without them a replica refuses writes (unwillingToPerform). None by default.
+    pub updateref: Vec<String>,
 }
 
 impl Default for Config {
@@ -240,6 +247,8 @@ impl Default for Config {
             snapshot_interval: 86_400,
             snapshot_log_bytes: 1 << 30,
             snapshot_cpu_share: 25,
+            syncrepl: Vec::new(),
+            updateref: Vec::new(),
         }
     }
 }

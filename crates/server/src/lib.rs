@@ -64,6 +64,7 @@ mod ops;
 mod persistence;
 mod ppolicy;
 mod proxy;
+mod replica;
 mod reply;
 mod session;
 pub mod state;
@@ -229,6 +230,12 @@ impl Server {
         )
         .map_err(StartError::Config)?;
         dit.password_hash = config.password_hash;
+        replica::check(&dit, &config.syncrepl)?;
+        let replication = config
+            .syncrepl
+            .iter()
+            .map(|_| Arc::new(repl::consumer::Status::default()))
+            .collect();
         let authz = dit::authz::AuthzMap::compile(&config.authz_map).map_err(StartError::Config)?;
         let dummy_password = config.password_hash.hash(b"linden-dummy-password");
         let shared = Arc::new(Shared {
@@ -245,6 +252,7 @@ impl Server {
             counters: Counters::default(),
             persistence,
             ppolicy,
+            replication,
         });
         Ok(Server { shared })
     }
@@ -257,6 +265,11 @@ impl Server {
     /// Per-operation counters since start.
     pub fn counters(&self) -> &Counters {
         &self.shared.counters
+    }
+
+    /// The state of each replication consumer (`syncrepl`), in configuration order.
+    pub fn replication(&self) -> &[Arc<repl::consumer::Status>] {
+        &self.shared.replication
     }
 
     /// The sequence number of the newest committed write batch (each batch is one log record
@@ -347,6 +360,7 @@ impl Server {
         if let Some(l) = listeners.ldapi {
             tasks.push(tokio::spawn(accept_local(self.shared.clone(), l)));
         }
+        tasks.extend(replica::start(&self.shared));
         shutdown.await;
         for t in tasks {
             t.abort();
@@ -485,6 +499,12 @@ fn configured_indexes(config: &Config, schema: &Schema) -> Result<store::Indexes
             )));
         }
         indexed.add(id, spec.kinds);
+    }
+    // A replica finds replicated entries by entryUUID.
+    if !config.syncrepl.is_empty() {
+        if let Some(id) = schema.attr_by_name("entryUUID") {
+            indexed.add(id, store::IndexKinds::DEFAULT);
+        }
     }
     // What the overlays look up by value is indexed too (a name they do not know is
     // reported by `overlays::chain` when the server is built).

@@ -108,6 +108,7 @@ impl Op {
     /// decoding.
     pub fn may_write(&self) -> LdapResult<()> {
         writes_allowed(&self.conn)?;
+        crate::replica::refer_writes(&self.conn.shared, &self.who)?;
         if self.who.is_anonymous() {
             return Err(denied(&self.who, true, "write"));
         }

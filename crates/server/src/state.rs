@@ -56,6 +56,8 @@ pub struct Shared {
     pub(crate) persistence: Option<crate::persistence::Persistence>,
     /// The password policy (`ppolicy = true`), shared with its overlay in the write path.
     pub ppolicy: Option<Arc<dit::ppolicy::Ppolicy>>,
+    /// The state of each replication consumer (`syncrepl`), in configuration order.
+    pub replication: Vec<Arc<repl::consumer::Status>>,
 }
 
 impl std::ops::Deref for Shared {

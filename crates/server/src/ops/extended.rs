@@ -113,7 +113,9 @@ async fn password_modify_op(
     value: Option<Vec<u8>>,
 ) {
     let want = op.controls.ppolicy;
-    let r = match writes_allowed(&op.conn) {
+    let allowed =
+        writes_allowed(&op.conn).and_then(|()| crate::replica::refer_writes(&shared, &who));
+    let r = match allowed {
         Ok(()) => password_modify(&shared, &who, value.as_deref(), want, &mut op.response).await,
         Err(e) => Err(e),
     };

@@ -1,0 +1,68 @@
+//! This server as a replica (design.md, "Beyond one machine"): the replication consumers of
+//! `syncrepl` (crate `repl`) run as tasks of their own, started with the listeners, each
+//! retrying on its schedule, so the server serves whether or not its providers are up. A
+//! replica is read-only: writes by anyone but the administrator are answered with a referral
+//! to `updateref` (or unwillingToPerform without it), as slapd answers them on a shadow
+//! database. The consumers themselves write through the writer directly, as the server.
+
+use std::sync::Arc;
+
+use proto::ResultCode;
+
+use crate::error::{LdapError, LdapResult};
+use crate::state::{Identity, Shared};
+use crate::StartError;
+
+/// Refuses a write on a replica unless the administrator makes it (slapd lets its rootdn
+/// write to a shadow database too).
+pub(crate) fn refer_writes(shared: &Shared, who: &Identity) -> LdapResult<()> {
+    let c = &shared.config;
+    if c.syncrepl.is_empty() || who.is_admin {
+        return Ok(());
+    }
+    if c.updateref.is_empty() {
+        return Err(LdapError::new(
+            ResultCode::UnwillingToPerform,
+            "shadow context; no update referral",
+        ));
+    }
+    Err(LdapError::referral(c.updateref.clone()))
+}
+
+/// Checks each consumer's configuration against the directory: its search base within a
+/// suffix, its filter, attributes and TLS settings.
+pub(crate) fn check(
+    dit: &dit::Dit,
+    specs: &[repl::consumer::ConsumerSpec],
+) -> Result<(), StartError> {
+    let mut rids = Vec::new();
+    for s in specs {
+        let at = format!("syncrepl rid={:03}", s.rid);
+        s.check()
+            .map_err(|e| StartError::Config(format!("{at}: {e}")))?;
+        repl::consumer::apply::Area::new(dit, s)
+            .map_err(|e| StartError::Config(format!("{at}: {e}")))?;
+        if rids.contains(&s.rid) {
+            return Err(StartError::Config(format!("{at}: rid used twice")));
+        }
+        rids.push(s.rid);
+    }
+    Ok(())
+}
+
+/// Starts one task per consumer; the caller aborts them at shutdown.
+pub(crate) fn start(shared: &Arc<Shared>) -> Vec<tokio::task::JoinHandle<()>> {
+    shared
+        .config
+        .syncrepl
+        .iter()
+        .zip(&shared.replication)
+        .map(|(spec, status)| {
+            tokio::spawn(repl::consumer::run(
+                shared.clone(),
+                spec.clone(),
+                status.clone(),
+            ))
+        })
+        .collect()
+}
