@@ -1,7 +1,8 @@
 //! The directory itself, with no sockets (design.md, "Crates and seams"): who an operation
 //! acts for (`identity`), access control (`acl`), filter compilation (`filter`), the write
 //! path's checks and stamps (`write`) and its overlay chain (`overlays`), entryCSN values and
-//! time stamps (`csn`), the server-held virtual entries (`entries`: cn=Subschema), attribute
+//! time stamps (`csn`), the server-held virtual entries (`entries`: cn=Subschema; `monitor`:
+//! the cn=Monitor tree and the registry others add figures and readiness gates to), attribute
 //! selection (`select`), EXTERNAL identity mapping (`authz`), values in linear time (`values`)
 //! and the error every operation returns (`error`).
 //!
@@ -21,6 +22,7 @@ pub mod entries;
 pub mod error;
 pub mod filter;
 pub mod identity;
+pub mod monitor;
 pub mod overlays;
 pub mod select;
 pub mod values;
@@ -103,6 +105,8 @@ pub struct Dit {
     /// entryCSN values for changes.
     pub csn: csn::Clock,
     pub limits: WriteLimits,
+    /// What others add to cn=Monitor, `/metrics` and readiness (`monitor`).
+    pub monitor: monitor::Registry,
 }
 
 /// The subschema subentry as `Dit::subschema` lends it.
@@ -150,6 +154,7 @@ impl Dit {
             overlays,
             csn: csn::Clock::new(server_id),
             limits,
+            monitor: monitor::Registry::default(),
         })
     }
 
