@@ -161,6 +161,17 @@ pub struct Config {
     /// Percent of one core a snapshot written while serving (by time, by log volume, or on
     /// request) may use; the shutdown snapshot is never paced. Default 25.
     pub snapshot_cpu_share: u32,
+    /// How access-log lines are written: `text` (default) or `json` (one object per line).
+    pub access_log_format: crate::logs::LogFormat,
+    /// DNs, besides the administrator, that may read cn=Monitor (exact match of the bound or
+    /// proxied identity). Default none.
+    pub monitor_readers: Vec<String>,
+    /// Address of the HTTP listener serving `/metrics`, `/healthz` and `/readyz`; off by
+    /// default.
+    pub metrics_listen: Option<SocketAddr>,
+    /// How far (seconds) a consumer replication agreement may be behind its provider for
+    /// `/readyz` to answer ready. Default 30.
+    pub ready_max_lag: u64,
 }
 
 impl Default for Config {
@@ -229,6 +240,10 @@ impl Default for Config {
             snapshot_interval: 86_400,
             snapshot_log_bytes: 1 << 30,
             snapshot_cpu_share: 25,
+            access_log_format: crate::logs::LogFormat::Text,
+            monitor_readers: Vec::new(),
+            metrics_listen: None,
+            ready_max_lag: 30,
         }
     }
 }
