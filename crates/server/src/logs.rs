@@ -398,16 +398,27 @@ mod tests {
             l.kind("SEARCH");
             l.quoted("base", b"dc=x\n");
             l.word("scope", "sub");
-            l.event("X target=3 tls=no ldapi");
             let out = access_finish(l, ResultCode::Success, Some(1), Duration::from_micros(9));
             let text = String::from_utf8(out).expect("utf-8");
             assert_eq!(text.matches('\n').count(), 1, "{text}");
             if format == LogFormat::Text {
-                assert!(text.contains(" conn=7 op=2 client=127.0.0.1:5000 bound=\"cn=a\\\"b\" SEARCH base=\"dc=x\\x0a\" scope=sub X target=3 tls=no ldapi result=0 entries=1 etime_us=9\n"), "{text}");
+                assert!(text.contains(" conn=7 op=2 client=127.0.0.1:5000 bound=\"cn=a\\\"b\" SEARCH base=\"dc=x\\x0a\" scope=sub result=0 entries=1 etime_us=9\n"), "{text}");
             } else {
                 assert!(text.starts_with("{\"time\":\""), "{text}");
-                assert!(text.ends_with(",\"conn\":7,\"op\":2,\"client\":\"127.0.0.1:5000\",\"bound\":\"cn=a\\\"b\",\"type\":\"SEARCH\",\"base\":\"dc=x\\n\",\"scope\":\"sub\",\"type\":\"X\",\"target\":3,\"tls\":\"no\",\"ldapi\":true,\"result\":0,\"entries\":1,\"etime_us\":9}\n"), "{text}");
+                assert!(text.ends_with(",\"conn\":7,\"op\":2,\"client\":\"127.0.0.1:5000\",\"bound\":\"cn=a\\\"b\",\"type\":\"SEARCH\",\"base\":\"dc=x\\n\",\"scope\":\"sub\",\"result\":0,\"entries\":1,\"etime_us\":9}\n"), "{text}");
             }
         }
+    }
+
+    #[test]
+    fn events_become_fields() {
+        let (tag, cl) = conn_tag(LogFormat::Json, 1, None);
+        let mut l = access_prefix(LogFormat::Json, &tag, 0, &cl, "");
+        l.event("CONNECT tls=no target=3 ldapi");
+        let text = String::from_utf8(l.finish()).expect("utf-8");
+        assert!(
+            text.ends_with(",\"conn\":1,\"op\":0,\"client\":\"ldapi\",\"bound\":\"\",\"type\":\"CONNECT\",\"tls\":\"no\",\"target\":3,\"ldapi\":true}\n"),
+            "{text}"
+        );
     }
 }
