@@ -148,6 +148,12 @@ access to filter=(description=hidden-entry)
     by * none
 access to *
     by * read
+
+# cn=Monitor (test_monitor.py), readable by the administrator only, as Linden's by default.
+database    monitor
+access to dn.subtree="cn=Monitor"
+    by dn.exact="$ROOTDN" read
+    by * none
 CONF
 
     "$SLAPD" -Tt -u -f "$DIR/slapd.conf" >"$DIR/slaptest.log" 2>&1 \

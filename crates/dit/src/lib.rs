@@ -3,8 +3,9 @@
 //! path's checks and stamps (`write`) and its overlay chain (`overlays`), what each kind of
 //! change does in the writer's job (`add`, which also builds entries, `delete`, `modify`,
 //! `modrdn`), bulk import and export (`bulk`), entryCSN values and time stamps (`csn`), the
-//! server-held virtual entries (`entries`: the root DSE, cn=Subschema), attribute selection
-//! (`select`), EXTERNAL identity mapping (`authz`), password policy (`ppolicy`), values in
+//! server-held virtual entries (`entries`: the root DSE, cn=Subschema; `monitor`: the
+//! cn=Monitor tree and the registry others add figures and readiness gates to), attribute
+//! selection (`select`), EXTERNAL identity mapping (`authz`), password policy (`ppolicy`), values in
 //! linear time (`values`) and the error every operation returns (`error`).
 //!
 //! A change is prepared from a request (`modify::prepare`, `modrdn::prepare`, `add::build`),
@@ -34,6 +35,7 @@ pub mod filter;
 pub mod identity;
 pub mod modify;
 pub mod modrdn;
+pub mod monitor;
 pub mod overlays;
 pub mod ppolicy;
 pub mod select;
@@ -121,6 +123,8 @@ pub struct Dit {
     pub limits: WriteLimits,
     /// How clear-text passwords are hashed at rest (`password_hash`).
     pub password_hash: pwhash::Policy,
+    /// What others add to cn=Monitor, `/metrics` and readiness (`monitor`).
+    pub monitor: monitor::Registry,
 }
 
 /// DNs parsed lately, by their bytes on the wire (`Dit::parse_dn_cached`): a few, replaced
@@ -183,6 +187,7 @@ impl Dit {
             csn: csn::Clock::new(server_id),
             limits,
             password_hash: pwhash::Policy::default(),
+            monitor: monitor::Registry::default(),
         })
     }
 

@@ -118,6 +118,8 @@ pub struct Settings {
     pub access_log: Option<server::logs::LogTarget>,
     #[serde(default, deserialize_with = "de::log_target")]
     pub audit_log: Option<server::logs::LogTarget>,
+    #[serde(default, deserialize_with = "de::log_format")]
+    pub access_log_format: Option<server::logs::LogFormat>,
     #[serde(default, deserialize_with = "de::ldaps_listen")]
     pub ldaps_listen: Option<Vec<SocketAddr>>,
     #[serde(default, deserialize_with = "de::path")]
@@ -194,6 +196,12 @@ pub struct Settings {
     pub syncrepl: Option<Vec<repl::consumer::ConsumerSpec>>,
     #[serde(default, deserialize_with = "de::strings")]
     pub updateref: Option<Vec<String>>,
+    #[serde(default, deserialize_with = "de::strings")]
+    pub monitor_readers: Option<Vec<String>>,
+    #[serde(default, deserialize_with = "de::metrics_listen")]
+    pub metrics_listen: Option<SocketAddr>,
+    #[serde(default, deserialize_with = "de::int::<0, _, _>")]
+    pub ready_max_lag: Option<u64>,
     /// Empty when not given.
     #[serde(default, deserialize_with = "de::log_level")]
     pub log_level: String,
@@ -331,6 +339,27 @@ mod de {
         with(d, |v| match super::integer(v, 1)? {
             p if p > 100 => Err(format!("a percentage of one core: 1 to 100, found {p}")),
             p => Ok(Some(p)),
+        })
+    }
+
+    pub fn log_format<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<server::logs::LogFormat>, D::Error> {
+        with(d, |v| {
+            let s = super::string(v)?;
+            server::logs::LogFormat::parse(&s)
+                .map(Some)
+                .ok_or_else(|| format!("unknown format '{s}' (expected text or json)"))
+        })
+    }
+
+    /// One address, e.g. 127.0.0.1:9090.
+    pub fn metrics_listen<'de, D: Deserializer<'de>>(d: D) -> Result<Option<SocketAddr>, D::Error> {
+        with(d, |v| {
+            let s = super::string(v)?;
+            s.parse().map(Some).map_err(|_| {
+                format!("invalid socket address '{s}' (expected ADDR:PORT, e.g. 127.0.0.1:9090)")
+            })
         })
     }
 
@@ -1339,7 +1368,7 @@ log_level = "debug"
         let keys = keys();
         assert_eq!(&keys[..3], &["listen", "data", "suffix"]);
         assert_eq!(keys.last(), Some(&"log_level"));
-        assert_eq!(keys.len(), 73, "{keys:?}");
+        assert_eq!(keys.len(), 75, "{keys:?}");
         let doc = include_str!("../../../docs/configuration.md");
         for k in keys {
             assert!(

@@ -214,6 +214,16 @@ pub fn server_config(s: Settings, admin_password_hash: Vec<u8>) -> server::Confi
     if let Some(v) = s.snapshot_cpu_share {
         c.snapshot_cpu_share = v;
     }
+    if let Some(v) = s.access_log_format {
+        c.access_log_format = v;
+    }
+    if let Some(v) = s.monitor_readers {
+        c.monitor_readers = v;
+    }
+    c.metrics_listen = s.metrics_listen.or(c.metrics_listen);
+    if let Some(v) = s.ready_max_lag {
+        c.ready_max_lag = v;
+    }
     c
 }
 
@@ -245,6 +255,7 @@ pub fn run(mut settings: Settings) -> anyhow::Result<()> {
     let config = server_config(settings, hash);
     let listen = config.listen.clone();
     let ldaps_listen = config.ldaps_listen.clone();
+    let metrics_listen = config.metrics_listen;
     let ldapi = config.ldapi.clone().map(|p| (p, config.ldapi_mode));
     let suffixes = config.suffixes.join("; ");
     let data = config.data_dir.display().to_string();
@@ -274,6 +285,11 @@ pub fn run(mut settings: Settings) -> anyhow::Result<()> {
             let (l, a) = bind(*addr, " (ldaps)").await?;
             tracing::info!("listening for ldaps on {a}");
             listeners.ldaps.push(l);
+        }
+        if let Some(addr) = metrics_listen {
+            let (l, a) = bind(addr, " (metrics)").await?;
+            tracing::info!("serving /metrics, /healthz and /readyz on http://{a}");
+            listeners.metrics.push(l);
         }
         #[cfg(unix)]
         if let Some((path, mode)) = &ldapi {

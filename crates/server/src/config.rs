@@ -177,6 +177,17 @@ pub struct Config {
     /// LDAP URLs a replica refers writes to (result referral), as slapd's `updateref`.
     /// Without them a replica refuses writes (unwillingToPerform). None by default.
     pub updateref: Vec<String>,
+    /// How access-log lines are written: `text` (default) or `json` (one object per line).
+    pub access_log_format: crate::logs::LogFormat,
+    /// DNs, besides the administrator, that may read cn=Monitor (exact match of the bound or
+    /// proxied identity). Default none.
+    pub monitor_readers: Vec<String>,
+    /// Address of the HTTP listener serving `/metrics`, `/healthz` and `/readyz`; off by
+    /// default.
+    pub metrics_listen: Option<SocketAddr>,
+    /// How far (seconds) a consumer replication agreement may be behind its provider for
+    /// `/readyz` to answer ready. Default 30.
+    pub ready_max_lag: u64,
 }
 
 impl Default for Config {
@@ -249,6 +260,10 @@ impl Default for Config {
             snapshot_cpu_share: 25,
             syncrepl: Vec::new(),
             updateref: Vec::new(),
+            access_log_format: crate::logs::LogFormat::Text,
+            monitor_readers: Vec::new(),
+            metrics_listen: None,
+            ready_max_lag: 30,
         }
     }
 }

@@ -40,9 +40,13 @@
 //! - `ppolicy`: the password policy's protocol side (binds under a policy, the checks before a
 //!   password change, the connection restriction after a reset, the response control); the
 //!   policy itself is `dit::ppolicy`, the state a change leaves `dit::overlays::ppolicy`.
-//! - `audit`, `logs`: the audit and access logs.
 //! - `credcache`: password checks for bind — cheap schemes inline, slow ones through the cache
 //!   of verified credentials or on the blocking pool (docs/credential-cache.md).
+//! - `audit`, `logs`: the audit and access logs (text or JSON lines).
+//! - `monitor`: cn=Monitor (the tree of the server's figures, who may read it);
+//!   `metrics`: the HTTP listener with `/metrics` (Prometheus/OpenMetrics), `/healthz` and
+//!   `/readyz`. Both read the same figures: `state::Counters`, the listeners, the store's
+//!   `stats`, the snapshots, and `dit::monitor::Registry` (what replication adds).
 //! - From `dit`, under the names this crate always used: `identity`, `acl` (access control),
 //!   `filter` (filter compilation), `overlays`, `csn`, `error` (the LDAP error every
 //!   operation returns); `ops` re-exports `dit::write` (checks and stamps of the write path)
@@ -59,6 +63,8 @@ mod controls;
 pub mod credcache;
 pub mod lockout;
 pub mod logs;
+pub mod metrics;
+pub mod monitor;
 mod op;
 mod ops;
 mod persistence;
@@ -127,6 +133,8 @@ impl Server {
         if server.shared.config.demo {
             load_demo(&server.shared)?;
         }
+        // Recovered and ready to serve (replication may add conditions: `dit::monitor`).
+        server.shared.monitor.set_loaded();
         Ok(server)
     }
 
@@ -237,6 +245,10 @@ impl Server {
             .map(|_| Arc::new(repl::consumer::Status::default()))
             .collect();
         let authz = dit::authz::AuthzMap::compile(&config.authz_map).map_err(StartError::Config)?;
+        let mut readers = Vec::new();
+        for r in &config.monitor_readers {
+            readers.push(norm_dn("monitor_readers", r)?.1);
+        }
         let dummy_password = config.password_hash.hash(b"linden-dummy-password");
         let shared = Arc::new(Shared {
             dit,
@@ -250,6 +262,7 @@ impl Server {
             access_log,
             audit_log,
             counters: Counters::default(),
+            figures: monitor::ServerFigures::new(readers),
             persistence,
             ppolicy,
             replication,
@@ -270,6 +283,17 @@ impl Server {
     /// The state of each replication consumer (`syncrepl`), in configuration order.
     pub fn replication(&self) -> &[Arc<repl::consumer::Status>] {
         &self.shared.replication
+    }
+
+    /// The monitor registry: replication registers its agreements and readiness gates here
+    /// (`dit::monitor`); they show in cn=Monitor, `/metrics` and `/readyz`.
+    pub fn monitor(&self) -> &dit::monitor::Registry {
+        &self.shared.monitor
+    }
+
+    /// The figures `/metrics` serves, as OpenMetrics text.
+    pub fn metrics_text(&self) -> Result<String, std::fmt::Error> {
+        metrics::render(&self.shared)
     }
 
     /// The sequence number of the newest committed write batch (each batch is one log record
@@ -354,11 +378,26 @@ impl Server {
             .map(|l| (l, false))
             .chain(listeners.ldaps.into_iter().map(|l| (l, true)))
         {
-            tasks.push(tokio::spawn(accept_tcp(self.shared.clone(), l, tls)));
+            let scheme = if tls { "ldaps" } else { "ldap" };
+            let url = match l.local_addr() {
+                Ok(a) => format!("{scheme}://{a}/"),
+                Err(_) => format!("{scheme}:///"),
+            };
+            let stats = self.shared.figures.listener(url);
+            tasks.push(tokio::spawn(accept_tcp(self.shared.clone(), l, tls, stats)));
         }
         #[cfg(unix)]
         if let Some(l) = listeners.ldapi {
-            tasks.push(tokio::spawn(accept_local(self.shared.clone(), l)));
+            let url = l
+                .local_addr()
+                .ok()
+                .and_then(|a| a.as_pathname().map(|p| p.display().to_string()))
+                .unwrap_or_default();
+            let stats = self.shared.figures.listener(format!("ldapi://{url}"));
+            tasks.push(tokio::spawn(accept_local(self.shared.clone(), l, stats)));
+        }
+        for l in listeners.metrics {
+            tasks.push(tokio::spawn(metrics::serve(self.shared.clone(), l)));
         }
         tasks.extend(replica::start(&self.shared));
         shutdown.await;
@@ -379,16 +418,23 @@ pub struct Listeners {
     /// `ldapi://`: LDAP over a Unix socket, SASL EXTERNAL from the peer's credentials.
     #[cfg(unix)]
     pub ldapi: Option<tokio::net::UnixListener>,
+    /// HTTP: `/metrics`, `/healthz`, `/readyz` (`metrics`).
+    pub metrics: Vec<TcpListener>,
 }
 
 /// Out of file descriptors and the like: back off instead of spinning.
-async fn accept_failed(e: std::io::Error) {
+pub(crate) async fn accept_failed(e: std::io::Error) {
     tracing::warn!("accept failed: {e}");
     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
 }
 
 /// Accepts TCP connections (LDAPS ones when `tls`) under the connection limits.
-async fn accept_tcp(shared: Arc<Shared>, listener: TcpListener, tls: bool) {
+async fn accept_tcp(
+    shared: Arc<Shared>,
+    listener: TcpListener,
+    tls: bool,
+    stats: Arc<monitor::ListenerStats>,
+) {
     loop {
         match listener.accept().await {
             Ok((stream, peer)) => {
@@ -401,9 +447,11 @@ async fn accept_tcp(shared: Arc<Shared>, listener: TcpListener, tls: bool) {
                 ) {
                     Ok(admitted) => {
                         let shared = shared.clone();
+                        let accepted = stats.accepted();
                         tokio::spawn(async move {
                             session::run(shared, stream, peer, tls).await;
                             drop(admitted);
+                            drop(accepted);
                         });
                     }
                     Err(why) => {
@@ -420,7 +468,11 @@ async fn accept_tcp(shared: Arc<Shared>, listener: TcpListener, tls: bool) {
 /// Accepts `ldapi://` connections, counted against `max_connections` (all local clients share
 /// one "address" for `max_connections_per_ip`: the unspecified one).
 #[cfg(unix)]
-async fn accept_local(shared: Arc<Shared>, listener: tokio::net::UnixListener) {
+async fn accept_local(
+    shared: Arc<Shared>,
+    listener: tokio::net::UnixListener,
+    stats: Arc<monitor::ListenerStats>,
+) {
     let local = std::net::IpAddr::from([0, 0, 0, 0]);
     loop {
         match listener.accept().await {
@@ -434,9 +486,11 @@ async fn accept_local(shared: Arc<Shared>, listener: tokio::net::UnixListener) {
                 ) {
                     Ok(admitted) => {
                         let shared = shared.clone();
+                        let accepted = stats.accepted();
                         tokio::spawn(async move {
                             session::run_local(shared, stream).await;
                             drop(admitted);
+                            drop(accepted);
                         });
                     }
                     Err(why) => tracing::debug!("ldapi connection refused: {why:?} limit reached"),

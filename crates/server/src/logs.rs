@@ -179,40 +179,203 @@ pub fn quote(out: &mut String, value: &[u8]) {
     out.push('"');
 }
 
+/// How access-log lines are written (`access_log_format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LogFormat {
+    /// `2026-11-23T03:31:18.123456Z conn=1 op=2 client=… bound="…" SEARCH base="…" … result=0`.
+    #[default]
+    Text,
+    /// One JSON object per line, with the same fields under the same names (see
+    /// docs/monitoring.md).
+    Json,
+}
+
+impl LogFormat {
+    /// `text` or `json`.
+    pub fn parse(s: &str) -> Option<LogFormat> {
+        match s {
+            "text" => Some(LogFormat::Text),
+            "json" => Some(LogFormat::Json),
+            _ => None,
+        }
+    }
+}
+
+/// Appends `"value"` as a JSON string: `"`, `\` and control characters escaped, bytes that are
+/// not UTF-8 replaced (U+FFFD).
+pub fn json_string(out: &mut String, value: &[u8]) {
+    out.push('"');
+    if value
+        .iter()
+        .all(|&b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\')
+    {
+        out.push_str(std::str::from_utf8(value).unwrap_or_default());
+        out.push('"');
+        return;
+    }
+    for ch in String::from_utf8_lossy(value).chars() {
+        match ch {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 || c == '\u{7f}' => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// An access-log line being written, in either format: the fields go in one by one, named the
+/// same in both (`key=value` pairs in text, members of one object in JSON).
+pub struct Line {
+    buf: String,
+    json: bool,
+}
+
+impl Line {
+    fn key(&mut self, key: &str) {
+        if self.json {
+            self.buf.push_str(",\"");
+            self.buf.push_str(key);
+            self.buf.push_str("\":");
+        } else {
+            self.buf.push(' ');
+            self.buf.push_str(key);
+            self.buf.push('=');
+        }
+    }
+
+    /// What happened: the operation (`SEARCH`) or event (`CONNECT`). JSON: `"type"`.
+    pub fn kind(&mut self, name: &str) {
+        if self.json {
+            self.buf.push_str(",\"type\":\"");
+            self.buf.push_str(name);
+            self.buf.push('"');
+        } else {
+            self.buf.push(' ');
+            self.buf.push_str(name);
+        }
+    }
+
+    /// A value from the client (a DN, a filter): quoted and escaped.
+    pub fn quoted(&mut self, key: &str, value: &[u8]) {
+        self.key(key);
+        if self.json {
+            json_string(&mut self.buf, value);
+        } else {
+            quote(&mut self.buf, value);
+        }
+    }
+
+    /// A word of the server's own (`scope=sub`): bare in text, a string in JSON.
+    pub fn word(&mut self, key: &str, value: &str) {
+        self.key(key);
+        if self.json {
+            json_string(&mut self.buf, value.as_bytes());
+        } else {
+            self.buf.push_str(value);
+        }
+    }
+
+    /// A number.
+    pub fn num(&mut self, key: &str, value: impl std::fmt::Display) {
+        self.key(key);
+        let _ = write!(self.buf, "{value}");
+    }
+
+    /// A flag without a value (`CONNECT ldapi`): a bare word in text, `true` in JSON.
+    pub fn flag(&mut self, name: &str) {
+        if self.json {
+            self.key(name);
+            self.buf.push_str("true");
+        } else {
+            self.buf.push(' ');
+            self.buf.push_str(name);
+        }
+    }
+
+    /// An event written as text (`ABANDON target=3`): its first word is the kind, then
+    /// `key=value` pairs (numbers stay numbers in JSON) and bare flags.
+    pub fn event(&mut self, what: &str) {
+        let mut words = what.split(' ').filter(|w| !w.is_empty());
+        if let Some(k) = words.next() {
+            self.kind(k);
+        }
+        for w in words {
+            match w.split_once('=') {
+                Some((k, v)) if v.bytes().all(|b| b.is_ascii_digit()) && !v.is_empty() => {
+                    self.num(k, v)
+                }
+                Some((k, v)) => self.word(k, v),
+                None => self.flag(w),
+            }
+        }
+    }
+
+    /// The finished line, newline included.
+    pub fn finish(mut self) -> Vec<u8> {
+        if self.json {
+            self.buf.push('}');
+        }
+        self.buf.push('\n');
+        self.buf.into_bytes()
+    }
+}
+
 /// The start of an access-log line: time, connection, operation, client and bound DN.
 ///
 /// `tag` is the connection's constant part, ` conn=N` (see `conn_tag`), and `client` its
-/// ` client=ADDR:PORT`, both formatted once per connection.
-pub fn access_prefix(tag: &str, op: i32, client: &str, bound: &str) -> String {
-    let mut s = String::with_capacity(256);
-    timestamp(&mut s, SystemTime::now());
-    s.push_str(tag);
-    let _ = write!(s, " op={op}");
-    s.push_str(client);
-    s.push_str(" bound=");
-    quote(&mut s, bound.as_bytes());
-    s
+/// ` client=ADDR:PORT`, both formatted once per connection in the log's format.
+pub fn access_prefix(format: LogFormat, tag: &str, op: i32, client: &str, bound: &str) -> Line {
+    let json = format == LogFormat::Json;
+    let mut buf = String::with_capacity(256);
+    if json {
+        buf.push_str("{\"time\":\"");
+        timestamp(&mut buf, SystemTime::now());
+        buf.push('"');
+    } else {
+        timestamp(&mut buf, SystemTime::now());
+    }
+    let mut l = Line { buf, json };
+    l.buf.push_str(tag);
+    l.num("op", op);
+    l.buf.push_str(client);
+    l.quoted("bound", bound.as_bytes());
+    l
 }
 
-/// The constant parts of a connection's access-log lines: ` conn=N` and ` client=ADDR:PORT`.
-pub fn conn_tag(conn: u64, client: SocketAddr) -> (String, String) {
-    (format!(" conn={conn}"), format!(" client={client}"))
+/// The constant parts of a connection's access-log lines: ` conn=N` and ` client=ADDR:PORT`
+/// (`client=ldapi` for a local connection, `None`), in the log's format.
+pub fn conn_tag(format: LogFormat, conn: u64, client: Option<SocketAddr>) -> (String, String) {
+    let client = client.map_or_else(|| "ldapi".to_string(), |c| c.to_string());
+    let mut l = Line {
+        buf: String::new(),
+        json: format == LogFormat::Json,
+    };
+    l.num("conn", conn);
+    let tag = std::mem::take(&mut l.buf);
+    l.word("client", &client);
+    (tag, l.buf)
 }
 
 /// Ends an access-log line with the result, the entries returned (searches) and the server
 /// time in microseconds.
 pub fn access_finish(
-    mut line: String,
+    mut line: Line,
     rc: ResultCode,
     entries: Option<u64>,
     etime: Duration,
 ) -> Vec<u8> {
-    let _ = write!(line, " result={}", rc as u32);
+    line.num("result", rc as u32);
     if let Some(n) = entries {
-        let _ = write!(line, " entries={n}");
+        line.num("entries", n);
     }
-    let _ = writeln!(line, " etime_us={}", etime.as_micros());
-    line.into_bytes()
+    line.num("etime_us", etime.as_micros());
+    line.finish()
 }
 
 #[cfg(test)]
@@ -224,5 +387,38 @@ mod tests {
         let mut s = String::new();
         quote(&mut s, b"cn=a\"b\\c\nd");
         assert_eq!(s, r#""cn=a\"b\\c\x0ad""#);
+    }
+
+    #[test]
+    fn one_line_in_both_formats() {
+        let client = Some(SocketAddr::from(([127, 0, 0, 1], 5000)));
+        for format in [LogFormat::Text, LogFormat::Json] {
+            let (tag, cl) = conn_tag(format, 7, client);
+            let mut l = access_prefix(format, &tag, 2, &cl, "cn=a\"b");
+            l.kind("SEARCH");
+            l.quoted("base", b"dc=x\n");
+            l.word("scope", "sub");
+            let out = access_finish(l, ResultCode::Success, Some(1), Duration::from_micros(9));
+            let text = String::from_utf8(out).expect("utf-8");
+            assert_eq!(text.matches('\n').count(), 1, "{text}");
+            if format == LogFormat::Text {
+                assert!(text.contains(" conn=7 op=2 client=127.0.0.1:5000 bound=\"cn=a\\\"b\" SEARCH base=\"dc=x\\x0a\" scope=sub result=0 entries=1 etime_us=9\n"), "{text}");
+            } else {
+                assert!(text.starts_with("{\"time\":\""), "{text}");
+                assert!(text.ends_with(",\"conn\":7,\"op\":2,\"client\":\"127.0.0.1:5000\",\"bound\":\"cn=a\\\"b\",\"type\":\"SEARCH\",\"base\":\"dc=x\\n\",\"scope\":\"sub\",\"result\":0,\"entries\":1,\"etime_us\":9}\n"), "{text}");
+            }
+        }
+    }
+
+    #[test]
+    fn events_become_fields() {
+        let (tag, cl) = conn_tag(LogFormat::Json, 1, None);
+        let mut l = access_prefix(LogFormat::Json, &tag, 0, &cl, "");
+        l.event("CONNECT tls=no target=3 ldapi");
+        let text = String::from_utf8(l.finish()).expect("utf-8");
+        assert!(
+            text.ends_with(",\"conn\":1,\"op\":0,\"client\":\"ldapi\",\"bound\":\"\",\"type\":\"CONNECT\",\"tls\":\"no\",\"target\":3,\"ldapi\":true}\n"),
+            "{text}"
+        );
     }
 }

@@ -44,6 +44,16 @@ pub(crate) struct Op {
     /// Controls attached to the operation's final response.
     pub response: Vec<Control<'static>>,
     pub log: Option<AccessLine>,
+    /// What it is, for the completed-operations counter bumped when the context ends.
+    pub kind: crate::state::OpType,
+}
+
+/// An operation is complete when its context ends, whatever the way: result sent, abandoned,
+/// connection gone (cn=Operations,cn=Monitor counts it then).
+impl Drop for Op {
+    fn drop(&mut self) {
+        crate::state::Counters::bump(self.conn.shared.counters.completed(self.kind));
+    }
 }
 
 /// A write handed to the writer, answered when its batch is durable (`Op::finish_later`).
@@ -74,9 +84,13 @@ impl Op {
     }
 
     /// Sends an already encoded final response carrying result code `rc`.
-    pub async fn finish_with(self, pdu: Vec<u8>, rc: ResultCode, entries: Option<u64>) {
+    pub async fn finish_with(mut self, pdu: Vec<u8>, rc: ResultCode, entries: Option<u64>) {
+        if let Some(n) = entries {
+            let sent = &self.conn.shared.counters.traffic.entries_sent;
+            sent.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+        }
         self.conn.send(pdu).await;
-        self.conn.log_end(self.log, rc, entries);
+        self.conn.log_end(self.log.take(), rc, entries);
     }
 
     /// How a change will be audited: from what it applies (`logs::applied_change`), or off.

@@ -20,6 +20,25 @@ pub(crate) struct Persistence {
     busy: Mutex<()>,
     /// When the last snapshot was taken, and the log bytes on disk right after it.
     last: Mutex<(Instant, u64)>,
+    /// What the snapshots written since start did, for monitoring.
+    pub stats: Mutex<SnapshotStats>,
+}
+
+/// Snapshots written since start (cn=Snapshots,cn=Monitor).
+#[derive(Debug, Clone, Default)]
+pub struct SnapshotStats {
+    pub taken: u64,
+    pub failed: u64,
+    /// The last one written: when it ended, how long it took, its size and entries.
+    pub last: Option<LastSnapshot>,
+}
+
+#[derive(Debug, Clone)]
+pub struct LastSnapshot {
+    pub at: std::time::SystemTime,
+    pub seconds: f64,
+    pub bytes: u64,
+    pub entries: u64,
 }
 
 /// What one snapshot did, for the log line.
@@ -85,6 +104,7 @@ pub(crate) fn open(
         dir,
         io,
         busy: Mutex::new(()),
+        stats: Mutex::new(SnapshotStats::default()),
     };
     Ok((store, p))
 }
@@ -162,7 +182,7 @@ impl Persistence {
         if self.dir.join(&name).exists() {
             return Ok(None);
         }
-        let info = persist::write_snapshot(
+        let written = persist::write_snapshot(
             &*self.io,
             &self.dir,
             v.seq,
@@ -170,7 +190,25 @@ impl Persistence {
             Paced::new(v.iter().map(|e| &**e), cpu_share),
             v.schema(),
         )
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| e.to_string());
+        let mut stats = self.stats.lock().unwrap_or_else(|p| p.into_inner());
+        let info = match written {
+            Ok(info) => {
+                stats.taken += 1;
+                stats.last = Some(LastSnapshot {
+                    at: std::time::SystemTime::now(),
+                    seconds: t.elapsed().as_secs_f64(),
+                    bytes: info.bytes,
+                    entries: info.entries,
+                });
+                info
+            }
+            Err(e) => {
+                stats.failed += 1;
+                return Err(e);
+            }
+        };
+        drop(stats);
         let removed = persist::prune(&*self.io, &self.dir, v.seq).map_err(|e| e.to_string())?;
         if let Ok(mut last) = self.last.lock() {
             *last = (Instant::now(), log_bytes(&self.dir));

@@ -67,12 +67,18 @@ impl Conn {
         &self,
         op: i32,
         who: &Identity,
-        what: impl FnOnce(&mut String),
+        what: impl FnOnce(&mut crate::logs::Line),
     ) -> Option<AccessLine> {
         if !self.shared.access_log.enabled() {
             return None;
         }
-        let mut line = crate::logs::access_prefix(&self.log_tag.0, op, &self.log_tag.1, &who.dn);
+        let mut line = crate::logs::access_prefix(
+            self.shared.config.access_log_format,
+            &self.log_tag.0,
+            op,
+            &self.log_tag.1,
+            &who.dn,
+        );
         what(&mut line);
         Some(AccessLine {
             line,
@@ -96,30 +102,31 @@ impl Conn {
     pub(crate) fn log_abandoned(&self, l: Option<AccessLine>) {
         if let Some(l) = l {
             let mut line = l.line;
-            line.push_str(&format!(
-                " result=abandoned etime_us={}\n",
-                l.start.elapsed().as_micros()
-            ));
-            self.shared.access_log.write(line.into_bytes());
+            line.word("result", "abandoned");
+            line.num("etime_us", l.start.elapsed().as_micros());
+            self.shared.access_log.write(line.finish());
         }
     }
 
     /// Queues an access-log line for an event without a result (connection, abandon, unbind).
     pub(crate) fn log_event(&self, op: i32, who: &Identity, what: &str) {
         if self.shared.access_log.enabled() {
-            let mut line =
-                crate::logs::access_prefix(&self.log_tag.0, op, &self.log_tag.1, &who.dn);
-            line.push(' ');
-            line.push_str(what);
-            line.push('\n');
-            self.shared.access_log.write(line.into_bytes());
+            let mut line = crate::logs::access_prefix(
+                self.shared.config.access_log_format,
+                &self.log_tag.0,
+                op,
+                &self.log_tag.1,
+                &who.dn,
+            );
+            line.event(what);
+            self.shared.access_log.write(line.finish());
         }
     }
 }
 
 /// An access-log line waiting for its operation's result.
 pub(crate) struct AccessLine {
-    line: String,
+    line: crate::logs::Line,
     start: std::time::Instant,
 }
 
@@ -176,7 +183,12 @@ pub(crate) fn notice_of_disconnection(code: ResultCode, message: &str) -> Vec<u8
 /// write half so the stream can be wrapped in TLS; otherwise it runs until the channel closes.
 /// Every write must complete within `write_timeout` (a client that stops reading is
 /// disconnected); bytes written return their permits to `buffered`.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the parts of one connection's write half"
+)]
 pub(crate) async fn write_loop<W: AsyncWrite + Unpin>(
+    shared: Arc<Shared>,
     mut wr: W,
     mut rx: mpsc::Receiver<Vec<u8>>,
     mut handover: oneshot::Receiver<()>,
@@ -185,7 +197,9 @@ pub(crate) async fn write_loop<W: AsyncWrite + Unpin>(
     write_timeout: Option<std::time::Duration>,
     peer: SocketAddr,
 ) -> Option<W> {
+    let sent = &shared.counters.traffic.bytes_sent;
     let written = async |wr: &mut W, bytes: &[u8]| -> bool {
+        sent.fetch_add(bytes.len() as u64, std::sync::atomic::Ordering::Relaxed);
         let w = wr.write_all(bytes);
         match write_timeout {
             Some(t) => match tokio::time::timeout(t, w).await {

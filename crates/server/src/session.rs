@@ -24,7 +24,7 @@ use crate::error::LdapError;
 use crate::op::{Next, Op};
 use crate::ops;
 use crate::reply::{notice_of_disconnection, result_pdu, write_loop, Conn, OUT_QUEUE};
-use crate::state::{Counters, Identity, Shared};
+use crate::state::{Counters, Identity, OpType, Shared};
 use crate::tls::{PeerCred, TlsInfo};
 
 /// The response tag for a request tag, for refusing a request before it runs.
@@ -203,6 +203,7 @@ where
     let write_timeout = (shared.config.write_timeout > 0)
         .then(|| std::time::Duration::from_secs(shared.config.write_timeout));
     let writer = tokio::spawn(write_loop(
+        shared.clone(),
         wr,
         rx,
         handover_rx,
@@ -214,16 +215,21 @@ where
     let idle = (shared.config.idle_timeout > 0)
         .then(|| std::time::Duration::from_secs(shared.config.idle_timeout));
     let max_pdu = shared.config.max_pdu_size;
+    let log_tag = crate::logs::conn_tag(
+        shared.config.access_log_format,
+        conn_id,
+        match tls.as_ref().and_then(|t| t.local) {
+            Some(_) => None,
+            None => Some(peer),
+        },
+    );
     let conn = Arc::new(Conn {
         permits: Arc::new(Semaphore::new(shared.config.max_outstanding.max(1))),
         shared,
         out: tx,
         running: Mutex::new(HashMap::new()),
         peer,
-        log_tag: match tls.as_ref().and_then(|t| t.local) {
-            Some(_) => (format!(" conn={conn_id}"), " client=ldapi".to_string()),
-            None => crate::logs::conn_tag(conn_id, peer),
-        },
+        log_tag,
         tls,
         id: conn_id,
         buffered,
@@ -310,7 +316,13 @@ where
         };
         match read {
             Ok(0) | Err(_) => break,
-            Ok(_) => {}
+            Ok(n) => {
+                conn.shared
+                    .counters
+                    .traffic
+                    .bytes_received
+                    .fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+            }
         }
     }
     // Let running operations finish writing; then the write task drains and closes.
@@ -378,11 +390,10 @@ async fn dispatch(conn: &Arc<Conn>, pdu: &[u8], identity: &mut Arc<Identity>) ->
     };
     let proxied = controls.proxied.is_some();
     // The context of the operation, for the connection's identity as it is when it starts.
-    let op = |identity: &Arc<Identity>| {
+    let op = |identity: &Arc<Identity>, kind: OpType| {
         let log = conn.log_start(id, identity, |l| {
             if proxied {
-                l.push_str(" authzid=");
-                crate::logs::quote(l, who.dn.as_bytes());
+                l.quoted("authzid", who.dn.as_bytes());
             }
             describe(l, &msg.op)
         });
@@ -394,11 +405,21 @@ async fn dispatch(conn: &Arc<Conn>, pdu: &[u8], identity: &mut Arc<Identity>) ->
             controls,
             response: Vec::new(),
             log,
+            kind,
         }
     };
     // A password reset to be changed restricts the connection (password policy).
     if let Some(e) = crate::ppolicy::restriction(conn, identity, &msg.op) {
-        let mut op = op(identity);
+        let kind = match &msg.op {
+            ProtocolOp::SearchRequest(_) => OpType::Search,
+            ProtocolOp::CompareRequest(_) => OpType::Compare,
+            ProtocolOp::AddRequest(_) => OpType::Add,
+            ProtocolOp::DelRequest(_) => OpType::Delete,
+            ProtocolOp::ModifyRequest(_) => OpType::Modify,
+            ProtocolOp::ModifyDnRequest(_) => OpType::Modrdn,
+            _ => OpType::Extended,
+        };
+        let mut op = op(identity, kind);
         if op.controls.ppolicy {
             op.response.push(crate::ppolicy::restriction_control());
         }
@@ -409,11 +430,14 @@ async fn dispatch(conn: &Arc<Conn>, pdu: &[u8], identity: &mut Arc<Identity>) ->
     }
     match msg.op {
         ProtocolOp::UnbindRequest => {
+            Counters::bump(&shared.counters.unbind);
+            Counters::bump(shared.counters.completed(OpType::Unbind));
             conn.log_event(id, identity, "UNBIND");
             Next::Close
         }
         ProtocolOp::AbandonRequest(target) => {
             Counters::bump(&shared.counters.abandon);
+            Counters::bump(shared.counters.completed(OpType::Abandon));
             conn.log_event(id, identity, &format!("ABANDON target={target}"));
             conn.psearches.abandon(target);
             if let Ok(map) = conn.running.lock() {
@@ -428,35 +452,35 @@ async fn dispatch(conn: &Arc<Conn>, pdu: &[u8], identity: &mut Arc<Identity>) ->
             // A bind resets the connection's identity first (RFC 4511 §4.2.1), then sets it
             // on success.
             *identity = Arc::new(Identity::default());
-            ops::bind::handle(op(identity), req).await
+            ops::bind::handle(op(identity, OpType::Bind), req).await
         }
         ProtocolOp::SearchRequest(ref req) => {
             Counters::bump(&shared.counters.search);
-            ops::search::handle(op(identity), req).await
+            ops::search::handle(op(identity, OpType::Search), req).await
         }
         ProtocolOp::CompareRequest(ref req) => {
             Counters::bump(&shared.counters.compare);
-            ops::compare::handle(op(identity), req).await
+            ops::compare::handle(op(identity, OpType::Compare), req).await
         }
         ProtocolOp::AddRequest(ref req) => {
             Counters::bump(&shared.counters.add);
-            ops::add::handle(op(identity), req).await
+            ops::add::handle(op(identity, OpType::Add), req).await
         }
         ProtocolOp::DelRequest(ref dn) => {
             Counters::bump(&shared.counters.delete);
-            ops::delete::handle(op(identity), dn).await
+            ops::delete::handle(op(identity, OpType::Delete), dn).await
         }
         ProtocolOp::ModifyRequest(ref req) => {
             Counters::bump(&shared.counters.modify);
-            ops::modify::handle(op(identity), req).await
+            ops::modify::handle(op(identity, OpType::Modify), req).await
         }
         ProtocolOp::ModifyDnRequest(ref req) => {
             Counters::bump(&shared.counters.modrdn);
-            ops::modrdn::handle(op(identity), req).await
+            ops::modrdn::handle(op(identity, OpType::Modrdn), req).await
         }
         ProtocolOp::ExtendedRequest(ref req) => {
             Counters::bump(&shared.counters.extended);
-            ops::extended::handle(op(identity), req).await
+            ops::extended::handle(op(identity, OpType::Extended), req).await
         }
         _ => {
             // A response PDU, or an operation a client may not send.
@@ -471,74 +495,68 @@ async fn dispatch(conn: &Arc<Conn>, pdu: &[u8], identity: &mut Arc<Identity>) ->
     }
 }
 
-/// The access-log description of a request (after ` conn=N op=N client=… dn=…`).
-fn describe(l: &mut String, op: &ProtocolOp<'_>) {
-    use crate::logs::quote;
-    use std::fmt::Write as _;
+/// The access-log description of a request (after the time, connection, operation, client
+/// and bound DN).
+fn describe(l: &mut crate::logs::Line, op: &ProtocolOp<'_>) {
     match op {
         ProtocolOp::BindRequest(req) => {
-            l.push_str(" BIND dn=");
-            quote(l, &req.name);
+            l.kind("BIND");
+            l.quoted("dn", &req.name);
             match &req.auth {
-                proto::BindAuth::Simple(_) => l.push_str(" method=simple"),
+                proto::BindAuth::Simple(_) => l.word("method", "simple"),
                 proto::BindAuth::Sasl { mechanism, .. } => {
-                    l.push_str(" method=sasl mech=");
-                    quote(l, mechanism);
+                    l.word("method", "sasl");
+                    l.quoted("mech", mechanism);
                 }
             }
         }
         ProtocolOp::SearchRequest(req) => {
-            l.push_str(" SEARCH base=");
-            quote(l, &req.base);
-            l.push_str(match req.scope {
-                proto::Scope::Base => " scope=base",
-                proto::Scope::One => " scope=one",
-                proto::Scope::Subtree => " scope=sub",
-            });
-            l.push_str(" filter=");
-            quote(l, req.filter.to_string().as_bytes());
-            l.push_str(" attrs=");
+            l.kind("SEARCH");
+            l.quoted("base", &req.base);
+            l.word(
+                "scope",
+                match req.scope {
+                    proto::Scope::Base => "base",
+                    proto::Scope::One => "one",
+                    proto::Scope::Subtree => "sub",
+                },
+            );
+            l.quoted("filter", req.filter.to_string().as_bytes());
             let attrs: Vec<&[u8]> = req.attributes.iter().map(|a| &**a).collect();
-            quote(l, &attrs.join(&b' '));
+            l.quoted("attrs", &attrs.join(&b' '));
             if req.size_limit > 0 || req.time_limit > 0 {
-                let _ = write!(
-                    l,
-                    " sizelimit={} timelimit={}",
-                    req.size_limit, req.time_limit
-                );
+                l.num("sizelimit", req.size_limit);
+                l.num("timelimit", req.time_limit);
             }
         }
         ProtocolOp::CompareRequest(req) => {
-            l.push_str(" COMPARE dn=");
-            quote(l, &req.dn);
-            l.push_str(" attr=");
-            quote(l, &req.attr);
+            l.kind("COMPARE");
+            l.quoted("dn", &req.dn);
+            l.quoted("attr", &req.attr);
         }
         ProtocolOp::AddRequest(req) => {
-            l.push_str(" ADD dn=");
-            quote(l, &req.dn);
+            l.kind("ADD");
+            l.quoted("dn", &req.dn);
         }
         ProtocolOp::DelRequest(dn) => {
-            l.push_str(" DELETE dn=");
-            quote(l, dn);
+            l.kind("DELETE");
+            l.quoted("dn", dn);
         }
         ProtocolOp::ModifyRequest(req) => {
-            l.push_str(" MODIFY dn=");
-            quote(l, &req.dn);
+            l.kind("MODIFY");
+            l.quoted("dn", &req.dn);
         }
         ProtocolOp::ModifyDnRequest(req) => {
-            l.push_str(" MODRDN dn=");
-            quote(l, &req.dn);
-            l.push_str(" newrdn=");
-            quote(l, &req.new_rdn);
+            l.kind("MODRDN");
+            l.quoted("dn", &req.dn);
+            l.quoted("newrdn", &req.new_rdn);
             if let Some(sup) = &req.new_superior {
-                l.push_str(" newsuperior=");
-                quote(l, sup);
+                l.quoted("newsuperior", sup);
             }
         }
         ProtocolOp::ExtendedRequest(req) => {
-            l.push_str(" EXTENDED oid=");
-            quote(l, &req.oid);
+            l.kind("EXTENDED");
+            l.quoted("oid", &req.oid);
         }
         _ => {}
     }

@@ -14,8 +14,13 @@ use crate::config::Config;
 pub use crate::identity::Identity;
 
 /// Per-operation counters, for monitoring and for checking load generators against the server.
+///
+/// Relaxed atomics bumped on the hot path: one per operation initiated and one per operation
+/// completed, one per read and per write on a socket. The completed and traffic counters sit
+/// on cache lines of their own, apart from the initiated ones that the read loops bump.
 #[derive(Default)]
 pub struct Counters {
+    /// Operations initiated, by type (as dispatched).
     pub bind: AtomicU64,
     pub search: AtomicU64,
     pub compare: AtomicU64,
@@ -25,12 +30,109 @@ pub struct Counters {
     pub modrdn: AtomicU64,
     pub extended: AtomicU64,
     pub abandon: AtomicU64,
+    pub unbind: AtomicU64,
+    /// Connections accepted since start.
     pub connections: AtomicU64,
+    /// Operations completed (their context ended: result sent, abandoned or connection
+    /// gone), by `OpType as usize`.
+    pub completed: Padded<[AtomicU64; OpType::COUNT]>,
+    pub traffic: Padded<Traffic>,
+}
+
+/// Bytes and entries on the wire.
+#[derive(Default)]
+pub struct Traffic {
+    pub bytes_received: AtomicU64,
+    pub bytes_sent: AtomicU64,
+    /// Search result entries sent.
+    pub entries_sent: AtomicU64,
+}
+
+/// A value on a cache line of its own, so that counters bumped by different threads do not
+/// bounce one line between cores.
+#[derive(Default)]
+#[repr(align(64))]
+pub struct Padded<T>(pub T);
+
+impl<T> std::ops::Deref for Padded<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+/// The operation types counted (cn=Operations,cn=Monitor and `/metrics`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpType {
+    Bind,
+    Unbind,
+    Search,
+    Compare,
+    Modify,
+    Modrdn,
+    Add,
+    Delete,
+    Abandon,
+    Extended,
+}
+
+impl OpType {
+    pub const COUNT: usize = 10;
+    pub const ALL: [OpType; OpType::COUNT] = [
+        OpType::Bind,
+        OpType::Unbind,
+        OpType::Search,
+        OpType::Compare,
+        OpType::Modify,
+        OpType::Modrdn,
+        OpType::Add,
+        OpType::Delete,
+        OpType::Abandon,
+        OpType::Extended,
+    ];
+
+    /// As slapd names them under cn=Operations,cn=Monitor.
+    pub fn name(self) -> &'static str {
+        match self {
+            OpType::Bind => "Bind",
+            OpType::Unbind => "Unbind",
+            OpType::Search => "Search",
+            OpType::Compare => "Compare",
+            OpType::Modify => "Modify",
+            OpType::Modrdn => "Modrdn",
+            OpType::Add => "Add",
+            OpType::Delete => "Delete",
+            OpType::Abandon => "Abandon",
+            OpType::Extended => "Extended",
+        }
+    }
 }
 
 impl Counters {
     pub fn bump(c: &AtomicU64) {
         c.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The initiated counter of `t`.
+    pub fn initiated(&self, t: OpType) -> &AtomicU64 {
+        match t {
+            OpType::Bind => &self.bind,
+            OpType::Unbind => &self.unbind,
+            OpType::Search => &self.search,
+            OpType::Compare => &self.compare,
+            OpType::Modify => &self.modify,
+            OpType::Modrdn => &self.modrdn,
+            OpType::Add => &self.add,
+            OpType::Delete => &self.delete,
+            OpType::Abandon => &self.abandon,
+            OpType::Extended => &self.extended,
+        }
+    }
+
+    /// The completed counter of `t`.
+    pub fn completed(&self, t: OpType) -> &AtomicU64 {
+        &self.completed.0[t as usize]
     }
 }
 
@@ -52,6 +154,9 @@ pub struct Shared {
     pub access_log: crate::logs::LogSink,
     pub audit_log: crate::logs::LogSink,
     pub counters: Counters,
+    /// Listeners, start time and the rest of what cn=Monitor and `/metrics` show beside the
+    /// counters (`monitor`).
+    pub figures: crate::monitor::ServerFigures,
     /// `None` for a memory-only server (bulk import).
     pub(crate) persistence: Option<crate::persistence::Persistence>,
     /// The password policy (`ppolicy = true`), shared with its overlay in the write path.

@@ -13,6 +13,8 @@
 //!   `Txn`, each all-or-nothing, and are acknowledged after their batch is published. A `Txn`
 //!   may also extend the schema compatibly (`Txn::extend_schema`), published with the batch.
 //!
+//! - `stats`: the writer's figures for monitoring (batches, operations per batch, commit
+//!   latency, queue depth), in relaxed atomics and lock-free histograms.
 //! - `feed`: the change feed: each published batch with its entries before and after, queued
 //!   for subscribers (`Store::subscribe`); a subscriber that falls behind is cut off.
 //!
@@ -28,6 +30,7 @@ pub mod index;
 pub mod intern;
 pub mod persist;
 pub mod plan;
+pub mod stats;
 pub mod version;
 pub mod writer;
 

@@ -9,6 +9,7 @@
 //! batch after it is published and before any of its operations is answered.
 
 use std::future::Future;
+use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -20,6 +21,7 @@ use tokio::sync::oneshot;
 use crate::entry::{Attr, Entry, EntryId};
 use crate::feed::{Feed, Subscription};
 use crate::index::Indexes;
+use crate::stats::WriterStats;
 use crate::version::Version;
 
 /// Failures of the store itself (not of an operation's own checks).
@@ -75,6 +77,7 @@ pub struct Store {
     current: Arc<ArcSwap<Version>>,
     jobs: mpsc::Sender<Job>,
     feed: Arc<Feed>,
+    stats: Arc<WriterStats>,
 }
 
 /// Wraps an operation so that it is all-or-nothing and answers through `send`.
@@ -146,10 +149,12 @@ impl Store {
         let cur = current.clone();
         let feed = Arc::new(Feed::default());
         let fd = feed.clone();
+        let stats = Arc::new(WriterStats::default());
+        let st = stats.clone();
         std::thread::Builder::new()
             .name("linden-writer".into())
             .spawn(move || {
-                writer_loop(rx, cur, journal, &fd);
+                writer_loop(rx, cur, journal, &fd, &st);
                 fd.close();
             })
             .map(|_| ())
@@ -158,7 +163,13 @@ impl Store {
             current,
             jobs: tx,
             feed,
+            stats,
         }
+    }
+
+    /// The writer's figures (batches, operations per batch, commit latency, queue depth).
+    pub fn stats(&self) -> &WriterStats {
+        &self.stats
     }
 
     /// Subscribes to the change feed (see `feed`): every batch published after this call is
@@ -208,6 +219,7 @@ impl Store {
         F: FnOnce(&mut Txn) -> Result<R, E> + Send + 'static,
     {
         let (tx, rx) = oneshot::channel();
+        self.stats.queued();
         let sent = self
             .jobs
             .send(make_job(f, move |r| {
@@ -230,6 +242,7 @@ impl Store {
         F: FnOnce(&mut Txn) -> Result<R, E> + Send + 'static,
     {
         let (tx, rx) = mpsc::channel();
+        self.stats.queued();
         self.jobs
             .send(make_job(f, move |r| {
                 let _ = tx.send(r);
@@ -255,6 +268,7 @@ fn writer_loop(
     current: Arc<ArcSwap<Version>>,
     mut journal: Option<Box<dyn Journal>>,
     feed: &Feed,
+    stats: &WriterStats,
 ) {
     let mut replies: Vec<Reply> = Vec::new();
     let mut poisoned: Option<String> = None;
@@ -275,6 +289,10 @@ fn writer_loop(
                 Err(_) => break,
             }
         }
+        let ran = replies.len() as u64;
+        stats.taken(ran);
+        stats.operations.fetch_add(ran, Ordering::Relaxed);
+        stats.batch_size.record(ran);
         let Txn {
             mut work,
             mut touched,
@@ -297,7 +315,12 @@ fn writer_loop(
             if let Some(j) = journal.as_mut() {
                 touched.sort_unstable();
                 touched.dedup();
-                if let Err(e) = j.commit(work.seq, &work, &schema_changes, &touched) {
+                let t = std::time::Instant::now();
+                let r = j.commit(work.seq, &work, &schema_changes, &touched);
+                stats
+                    .commit_micros
+                    .record(u64::try_from(t.elapsed().as_micros()).unwrap_or(u64::MAX));
+                if let Err(e) = r {
                     tracing::error!("writes refused from now on: {e}");
                     poisoned = Some(e.clone());
                     failed = Some(StoreError::Unavailable(e));
@@ -305,6 +328,7 @@ fn writer_loop(
             }
         }
         if failed.is_none() && changed {
+            stats.batches.fetch_add(1, Ordering::Relaxed);
             let now = Arc::new(work);
             current.store(now.clone());
             // Before the replies: once a write is acknowledged, its batch is already queued

@@ -12,6 +12,7 @@
 //! - `openldap.schema`: OpenLDAP's entryCSN and contextCSN, which slapcat output carries. Last,
 //!   so that adding it numbered no earlier type differently.
 //! - `memberof.schema`: memberOf (as OpenLDAP's memberof overlay defines it).
+//! - `monitor.schema`: the types and classes of cn=Monitor (back-monitor's, and Linden's own).
 
 /// The origin of the built-in file a bundle may replace (see `crate::bundles`).
 pub(crate) const NIS_FILE: &str = "nis.schema";
@@ -26,4 +27,5 @@ pub(crate) const FILES: &[(&str, &str)] = &[
     (NIS_FILE, include_str!("nis.schema")),
     ("openldap.schema", include_str!("openldap.schema")),
     ("memberof.schema", include_str!("memberof.schema")),
+    ("monitor.schema", include_str!("monitor.schema")),
 ];

@@ -181,7 +181,7 @@ pub(crate) struct Prepared {
     /// The index candidates, once planned against the version the search runs on.
     pub(crate) cands: Option<store::RoaringBitmap>,
     /// The assertion control, checked against the base entry.
-    assertion: Option<Assertion>,
+    pub(crate) assertion: Option<Assertion>,
     /// Server-side sort and VLV (`ops::sort`); `None` for a plain search.
     pub(crate) order: Option<sort::Order>,
     /// The dereference control's specs: each entry returned carries the entries its
@@ -241,8 +241,10 @@ pub(crate) fn prepare(
     let view = shared.acl.view(schema, v, who);
     let mut check = Vec::new();
     // The root DSE and the subschema subentry are outside the rules: anyone may read them.
-    let outside =
-        scope == store::Scope::Base && (root || base.norm == shared.subschema().ndn_str());
+    // So is cn=Monitor for those who may read it.
+    let outside = (scope == store::Scope::Base
+        && (root || base.norm == shared.subschema().ndn_str()))
+        || crate::monitor::serves(shared, &base, who);
     let filter = compile(
         schema,
         &mut |ty| match view.searchable(&shared.acl, schema, ty) {
@@ -356,6 +358,10 @@ pub(crate) async fn run(mut op: Op, req: &SearchRequest<'_>, order: Option<sort:
     } else {
         None
     };
+    if crate::monitor::holds(&shared, &p.base) {
+        crate::monitor::search(op, &v, &p, paging.is_some()).await;
+        return Next::Continue;
+    }
     if let Some(e) = virtual_entry {
         if paging.is_some() {
             op.response.push(paged_control(0, Vec::new()));
@@ -462,7 +468,7 @@ pub(crate) struct Paging {
 }
 
 /// The paged results response control: the result set's size and the next page's cookie.
-fn paged_control(size: u64, cookie: Vec<u8>) -> proto::Control<'static> {
+pub(crate) fn paged_control(size: u64, cookie: Vec<u8>) -> proto::Control<'static> {
     let value = proto::controls::PagedResults {
         size: i64::try_from(size).unwrap_or(i64::MAX),
         cookie: cookie.into(),

@@ -1,0 +1,369 @@
+//! cn=Monitor as the protocol layer serves it: the tree of the server's figures (built by
+//! `tree` when read, from the counters, the listeners, the store's writer figures, the
+//! snapshots and `dit::monitor::Registry`), who may read it, and the search over it.
+//!
+//! Layout (docs/monitoring.md), in the manner of slapd's back-monitor:
+//!
+//! ```text
+//! cn=Monitor                       monitoredInfo: Linden <version>
+//!   cn=Connections                 cn=Current, cn=Total (monitorCounter)
+//!   cn=Listeners                   cn=Listener N: labeledURI, lindenConnectionsCurrent/Total
+//!   cn=Operations                  monitorOpInitiated/Completed, and per type (cn=Search, …)
+//!   cn=Statistics                  cn=Bytes (sent), cn=Bytes Received, cn=Entries (sent)
+//!   cn=Writer                      cn=Batches, cn=Operations, cn=Queue Depth (monitorCounter),
+//!                                  cn=Batch Size, cn=Commit Latency (histograms: lindenP50 …)
+//!   cn=Snapshots                   cn=Taken, cn=Failed, cn=Last (monitorTimestamp, lindenSum …)
+//!   cn=Memory                      cn=Entries, cn=Resident (bytes)
+//!   cn=Time                        cn=Start, cn=Current (monitorTimestamp), cn=Uptime (seconds)
+//!   cn=Replication                 one entry per agreement (`dit::monitor::Agreement`)
+//!   …                              what registered sources add
+//! ```
+//!
+//! Reading: the administrator and the DNs of `monitor_readers`; anyone else gets
+//! noSuchObject, as slapd answers when its access rules hide cn=Monitor.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+
+use dit::monitor::Node;
+use schema::NormDn;
+use store::stats::Histogram;
+use store::Entry;
+
+use proto::{tags, ResultCode};
+
+use crate::error::LdapError;
+use crate::op::Op;
+use crate::ops::search::Prepared;
+use crate::state::{Identity, OpType, Shared};
+
+/// One listener's connections.
+#[derive(Debug)]
+pub struct ListenerStats {
+    /// `ldap://127.0.0.1:389/`, `ldaps://…`, `ldapi://…`.
+    pub url: String,
+    pub current: AtomicU64,
+    pub total: AtomicU64,
+}
+
+/// A connection accepted on a listener; gives its place back when dropped.
+pub(crate) struct Accepted(Arc<ListenerStats>);
+
+impl ListenerStats {
+    pub(crate) fn accepted(self: &Arc<Self>) -> Accepted {
+        self.total.fetch_add(1, Ordering::Relaxed);
+        self.current.fetch_add(1, Ordering::Relaxed);
+        Accepted(self.clone())
+    }
+}
+
+impl Drop for Accepted {
+    fn drop(&mut self) {
+        self.0.current.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// What cn=Monitor shows beside the counters and the directory: start time, listeners, and
+/// who may read it.
+pub struct ServerFigures {
+    pub started: SystemTime,
+    listeners: Mutex<Vec<Arc<ListenerStats>>>,
+    /// `monitor_readers`, normalized.
+    readers: Vec<NormDn>,
+}
+
+impl ServerFigures {
+    pub(crate) fn new(readers: Vec<NormDn>) -> ServerFigures {
+        ServerFigures {
+            started: SystemTime::now(),
+            listeners: Mutex::new(Vec::new()),
+            readers,
+        }
+    }
+
+    /// Registers a listener (when serving starts).
+    pub(crate) fn listener(&self, url: String) -> Arc<ListenerStats> {
+        let l = Arc::new(ListenerStats {
+            url,
+            current: AtomicU64::new(0),
+            total: AtomicU64::new(0),
+        });
+        self.listeners
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(l.clone());
+        l
+    }
+
+    pub fn listeners(&self) -> Vec<Arc<ListenerStats>> {
+        self.listeners
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+}
+
+/// Whether `who` may read cn=Monitor: the administrator and the `monitor_readers`.
+pub(crate) fn may_read(shared: &Shared, who: &Identity) -> bool {
+    who.is_admin
+        || who
+            .ndn
+            .as_ref()
+            .is_some_and(|n| shared.figures.readers.iter().any(|r| r.norm == n.norm))
+}
+
+/// The process's resident set size in bytes (`VmRSS` of /proc/self/status: the same figure as
+/// the second field of /proc/self/statm, already in kB, so no page size is needed); `None`
+/// where there is no /proc.
+pub fn rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kb: u64 = line
+        .trim_start_matches("VmRSS:")
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kb * 1024)
+}
+
+fn load(c: &AtomicU64) -> u64 {
+    c.load(Ordering::Relaxed)
+}
+
+/// A histogram entry: samples, sum, percentiles, largest.
+fn histogram(cn: &str, description: &str, h: &Histogram) -> Node {
+    Node::new(cn, "monitoredObject")
+        .attr("description", description)
+        .attr("monitorCounter", h.count())
+        .linden("lindenSum", h.sum())
+        .linden("lindenP50", h.quantile(0.5))
+        .linden("lindenP90", h.quantile(0.9))
+        .linden("lindenP99", h.quantile(0.99))
+        .linden("lindenP999", h.quantile(0.999))
+        .linden("lindenMax", h.max())
+}
+
+fn timestamp(cn: &str, t: SystemTime) -> Node {
+    Node::new(cn, "monitoredObject").attr("monitorTimestamp", dit::csn::generalized_time(t))
+}
+
+/// The whole cn=Monitor tree as it stands now.
+pub(crate) fn tree(shared: &Shared) -> Node {
+    let c = &shared.counters;
+    let figures = &shared.figures;
+    let listeners = figures.listeners();
+    let connections = Node::container(
+        "Connections",
+        "Connections: open now and accepted since start.",
+    )
+    .child(Node::counter("Current", shared.connections.open() as u64))
+    .child(Node::counter("Total", load(&c.connections)));
+    let listeners = Node::container(
+        "Listeners",
+        "The sockets the server accepts connections on.",
+    )
+    .children(listeners.iter().enumerate().map(|(i, l)| {
+        Node::new(format!("Listener {i}"), "monitoredObject")
+            .attr("labeledURI", &l.url)
+            .linden("lindenConnectionsCurrent", load(&l.current))
+            .linden("lindenConnectionsTotal", load(&l.total))
+    }));
+    let (mut initiated, mut completed) = (0, 0);
+    let per_type: Vec<Node> = OpType::ALL
+        .iter()
+        .map(|&t| {
+            let i = load(c.initiated(t));
+            let d = load(c.completed(t));
+            initiated += i;
+            completed += d;
+            Node::new(t.name(), "monitorOperation")
+                .attr("monitorOpInitiated", i)
+                .attr("monitorOpCompleted", d)
+        })
+        .collect();
+    let operations = Node::container(
+        "Operations",
+        "Operations initiated (dispatched) and completed (answered, abandoned or cut off).",
+    )
+    .attr("monitorOpInitiated", initiated)
+    .attr("monitorOpCompleted", completed)
+    .children(per_type);
+    let t = &c.traffic;
+    let statistics = Node::container("Statistics", "Bytes and entries on the wire.")
+        .child(Node::counter("Bytes", load(&t.bytes_sent)).attr("description", "bytes sent"))
+        .child(
+            Node::counter("Bytes Received", load(&t.bytes_received))
+                .attr("description", "bytes received"),
+        )
+        .child(
+            Node::counter("Entries", load(&t.entries_sent))
+                .attr("description", "search result entries sent"),
+        );
+    let w = shared.store.stats();
+    let writer = Node::container(
+        "Writer",
+        "The single writer: batches committed (one log record and fsync each), operations, queue.",
+    )
+    .child(Node::counter("Batches", load(&w.batches)))
+    .child(Node::counter("Operations", load(&w.operations)))
+    .child(Node::counter("Queue Depth", w.queue_depth()))
+    .child(histogram(
+        "Batch Size",
+        "operations per batch",
+        &w.batch_size,
+    ))
+    .child(histogram(
+        "Commit Latency",
+        "microseconds to make a batch durable (log write and fsync)",
+        &w.commit_micros,
+    ));
+    let mut snapshots = Node::container("Snapshots", "Snapshots written since start.");
+    if let Some(p) = &shared.persistence {
+        let s = p.stats.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        snapshots = snapshots
+            .child(Node::counter("Taken", s.taken))
+            .child(Node::counter("Failed", s.failed));
+        if let Some(last) = s.last {
+            snapshots = snapshots.child(
+                Node::new("Last", "monitoredObject")
+                    .attr(
+                        "description",
+                        "the last snapshot written: end, milliseconds, bytes, entries",
+                    )
+                    .attr("monitorTimestamp", dit::csn::generalized_time(last.at))
+                    .linden("lindenSum", (last.seconds * 1000.0) as u64)
+                    .attr("monitorCounter", last.bytes)
+                    .attr("monitoredInfo", format!("{} entries", last.entries)),
+            );
+        }
+    }
+    let mut memory = Node::container("Memory", "Entries held and the process's resident memory.")
+        .child(Node::counter("Entries", shared.store.read().len() as u64));
+    if let Some(rss) = rss_bytes() {
+        memory = memory.child(Node::counter("Resident", rss).attr("description", "bytes"));
+    }
+    let now = SystemTime::now();
+    let uptime = now
+        .duration_since(figures.started)
+        .unwrap_or_default()
+        .as_secs();
+    let time = Node::container("Time", "Start time, current time and uptime (seconds).")
+        .child(timestamp("Start", figures.started))
+        .child(timestamp("Current", now))
+        .child(Node::new("Uptime", "monitoredObject").attr("monitoredInfo", uptime));
+    Node::new("Monitor", "monitorServer")
+        .attr(
+            "description",
+            "This subtree holds the server's figures, mostly in operational attributes: ask for '+'.",
+        )
+        .attr(
+            "monitoredInfo",
+            format!("Linden {}", env!("CARGO_PKG_VERSION")),
+        )
+        .child(connections)
+        .child(listeners)
+        .child(operations)
+        .child(statistics)
+        .child(writer)
+        .child(snapshots)
+        .child(memory)
+        .child(time)
+        .children(shared.monitor.nodes())
+}
+
+/// The cn=Monitor entries as they stand now, parents first, with their normalized DNs.
+pub(crate) fn entries(shared: &Shared) -> Vec<(NormDn, Entry)> {
+    dit::monitor::build(&shared.schema(), &tree(shared))
+}
+
+/// The entries of a search based at `base` (under cn=Monitor) with `scope`, in tree order;
+/// `None` when `base` is not one of them.
+pub(crate) fn in_scope(
+    all: &[(NormDn, Entry)],
+    base: &NormDn,
+    scope: store::Scope,
+) -> Option<Vec<Entry>> {
+    all.iter().find(|(n, _)| n.norm == base.norm)?;
+    let depth = base.rdns.len();
+    Some(
+        all.iter()
+            .filter(|(n, _)| match scope {
+                store::Scope::Base => n.norm == base.norm,
+                store::Scope::One => {
+                    n.rdns.len() == depth + 1 && schema::norm_is_descendant(&n.norm, &base.norm)
+                }
+                store::Scope::Subtree => {
+                    n.norm == base.norm || schema::norm_is_descendant(&n.norm, &base.norm)
+                }
+            })
+            .map(|(_, e)| e.clone())
+            .collect(),
+    )
+}
+
+/// Whether a search based at `base` goes to cn=Monitor (and not to a naming context that
+/// happens to hold that DN).
+pub(crate) fn holds(shared: &Shared, base: &NormDn) -> bool {
+    dit::monitor::is_monitor_dn(&base.norm) && shared.suffix_of(&base.norm).is_none()
+}
+
+/// Whether a search based at `base` reads cn=Monitor for someone who may: its filter then
+/// sees every attribute, as for the root DSE.
+pub(crate) fn serves(shared: &Shared, base: &NormDn, who: &Identity) -> bool {
+    holds(shared, base) && may_read(shared, who)
+}
+
+/// Answers a search based under cn=Monitor: the entries in its scope that match its filter,
+/// built now. Someone who may not read cn=Monitor gets noSuchObject, as from slapd when its
+/// rules hide it.
+pub(crate) async fn search(mut op: Op, v: &store::Version, p: &Prepared, paged: bool) {
+    let shared = op.shared().clone();
+    if paged {
+        // One page holds it all (it is small): no cookie, as for the root DSE.
+        op.response
+            .push(crate::ops::search::paged_control(0, Vec::new()));
+    }
+    let mut out = Vec::with_capacity(8 * 1024);
+    let mut n = 0;
+    let r = (|| -> Result<(), LdapError> {
+        let hidden = || LdapError::new(ResultCode::NoSuchObject, "no such object");
+        if !may_read(&shared, &op.who) {
+            return Err(hidden());
+        }
+        let all = entries(&shared);
+        let Some(list) = in_scope(&all, &p.base, p.scope) else {
+            // matchedDN: the nearest entry of the tree above the base.
+            let matched = all
+                .iter()
+                .filter(|(d, _)| schema::norm_is_descendant(&p.base.norm, &d.norm))
+                .max_by_key(|(d, _)| d.rdns.len())
+                .map(|(_, e)| e.dn().to_string())
+                .unwrap_or_default();
+            return Err(hidden().with_matched(matched));
+        };
+        if let Some((_, base)) = all.iter().find(|(d, _)| d.norm == p.base.norm) {
+            crate::ops::check_assertion(p.assertion.as_ref(), &shared, v, base)?;
+        }
+        let schema = shared.schema();
+        for e in &list {
+            if p.filter.eval(&schema, e) != store::Tri::True {
+                continue;
+            }
+            if p.size_limit > 0 && n >= p.size_limit {
+                return Err(LdapError::new(
+                    ResultCode::SizeLimitExceeded,
+                    "size limit exceeded",
+                ));
+            }
+            crate::ops::search::encode_entry(&shared, None, &mut out, Some(op.id), e, &p.sel, None);
+            n += 1;
+        }
+        Ok(())
+    })();
+    op.encode_result_into(&mut out, tags::SEARCH_RESULT_DONE, r.as_ref().map(|_| ()));
+    let rc = crate::op::code_of(r.as_ref().map(|_| ()));
+    op.finish_with(out, rc, Some(n)).await;
+}

@@ -1,0 +1,593 @@
+//! cn=Monitor, the HTTP listener (`/metrics`, `/healthz`, `/readyz`) and the JSON access log,
+//! over real sockets.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed unwrap is a failed test"
+)]
+
+mod common;
+
+use std::collections::{HashMap, HashSet};
+use std::io::{Read, Write};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::{ADMIN_DN, ADMIN_PW};
+use ldap3::{LdapConn, Mod, Scope, SearchEntry};
+
+/// A server with an LDAP and a metrics listener on 127.0.0.1:0, stopped when dropped.
+struct Monitored {
+    url: String,
+    metrics: SocketAddr,
+    server: Arc<server::Server>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    _data: tempfile::TempDir,
+}
+
+impl Monitored {
+    fn start(tweak: impl FnOnce(&mut server::Config)) -> Monitored {
+        let data = tempfile::tempdir().expect("tmp");
+        let mut config = server::Config {
+            data_dir: data.path().to_path_buf(),
+            admin_password_hash: pwhash::hash(pwhash::Scheme::default(), ADMIN_PW.as_bytes()),
+            access: Some(common::open_read_policy()),
+            demo: true,
+            ..server::Config::default()
+        };
+        tweak(&mut config);
+        let srv = Arc::new(server::Server::start(config).expect("server starts"));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let s2 = srv.clone();
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .expect("runtime");
+            rt.block_on(async move {
+                let l = tokio::net::TcpListener::bind("127.0.0.1:0")
+                    .await
+                    .expect("bind");
+                let m = tokio::net::TcpListener::bind("127.0.0.1:0")
+                    .await
+                    .expect("bind");
+                tx.send((l.local_addr().expect("addr"), m.local_addr().expect("addr")))
+                    .expect("send");
+                let listeners = server::Listeners {
+                    ldap: vec![l],
+                    metrics: vec![m],
+                    ..server::Listeners::default()
+                };
+                let _ = s2
+                    .serve_listeners(listeners, async {
+                        let _ = stop_rx.await;
+                    })
+                    .await;
+            });
+        });
+        let (addr, metrics) = rx.recv().expect("addresses");
+        Monitored {
+            url: format!("ldap://{addr}"),
+            metrics,
+            server: srv,
+            stop: Some(stop_tx),
+            thread: Some(thread),
+            _data: data,
+        }
+    }
+
+    fn bind(&self, dn: &str, pw: &str) -> LdapConn {
+        let mut c = LdapConn::new(&self.url).expect("connect");
+        c.simple_bind(dn, pw)
+            .expect("bind")
+            .success()
+            .expect("bound");
+        c
+    }
+
+    fn admin(&self) -> LdapConn {
+        self.bind(ADMIN_DN, ADMIN_PW)
+    }
+}
+
+impl Drop for Monitored {
+    fn drop(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The entries of a search under cn=Monitor, by DN, and the result code.
+fn monitor(
+    c: &mut LdapConn,
+    base: &str,
+    scope: Scope,
+    filter: &str,
+) -> (HashMap<String, SearchEntry>, u32) {
+    let r = c
+        .search(base, scope, filter, vec!["*", "+"])
+        .expect("search");
+    let rc = r.1.rc;
+    let entries =
+        r.0.into_iter()
+            .map(SearchEntry::construct)
+            .map(|e| (e.dn.clone(), e))
+            .collect();
+    (entries, rc)
+}
+
+fn figure(e: &SearchEntry, attr: &str) -> u64 {
+    e.attrs
+        .get(attr)
+        .and_then(|v| v.first())
+        .unwrap_or_else(|| panic!("{} has no {attr}: {:?}", e.dn, e.attrs))
+        .parse()
+        .expect("a number")
+}
+
+fn one(c: &mut LdapConn, dn: &str, attr: &str) -> u64 {
+    let (es, rc) = monitor(c, dn, Scope::Base, "(objectClass=*)");
+    assert_eq!(rc, 0, "{dn}");
+    figure(es.get(dn).unwrap_or_else(|| panic!("{dn} missing")), attr)
+}
+
+#[test]
+fn admin_reads_cn_monitor_and_its_counts_move() {
+    let srv = Monitored::start(|_| {});
+    let mut admin = srv.admin();
+    let (all, rc) = monitor(&mut admin, "cn=Monitor", Scope::Subtree, "(objectClass=*)");
+    assert_eq!(rc, 0);
+    for dn in [
+        "cn=Monitor",
+        "cn=Current,cn=Connections,cn=Monitor",
+        "cn=Total,cn=Connections,cn=Monitor",
+        "cn=Listener 0,cn=Listeners,cn=Monitor",
+        "cn=Search,cn=Operations,cn=Monitor",
+        "cn=Bytes,cn=Statistics,cn=Monitor",
+        "cn=Bytes Received,cn=Statistics,cn=Monitor",
+        "cn=Batches,cn=Writer,cn=Monitor",
+        "cn=Queue Depth,cn=Writer,cn=Monitor",
+        "cn=Commit Latency,cn=Writer,cn=Monitor",
+        "cn=Taken,cn=Snapshots,cn=Monitor",
+        "cn=Entries,cn=Memory,cn=Monitor",
+        "cn=Resident,cn=Memory,cn=Monitor",
+        "cn=Uptime,cn=Time,cn=Monitor",
+        "cn=Replication,cn=Monitor",
+    ] {
+        assert!(all.contains_key(dn), "{dn} missing from {:?}", all.keys());
+    }
+    let root = &all["cn=Monitor"];
+    assert!(root.attrs["monitoredInfo"][0].starts_with("Linden "));
+    assert_eq!(root.attrs["hasSubordinates"], ["TRUE"]);
+    let listener = &all["cn=Listener 0,cn=Listeners,cn=Monitor"];
+    assert_eq!(listener.attrs["labeledURI"], [format!("{}/", srv.url)]);
+    assert!(figure(listener, "lindenConnectionsCurrent") >= 1);
+    assert!(figure(&all["cn=Entries,cn=Memory,cn=Monitor"], "monitorCounter") > 5);
+    assert!(figure(&all["cn=Resident,cn=Memory,cn=Monitor"], "monitorCounter") > 1 << 20);
+
+    // Without '+', the figures (operational) are left out, as slapd does.
+    let r = admin
+        .search(
+            "cn=Search,cn=Operations,cn=Monitor",
+            Scope::Base,
+            "(objectClass=*)",
+            Vec::<&str>::new(),
+        )
+        .expect("search")
+        .success()
+        .expect("ok");
+    let e = SearchEntry::construct(r.0.into_iter().next().expect("entry"));
+    assert_eq!(e.attrs["cn"], ["Search"]);
+    assert!(!e.attrs.contains_key("monitorOpInitiated"));
+
+    // One level: the direct children only; filters on the figures work.
+    let (kids, _) = monitor(
+        &mut admin,
+        "cn=Operations,cn=Monitor",
+        Scope::OneLevel,
+        "(objectClass=*)",
+    );
+    assert_eq!(kids.len(), 10, "{:?}", kids.keys());
+    let (busy, _) = monitor(
+        &mut admin,
+        "cn=Monitor",
+        Scope::Subtree,
+        "(monitorOpInitiated>=1)",
+    );
+    assert!(busy.contains_key("cn=Search,cn=Operations,cn=Monitor"));
+    assert!(busy.contains_key("cn=Bind,cn=Operations,cn=Monitor"));
+    assert!(!busy.contains_key("cn=Delete,cn=Operations,cn=Monitor"));
+
+    let search = "cn=Search,cn=Operations,cn=Monitor";
+    let (i0, c0) = (
+        one(&mut admin, search, "monitorOpInitiated"),
+        one(&mut admin, search, "monitorOpCompleted"),
+    );
+    let batches = "cn=Batches,cn=Writer,cn=Monitor";
+    let b0 = one(&mut admin, batches, "monitorCounter");
+    let sent0 = one(
+        &mut admin,
+        "cn=Bytes,cn=Statistics,cn=Monitor",
+        "monitorCounter",
+    );
+    for uid in ["alice", "bob", "carol"] {
+        admin
+            .search(
+                "ou=people,dc=example,dc=com",
+                Scope::Subtree,
+                &format!("(uid={uid})"),
+                vec!["cn"],
+            )
+            .expect("search")
+            .success()
+            .expect("ok");
+    }
+    admin
+        .modify(
+            "uid=alice,ou=people,dc=example,dc=com",
+            vec![Mod::Replace("description", HashSet::from(["counted"]))],
+        )
+        .expect("modify")
+        .success()
+        .expect("modified");
+    // After the search that read i0: three more reads (c0, b0, sent0), three searches, and
+    // the one that reads now; all but that one completed.
+    assert_eq!(one(&mut admin, search, "monitorOpInitiated"), i0 + 7);
+    assert!(one(&mut admin, search, "monitorOpCompleted") >= c0 + 6);
+    assert!(one(&mut admin, batches, "monitorCounter") > b0);
+    assert!(
+        one(
+            &mut admin,
+            "cn=Commit Latency,cn=Writer,cn=Monitor",
+            "monitorCounter"
+        ) >= 1
+    );
+    assert!(
+        one(
+            &mut admin,
+            "cn=Bytes,cn=Statistics,cn=Monitor",
+            "monitorCounter"
+        ) > sent0
+    );
+    assert_eq!(
+        one(
+            &mut admin,
+            "cn=Queue Depth,cn=Writer,cn=Monitor",
+            "monitorCounter"
+        ),
+        0
+    );
+    assert_eq!(
+        one(
+            &mut admin,
+            "cn=Modify,cn=Operations,cn=Monitor",
+            "monitorOpCompleted"
+        ),
+        1
+    );
+
+    // An entry that is not there: noSuchObject with the nearest one as matchedDN.
+    let r = admin
+        .search(
+            "cn=Nothing,cn=Writer,cn=Monitor",
+            Scope::Base,
+            "(objectClass=*)",
+            vec!["*"],
+        )
+        .expect("search");
+    assert_eq!(r.1.rc, 32);
+    assert_eq!(r.1.matched, "cn=Writer,cn=Monitor");
+}
+
+#[test]
+fn only_the_administrator_and_configured_readers_see_cn_monitor() {
+    let srv = Monitored::start(|c| {
+        c.monitor_readers = vec!["uid=bob,ou=people,dc=example,dc=com".into()];
+    });
+    let mut anon = LdapConn::new(&srv.url).expect("connect");
+    for scope in [Scope::Base, Scope::OneLevel, Scope::Subtree] {
+        let (es, rc) = monitor(&mut anon, "cn=Monitor", scope, "(objectClass=*)");
+        assert_eq!((es.len(), rc), (0, 32), "anonymous, {scope:?}");
+    }
+    let mut alice = srv.bind("uid=alice,ou=people,dc=example,dc=com", "password");
+    let (es, rc) = monitor(
+        &mut alice,
+        "cn=Operations,cn=Monitor",
+        Scope::Subtree,
+        "(objectClass=*)",
+    );
+    assert_eq!((es.len(), rc), (0, 32), "an ordinary user");
+    // The monitor is not part of a root search either.
+    let (es, _) = monitor(&mut alice, "", Scope::Subtree, "(cn=Monitor)");
+    assert!(es.is_empty());
+    let mut bob = srv.bind("uid=BOB,ou=people,dc=example,dc=com", "password");
+    let (es, rc) = monitor(
+        &mut bob,
+        "cn=Monitor",
+        Scope::Subtree,
+        "(objectClass=monitorOperation)",
+    );
+    assert_eq!((es.len(), rc), (10, 0), "a configured reader");
+}
+
+/// `GET path` over HTTP/1.1: status code, headers (lower-case names) and body.
+fn http(addr: SocketAddr, method: &str, path: &str) -> (u16, String, String) {
+    let mut s = std::net::TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n"
+    )
+    .expect("send");
+    let mut text = String::new();
+    s.read_to_string(&mut text).expect("read");
+    let (head, body) = text.split_once("\r\n\r\n").expect("a header block");
+    let status = head
+        .split(' ')
+        .nth(1)
+        .expect("status")
+        .parse()
+        .expect("code");
+    (status, head.to_ascii_lowercase(), body.to_string())
+}
+
+/// Parses Prometheus/OpenMetrics text: every line a comment or `name{labels} value`; returns
+/// the samples by their name and labels as written.
+fn parse_metrics(text: &str) -> HashMap<String, f64> {
+    let mut out = HashMap::new();
+    assert!(
+        text.ends_with("# EOF\n"),
+        "OpenMetrics text ends with # EOF"
+    );
+    for line in text.lines() {
+        if line.starts_with('#') {
+            assert!(
+                line.starts_with("# HELP ")
+                    || line.starts_with("# TYPE ")
+                    || line == "# EOF"
+                    || line.starts_with("# UNIT "),
+                "{line}"
+            );
+            continue;
+        }
+        let (series, value) = line
+            .rsplit_once(' ')
+            .unwrap_or_else(|| panic!("no value: {line}"));
+        let name_end = series.find('{').unwrap_or(series.len());
+        let name = &series[..name_end];
+        assert!(
+            !name.is_empty()
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
+                && !name.starts_with(|c: char| c.is_ascii_digit()),
+            "bad metric name in {line}"
+        );
+        if name_end < series.len() {
+            let labels = &series[name_end..];
+            assert!(labels.starts_with('{') && labels.ends_with('}'), "{line}");
+            for pair in labels[1..labels.len() - 1].split("\",") {
+                let (k, v) = pair
+                    .split_once('=')
+                    .unwrap_or_else(|| panic!("label in {line}"));
+                assert!(
+                    k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'),
+                    "{line}"
+                );
+                assert!(v.starts_with('"'), "{line}");
+            }
+        }
+        let v: f64 = match value {
+            "+Inf" => f64::INFINITY,
+            "-Inf" => f64::NEG_INFINITY,
+            v => v.parse().unwrap_or_else(|_| panic!("bad value in {line}")),
+        };
+        out.insert(series.to_string(), v);
+    }
+    out
+}
+
+#[test]
+fn metrics_health_and_readiness_over_http() {
+    let srv = Monitored::start(|_| {});
+    let mut admin = srv.admin();
+    for uid in ["alice", "bob"] {
+        admin
+            .search(
+                "ou=people,dc=example,dc=com",
+                Scope::Subtree,
+                &format!("(uid={uid})"),
+                vec!["cn"],
+            )
+            .expect("search")
+            .success()
+            .expect("ok");
+    }
+    admin
+        .modify(
+            "uid=bob,ou=people,dc=example,dc=com",
+            vec![Mod::Replace("description", HashSet::from(["x"]))],
+        )
+        .expect("modify")
+        .success()
+        .expect("modified");
+    let (status, head, body) = http(srv.metrics, "GET", "/metrics");
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        head.contains("content-type: application/openmetrics-text"),
+        "{head}"
+    );
+    let m = parse_metrics(&body);
+    assert!(
+        m[r#"linden_operations_initiated_total{op="search"}"#] >= 2.0,
+        "{body}"
+    );
+    assert!(m[r#"linden_operations_completed_total{op="search"}"#] >= 2.0);
+    assert_eq!(m[r#"linden_operations_completed_total{op="modify"}"#], 1.0);
+    assert!(m["linden_connections_total"] >= 1.0);
+    assert!(m["linden_connections_current"] >= 1.0);
+    assert!(m["linden_bytes_received_total"] > 0.0);
+    assert!(m["linden_bytes_sent_total"] > 0.0);
+    assert!(m["linden_writer_batches_total"] >= 1.0);
+    assert!(m["linden_entries"] > 5.0);
+    assert!(m["linden_resident_memory_bytes"] > 0.0);
+    assert!(m["linden_writer_commit_seconds_count"] >= 1.0);
+    assert_eq!(
+        m[r#"linden_writer_commit_seconds_bucket{le="+Inf"}"#],
+        m["linden_writer_commit_seconds_count"]
+    );
+    assert!(
+        m[r#"linden_writer_batch_size_bucket{le="1.0"}"#] >= 1.0,
+        "{body}"
+    );
+    let listener = format!(
+        r#"linden_listener_connections_total{{listener="{}/"}}"#,
+        srv.url
+    );
+    assert!(m[&listener] >= 1.0, "{body}");
+
+    let (status, _, body) = http(srv.metrics, "GET", "/healthz");
+    assert_eq!((status, body.as_str()), (200, "ok\n"));
+    let (status, _, body) = http(srv.metrics, "GET", "/readyz");
+    assert_eq!((status, body.as_str()), (200, "ready\n"));
+    assert_eq!(http(srv.metrics, "GET", "/nothing").0, 404);
+    assert_eq!(http(srv.metrics, "POST", "/metrics").0, 405);
+
+    // A consumer agreement (as replication registers it) gates readiness until it has caught
+    // up, and shows in cn=Monitor and /metrics.
+    let a = srv.server.monitor().agreement(
+        dit::monitor::Role::Consumer,
+        "rid=001",
+        "ldap://provider.example:389",
+    );
+    let (status, _, body) = http(srv.metrics, "GET", "/readyz");
+    assert_eq!(status, 503);
+    assert!(body.contains("rid=001 is connecting"), "{body}");
+    a.set_state(dit::monitor::ReplState::Persisting);
+    a.set_context_csn("20261125010203.000000Z#000000#001#000000");
+    a.count_changes(3);
+    assert_eq!(http(srv.metrics, "GET", "/readyz").0, 200);
+    let dn = "cn=Consumer rid\\3D001,cn=Replication,cn=Monitor";
+    let (es, rc) = monitor(
+        &mut admin,
+        "cn=Replication,cn=Monitor",
+        Scope::OneLevel,
+        "(objectClass=*)",
+    );
+    assert_eq!(rc, 0);
+    let e = es
+        .values()
+        .next()
+        .unwrap_or_else(|| panic!("no agreement entry; {dn}"));
+    assert_eq!(e.attrs["lindenReplicationState"], ["persisting"]);
+    assert_eq!(
+        e.attrs["contextCSN"],
+        ["20261125010203.000000Z#000000#001#000000"]
+    );
+    assert_eq!(e.attrs["lindenReplicationChanges"], ["3"]);
+    let m = parse_metrics(&http(srv.metrics, "GET", "/metrics").2);
+    let series = r#"linden_replication_changes_total{role="consumer",name="rid=001",peer="ldap://provider.example:389"}"#;
+    assert_eq!(m[series], 3.0);
+    drop(a);
+    let (es, _) = monitor(
+        &mut admin,
+        "cn=Replication,cn=Monitor",
+        Scope::OneLevel,
+        "(objectClass=*)",
+    );
+    assert!(es.is_empty());
+}
+
+/// Reads `path` until `done` holds for its text (the log writer flushes asynchronously).
+fn wait_for(path: &std::path::Path, done: impl Fn(&str) -> bool) -> String {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        if done(&text) || Instant::now() > deadline {
+            return text;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn json_access_log_is_one_object_per_line() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let log = dir.path().join("access.json");
+    let l2 = log.clone();
+    let srv = Monitored::start(move |c| {
+        c.access_log = server::logs::LogTarget::File(l2);
+        c.access_log_format = server::logs::LogFormat::Json;
+    });
+    let mut admin = srv.admin();
+    admin
+        .search(
+            "ou=people,dc=example,dc=com",
+            Scope::OneLevel,
+            "(uid=a\"li*)",
+            vec!["cn", "mail"],
+        )
+        .expect("search");
+    admin
+        .search(
+            "ou=people,dc=example,dc=com",
+            Scope::OneLevel,
+            "(uid=alice)",
+            vec!["cn"],
+        )
+        .expect("search")
+        .success()
+        .expect("ok");
+    admin.unbind().expect("unbind");
+    let text = wait_for(&log, |t| t.contains("\"CLOSED\""));
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    for l in &lines {
+        for key in ["time", "conn", "op", "client", "bound", "type"] {
+            assert!(l.get(key).is_some(), "no {key} in {l}");
+        }
+        assert!(l["conn"].is_u64() && l["op"].is_i64(), "{l}");
+    }
+    let kinds: Vec<&str> = lines.iter().filter_map(|l| l["type"].as_str()).collect();
+    for k in ["CONNECT", "BIND", "SEARCH", "UNBIND", "CLOSED"] {
+        assert!(kinds.contains(&k), "{k} missing: {kinds:?}");
+    }
+    let bind = lines.iter().find(|l| l["type"] == "BIND").expect("bind");
+    assert_eq!(bind["dn"], ADMIN_DN);
+    assert_eq!(bind["method"], "simple");
+    assert_eq!(bind["result"], 0);
+    let searches: Vec<&serde_json::Value> =
+        lines.iter().filter(|l| l["type"] == "SEARCH").collect();
+    assert_eq!(searches.len(), 2, "{text}");
+    // The substring search runs on the blocking pool: its line may come second.
+    let quoted = searches
+        .iter()
+        .find(|l| l["filter"] == "(uid=a\"li*)")
+        .unwrap_or_else(|| panic!("{text}"));
+    assert_eq!(quoted["scope"], "one");
+    assert_eq!(quoted["attrs"], "cn mail");
+    let plain = searches
+        .iter()
+        .find(|l| l["filter"] == "(uid=alice)")
+        .unwrap_or_else(|| panic!("{text}"));
+    assert_eq!(plain["entries"], 1);
+    assert_eq!(plain["base"], "ou=people,dc=example,dc=com");
+    assert!(plain["etime_us"].is_u64());
+    let connect = lines
+        .iter()
+        .find(|l| l["type"] == "CONNECT")
+        .expect("connect");
+    assert_eq!(connect["tls"], "no");
+}
