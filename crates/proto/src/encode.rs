@@ -339,6 +339,29 @@ pub fn encode_extended_response_with(
     w.end(m);
 }
 
+/// Appends an IntermediateResponse PDU (RFC 4511 §4.13), e.g. a Sync Info Message (RFC 4533).
+pub fn encode_intermediate_response(
+    out: &mut Vec<u8>,
+    msg_id: i32,
+    oid: Option<&[u8]>,
+    value: Option<&[u8]>,
+    controls: &[Control<'_>],
+) {
+    let mut w = Writer::new(out);
+    let m = w.start(SEQUENCE);
+    w.write_integer(INTEGER, i64::from(msg_id));
+    let op = w.start(constructed(tags::INTERMEDIATE_RESPONSE));
+    if let Some(o) = oid {
+        w.write_octets(context(0), o);
+    }
+    if let Some(v) = value {
+        w.write_octets(context(1), v);
+    }
+    w.end(op);
+    crate::controls::encode_controls(&mut w, controls);
+    w.end(m);
+}
+
 impl<'a> LdapResult<'a> {
     /// A result with a code and a diagnostic message, no matched DN, no referral.
     pub fn new(code: ResultCode, message: impl Into<Cow<'a, [u8]>>) -> Self {

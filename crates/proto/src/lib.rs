@@ -49,8 +49,9 @@ pub mod tags;
 pub mod txn;
 
 pub use encode::{
-    encode_extended_response, encode_extended_response_with, encode_result, encode_result_with,
-    encode_search_entry, encode_search_entry_op, encode_search_entry_with_controls,
+    encode_extended_response, encode_extended_response_with, encode_intermediate_response,
+    encode_result, encode_result_with, encode_search_entry, encode_search_entry_op,
+    encode_search_entry_with_controls,
 };
 pub use error::{DecodeError, DecodeErrorKind, FilterParseError, FrameError};
 pub use frame::frame;

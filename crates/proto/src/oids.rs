@@ -45,7 +45,11 @@ pub const MATCHED_VALUES: &str = crate::controls::matchedvalues::OID;
 /// Dereference control (draft-masarati-ldap-deref).
 pub const DEREF: &str = crate::controls::deref::OID;
 /// Content Synchronization (syncrepl) request control (RFC 4533).
-pub const SYNC_REQUEST: &str = "1.3.6.1.4.1.4203.1.9.1.1";
+pub const SYNC_REQUEST: &str = crate::controls::sync::REQUEST_OID;
+/// Sync State, Sync Done controls and the Sync Info Message (RFC 4533).
+pub const SYNC_STATE: &str = crate::controls::sync::STATE_OID;
+pub const SYNC_DONE: &str = crate::controls::sync::DONE_OID;
+pub const SYNC_INFO: &str = crate::controls::sync::INFO_OID;
 /// All Operational Attributes feature ("+", RFC 3673).
 pub const FEATURE_ALL_OPERATIONAL: &str = "1.3.6.1.4.1.4203.1.5.1";
 /// Absolute True and False filters feature (RFC 4526).

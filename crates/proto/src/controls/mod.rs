@@ -11,6 +11,8 @@
 //! - [`proxyauthz`]: Proxied Authorization v2 (RFC 4370).
 //! - [`readentry`]: pre-read and post-read (RFC 4527).
 //! - [`sort`]: server-side sort request and sortResult (RFC 2891).
+//! - [`sync`]: Content Synchronization (RFC 4533): Sync Request, Sync State, Sync Done, the
+//!   Sync Info Message, and the cookie in OpenLDAP's form.
 //! - [`vlv`]: virtual list view request and response (draft-ietf-ldapext-ldapv3-vlv-09).
 
 pub mod deref;
@@ -21,6 +23,7 @@ pub mod proxyauthz;
 pub mod psearch;
 pub mod readentry;
 pub mod sort;
+pub mod sync;
 pub mod vlv;
 
 pub use paged::PagedResults;
