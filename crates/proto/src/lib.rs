@@ -111,6 +111,8 @@ pub enum ResultCode {
     AssertionFailed = 122,
     /// RFC 4370: the requester may not act for the proxied authorization identity.
     AuthorizationDenied = 123,
+    /// RFC 4533 §2.2: the sync consumer must refresh (`e-syncRefreshRequired`).
+    SyncRefreshRequired = 4096,
     /// An unknown or ended transaction identifier (RFC 5805), with OpenLDAP's number
     /// (`LDAP_TXN_ID_INVALID`): the RFC assigns none.
     TxnIdInvalid = 0x4121,

@@ -69,6 +69,7 @@ const TABLE: &[(ResultCode, &str)] = &[
     (ResultCode::CannotCancel, "cannotCancel"),
     (ResultCode::AssertionFailed, "assertionFailed"),
     (ResultCode::AuthorizationDenied, "authorizationDenied"),
+    (ResultCode::SyncRefreshRequired, "e-syncRefreshRequired"),
     (ResultCode::TxnIdInvalid, "txnIdInvalid"),
 ];
 
@@ -113,7 +114,11 @@ mod tests {
         for c in ResultCode::all() {
             assert_eq!(ResultCode::from_u32(c as u32), Some(c));
         }
-        assert_eq!(ResultCode::all().count(), 47);
+        assert_eq!(ResultCode::all().count(), 48);
+        assert_eq!(
+            ResultCode::from_u32(4096),
+            Some(ResultCode::SyncRefreshRequired)
+        );
         assert_eq!(
             ResultCode::AssertionFailed.to_string(),
             "assertionFailed (122)"
