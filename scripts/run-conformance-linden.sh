@@ -13,6 +13,8 @@ log="$tmp/linden.log"
 cat >"$tmp/linden.toml" <<'TOML'
 size_limit_anonymous = 500
 size_limit = 500
+# The replication provider, as the reference slapd's syncprov overlay (test_syncrepl.py).
+syncprov = true
 
 # The reference slapd indexes objectClass, uid, cn, sn and mail for equality; these add
 # substring and ordering indexes, so that test_search.py's substring and >=/<= filters are

@@ -205,8 +205,18 @@ impl Server {
             ),
             Mode::Memory => (logs::LogSink::off(), logs::LogSink::off()),
         };
-        let overlays = overlays::chain(&config.unique, &config.memberof, &config.admin_dn, &schema)
-            .map_err(StartError::Config)?;
+        let mut overlays =
+            overlays::chain(&config.unique, &config.memberof, &config.admin_dn, &schema)
+                .map_err(StartError::Config)?;
+        // The replication provider keeps contextCSN last in the chain, after every change.
+        let syncprov = config
+            .syncprov
+            .then(|| ops::syncprov::Provider::new(config.syncprov_sessionlog));
+        if syncprov.is_some() {
+            overlays.push(Box::new(
+                ops::syncprov::ContextCsn::new(&schema).map_err(StartError::Config)?,
+            ));
+        }
         let limits = dit::WriteLimits {
             max_values_per_attribute: config.max_values_per_attribute,
             max_attributes_per_request: config.max_attributes_per_request,
@@ -236,6 +246,7 @@ impl Server {
             audit_log,
             counters: Counters::default(),
             persistence,
+            syncprov,
         });
         Ok(Server { shared })
     }
@@ -295,6 +306,9 @@ impl Server {
         shutdown: impl Future<Output = ()> + Send,
     ) -> std::io::Result<()> {
         let sh = self.shared.clone();
+        if let Some(p) = &sh.syncprov {
+            p.spawn(sh.clone());
+        }
         let mut tasks = vec![tokio::spawn(async move {
             let mut tick = tokio::time::interval(std::time::Duration::from_secs(5));
             loop {
@@ -421,7 +435,11 @@ async fn accept_local(shared: Arc<Shared>, listener: tokio::net::UnixListener) {
 
 fn root_dse(schema: &Schema, config: &Config) -> Entry {
     let contexts: Vec<&[u8]> = config.suffixes.iter().map(|s| s.as_bytes()).collect();
-    let controls: Vec<&[u8]> = controls::supported().map(str::as_bytes).collect();
+    // The Sync Request works only with the provider on (`syncprov`).
+    let controls: Vec<&[u8]> = controls::supported()
+        .filter(|oid| config.syncprov || *oid != proto::oids::SYNC_REQUEST)
+        .map(str::as_bytes)
+        .collect();
     let version = format!("Linden {}", env!("CARGO_PKG_VERSION"));
     virtual_entry(
         "",

@@ -52,6 +52,8 @@ pub struct Shared {
     pub counters: Counters,
     /// `None` for a memory-only server (bulk import).
     pub(crate) persistence: Option<crate::persistence::Persistence>,
+    /// The replication provider (`syncprov`): its session log. `None` when off.
+    pub(crate) syncprov: Option<Arc<crate::ops::syncprov::Provider>>,
 }
 
 impl std::ops::Deref for Shared {
