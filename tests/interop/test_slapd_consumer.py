@@ -102,6 +102,7 @@ rootpw {pw}
 directory {d}/data
 index objectClass eq
 index entryUUID,entryCSN eq
+dbnosync
 syncrepl rid=001
   provider={provider}
   type=refreshAndPersist

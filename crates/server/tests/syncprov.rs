@@ -679,3 +679,94 @@ fn without_the_provider_the_control_is_neither_advertised_nor_served() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn context_csn_survives_a_restart_and_old_cookies_get_a_full_refresh() {
+    let data = tempfile::tempdir().expect("data directory");
+    let dir = data.path().to_path_buf();
+    let (ctx, cookie) = {
+        let d = dir.clone();
+        let (srv, mut w) = setup(2, move |c| c.data_dir = d);
+        let mut c = Client::connect(&srv);
+        c.sync(Mode::RefreshOnly, None);
+        let (cookie, _) = done(&c.until_done());
+        ok(w.modify(
+            &format!("uid=u0,{SUB}"),
+            vec![Mod::Replace("sn".into(), set(&["Before restart"]))],
+        ));
+        (context_csn(&mut w), cookie)
+    };
+    let d = dir.clone();
+    let srv = TestServer::start_with(move |c| {
+        c.syncprov = true;
+        c.server_id = 1;
+        c.data_dir = d;
+    });
+    let mut w = srv.admin();
+    assert_eq!(context_csn(&mut w), ctx);
+    // The session log starts empty at start: a cookie from before gets a full refresh, one
+    // taken now an incremental one.
+    let mut c = Client::connect(&srv);
+    c.sync(Mode::RefreshOnly, Some(&cookie));
+    let msgs = c.until_done();
+    assert_eq!(content(&msgs).0.len(), 3);
+    let (now, deletes) = done(&msgs);
+    assert!(!deletes);
+    assert_eq!(SyncCookie::parse(&now).unwrap().csns, ctx);
+    c.sync(Mode::RefreshOnly, Some(&now));
+    let msgs = c.until_done();
+    assert_eq!(msgs.len(), 1, "{msgs:?}");
+    assert!(done(&msgs).1);
+}
+
+#[test]
+fn persistent_searches_do_not_see_the_context_csn_upkeep() {
+    use proto::controls::psearch::PersistentSearch;
+    let (srv, mut w) = setup(0, |_| {});
+    let mut c = Client::connect(&srv);
+    let mut value = Vec::new();
+    PersistentSearch {
+        change_types: 15,
+        changes_only: true,
+        return_ecs: false,
+    }
+    .encode(&mut value);
+    c.send(
+        ProtocolOp::SearchRequest(proto::SearchRequest {
+            base: Cow::Borrowed(BASE.as_bytes()),
+            scope: proto::Scope::Subtree,
+            deref: proto::DerefAliases::Never,
+            size_limit: 0,
+            time_limit: 0,
+            types_only: false,
+            filter: proto::Filter::parse("(objectClass=*)").expect("filter"),
+            attributes: Vec::new(),
+        }),
+        vec![Control {
+            oid: Cow::Borrowed(proto::oids::PERSISTENT_SEARCH.as_bytes()),
+            critical: true,
+            value: Some(Cow::Owned(value)),
+        }],
+    );
+    // Each add also raises the suffix entry's contextCSN; only the adds are notified.
+    for uid in ["p1", "p2"] {
+        ok(w.add(&format!("uid={uid},{SUB}"), person(uid)));
+        let dn = format!("uid={uid},{SUB}");
+        let raw: Vec<u8> = loop {
+            if let Some(n) = proto::frame(&c.buf, 1 << 30).expect("frame") {
+                break c.buf.drain(..n).collect();
+            }
+            let mut chunk = [0u8; 4096];
+            let n = c.s.read(&mut chunk).expect("read");
+            assert!(n > 0);
+            c.buf.extend_from_slice(&chunk[..n]);
+        };
+        let m = LdapMessage::decode(&raw).expect("decode");
+        match m.op {
+            ProtocolOp::SearchResultEntry { dn: d, .. } => {
+                assert_eq!(String::from_utf8_lossy(&d).to_lowercase(), dn)
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}

@@ -715,7 +715,7 @@ impl Task {
                 tracing::warn!("sync search: {} has no entryUUID; not sent", e.dn());
                 return true;
             };
-            self.encode(&mut r.out, Some(v), e, &p.sel, access, State::Add, u, None);
+            self.encode(&mut r.out, e, &p.sel, access, State::Add, u, None);
             r.sent += 1;
             if r.out.len() >= FLUSH_BYTES {
                 if !self.conn.send_blocking(std::mem::take(&mut r.out))
@@ -787,12 +787,15 @@ impl Task {
         Some(access)
     }
 
-    /// Encodes one entry with its Sync State control (the suffix entry without contextCSN).
+    /// Encodes one entry with its Sync State control: its stored attributes only. The
+    /// attributes a server computes when asked (entryDN, hasSubordinates, numSubordinates,
+    /// subschemaSubentry) are no content to replicate, each server has its own (and slapd,
+    /// whose schema lacks numSubordinates, refuses an entry that has it); nor is contextCSN,
+    /// left out of the suffix entry.
     #[allow(clippy::too_many_arguments)]
     fn encode(
         &self,
         out: &mut Vec<u8>,
-        v: Option<&store::Version>,
         e: &Entry,
         sel: &search::Selection,
         access: Option<&acl::EntryAccess<'_>>,
@@ -830,7 +833,7 @@ impl Task {
             e.with_attrs(&attrs)
         });
         let e = stripped.as_ref().unwrap_or(e);
-        search::encode_entry_with_controls(shared, v, out, Some(self.id), e, sel, access, &ctls);
+        search::encode_entry_with_controls(shared, None, out, Some(self.id), e, sel, access, &ctls);
     }
 
     /// The persist phase: the changes after version `seen`.
@@ -945,7 +948,7 @@ impl Task {
         let last = msgs.len();
         for (i, (st, e, access, u)) in msgs.iter().enumerate() {
             let c = (i + 1 == last).then_some(cookie.as_slice());
-            self.encode(&mut out, Some(&v), e, &p.sel, access.as_ref(), *st, *u, c);
+            self.encode(&mut out, e, &p.sel, access.as_ref(), *st, *u, c);
         }
         (out, last as u64)
     }
