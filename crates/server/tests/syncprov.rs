@@ -770,3 +770,39 @@ fn persistent_searches_do_not_see_the_context_csn_upkeep() {
         }
     }
 }
+
+#[test]
+fn a_directory_served_before_without_the_provider_gets_its_context_csn_at_start() {
+    let data = tempfile::tempdir().expect("data directory");
+    let dir = data.path().to_path_buf();
+    let newest = {
+        let d = dir.clone();
+        let srv = TestServer::start_with(move |c| c.data_dir = d);
+        let mut w = srv.admin();
+        ou(&mut w, SUB, "sync");
+        ok(w.add(&format!("uid=a,{SUB}"), person("a")));
+        assert!(context_csn(&mut w).is_empty());
+        let (_, _, es) = common::search(
+            &mut w,
+            BASE,
+            Scope::Subtree,
+            "(objectClass=*)",
+            &["entryCSN"],
+        );
+        es.iter()
+            .filter_map(|e| e.attrs.get("entryCSN").map(|v| v[0].clone()))
+            .max()
+            .expect("entryCSN")
+    };
+    let d = dir.clone();
+    let srv = TestServer::start_with(move |c| {
+        c.syncprov = true;
+        c.data_dir = d;
+    });
+    let mut w = srv.admin();
+    // A sync search waits for the provider's start (the session log), which sets it first.
+    let mut c = Client::connect(&srv);
+    c.sync(Mode::RefreshOnly, None);
+    c.until_done();
+    assert_eq!(context_csn(&mut w), [newest]);
+}

@@ -192,6 +192,69 @@ impl Overlay for ContextCsn {
     }
 }
 
+/// Gives a suffix entry that has no contextCSN (data imported, or served before without the
+/// provider) the newest entryCSN of each server id under it, as slapd's syncprov does when it
+/// opens a database: one pass over the entries, once, at start.
+async fn fill_context_csn(shared: &Shared) {
+    let v = shared.store.read();
+    let Some(ty) = context_csn_type(v.schema()) else {
+        return;
+    };
+    let mut fills: Vec<(EntryId, Vec<String>)> = Vec::new();
+    for s in &shared.suffixes {
+        let Some(e) = v.lookup(s) else { continue };
+        if e.attr(ty).is_some() {
+            continue;
+        }
+        let mut newest: Vec<String> = Vec::new();
+        for x in v.iter() {
+            if x.ndn_str() != s.norm && !schema::norm_is_descendant(x.ndn_str(), &s.norm) {
+                continue;
+            }
+            if let Some(csn) = x
+                .attr(shared.known.entry_csn)
+                .and_then(|a| a.first())
+                .and_then(|c| std::str::from_utf8(c).ok())
+            {
+                merge(&mut newest, &[csn.to_owned()]);
+            }
+        }
+        if !newest.is_empty() {
+            fills.push((e.id, newest));
+        }
+    }
+    if fills.is_empty() {
+        return;
+    }
+    let done = shared
+        .store
+        .write(move |txn: &mut Txn| -> Result<(), String> {
+            for (id, csns) in fills {
+                let Some(e) = txn.version().get(id).cloned() else {
+                    continue;
+                };
+                if e.attr(ty).is_some() {
+                    continue;
+                }
+                let schema = txn.schema().clone();
+                let mut attrs = e.to_attrs();
+                let values = csns
+                    .into_iter()
+                    .map(|c| c.into_bytes().into_boxed_slice())
+                    .collect();
+                attrs.push(Attr::new(&schema, ty, "", values).map_err(|e| e.to_string())?);
+                txn.replace_attrs(id, attrs).map_err(|e| e.to_string())?;
+            }
+            Ok(())
+        })
+        .await;
+    match done {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::warn!("syncprov: contextCSN not set at start: {e}"),
+        Err(e) => tracing::warn!("syncprov: contextCSN not set at start: {e}"),
+    }
+}
+
 /// One batch of the session log, for one naming context.
 struct Record {
     seq: u64,
@@ -281,6 +344,7 @@ impl Provider {
     }
 
     async fn follow(&self, shared: &Shared) {
+        fill_context_csn(shared).await;
         loop {
             let mut sub = shared.store.subscribe(LOG_FEED_QUEUE);
             let v = shared.store.read();
