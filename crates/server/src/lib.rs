@@ -16,8 +16,9 @@
 //!   `overlays::unique`); it returns what it applied (`overlays::Applied`), which feeds
 //!   pre/post-read, the audit log (`audit`) and the change feed. A new overlay: implement
 //!   `overlays::Overlay` in `dit`, build it in `overlays::chain`.
-//! - **The change feed** (`store::feed`): `Store::subscribe`; its first consumer is
-//!   `ops::psearch`. A new consumer subscribes, then reads the version, and skips batches the
+//! - **The change feed** (`store::feed`): `Store::subscribe`; its consumers are
+//!   `ops::psearch` and `ops::syncprov` (the replication provider's session log and sync
+//!   searches). A new consumer subscribes, then reads the version, and skips batches the
 //!   version already holds.
 //! - **Schema in the version** (`store::Version::schema`, `Txn::extend_schema`):
 //!   `schema_files` at start, `ops::subschema` for a modify of cn=Subschema.
@@ -36,7 +37,8 @@
 //!   (server-side sort and virtual list view, entered from `ops/search`), `ops/psearch` and
 //!   `ops/live` (persistent searches), `ops/subschema` (schema changes), `ops/txn` (LDAP
 //!   transactions: queued writes committed as one writer job), `ops/cancel` (Cancel of running
-//!   searches).
+//!   searches), `ops/syncprov` (the RFC 4533 replication provider: sync searches, the session
+//!   log, and the contextCSN overlay it adds to the write path with `syncprov = true`).
 //! - `audit`, `logs`: the audit and access logs.
 //! - From `dit`, under the names this crate always used: `identity`, `acl` (access control),
 //!   `filter` (filter compilation), `overlays`, `csn`, `error` (the LDAP error every
