@@ -13,6 +13,8 @@ log="$tmp/linden.log"
 cat >"$tmp/linden.toml" <<'TOML'
 size_limit_anonymous = 500
 size_limit = 500
+# The replication provider, as the reference slapd's syncprov overlay (test_syncrepl.py).
+syncprov = true
 
 # As the reference slapd's ppolicy overlay (scripts/slapd-reference.sh; test_ppolicy.py): the
 # default policy entry exists only while a test creates it.

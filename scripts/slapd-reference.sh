@@ -87,6 +87,15 @@ moduleload deref"
         overlays="$overlays
 overlay deref"
     fi
+    if [ -e "$MODDIR/syncprov.la" ] || [ -e "$MODDIR/syncprov.so" ]; then
+        # Content synchronization provider (RFC 4533), as Linden's syncprov = true
+        # (test_syncrepl.py).
+        modules="$modules
+moduleload syncprov"
+        overlays="$overlays
+overlay syncprov
+syncprov-sessionlog 10000"
+    fi
     if [ -e "$MODDIR/pw-sha2.la" ] || [ -e "$MODDIR/pw-sha2.so" ]; then
         modules="$modules
 moduleload pw-sha2"

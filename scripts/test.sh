@@ -2,7 +2,7 @@
 # The whole test suite: what README calls "run all tests" and what CI runs (.ci/run).
 # Installs what the tests need (OpenLDAP client tools, python-ldap, pytest), then: formatting,
 # lints, the Rust tests (unit, property, end-to-end over sockets), and the python-ldap
-# conformance suite against a freshly started Linden.
+# conformance suite against a freshly started Linden, and the interop tests with slapd.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,3 +20,6 @@ cargo test --workspace
 
 echo "== conformance suite (python-ldap) against Linden"
 ./scripts/run-conformance-linden.sh
+
+echo "== interop with OpenLDAP slapd (replication)"
+./scripts/run-interop.sh

@@ -176,6 +176,13 @@ pub struct Settings {
     pub ppolicy_default: Option<String>,
     #[serde(default, deserialize_with = "de::boolean")]
     pub ppolicy_use_lockout: bool,
+    /// The RFC 4533 replication provider (docs/replication.md).
+    #[serde(default, deserialize_with = "de::boolean")]
+    pub syncprov: bool,
+    #[serde(default, deserialize_with = "de::int::<0, _, _>")]
+    pub syncprov_sessionlog: Option<usize>,
+    #[serde(default, deserialize_with = "de::int::<1, _, _>")]
+    pub syncprov_queue: Option<usize>,
     #[serde(default, deserialize_with = "de::authz_map")]
     pub authz_map: Option<Vec<dit::authz::AuthzRuleSpec>>,
     /// Names of schema bundles (`schema::bundles()`).
@@ -1126,6 +1133,20 @@ mod tests {
     }
 
     #[test]
+    fn syncprov_keys() {
+        let s =
+            parse("syncprov = true\nsyncprov_sessionlog = 0\nsyncprov_queue = 4\n").expect("valid");
+        assert!(s.syncprov);
+        assert_eq!(s.syncprov_sessionlog, Some(0));
+        assert_eq!(s.syncprov_queue, Some(4));
+        let e = parse("syncprov_queue = 0").expect_err("zero").to_string();
+        assert!(
+            e.contains("key 'syncprov_queue': must be at least 1"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn persistent_search_limits() {
         let s = parse("max_persistent_searches = 0\npersistent_search_queue = 8\n").expect("valid");
         assert_eq!(s.max_persistent_searches, Some(0));
@@ -1368,7 +1389,7 @@ log_level = "debug"
         let keys = keys();
         assert_eq!(&keys[..3], &["listen", "data", "suffix"]);
         assert_eq!(keys.last(), Some(&"log_level"));
-        assert_eq!(keys.len(), 75, "{keys:?}");
+        assert_eq!(keys.len(), 78, "{keys:?}");
         let doc = include_str!("../../../docs/configuration.md");
         for k in keys {
             assert!(

@@ -137,6 +137,13 @@ pub fn server_config(s: Settings, admin_password_hash: Vec<u8>) -> server::Confi
         c.authz_map = v;
     }
     c.memberof.memberof = s.memberof;
+    c.syncprov = s.syncprov;
+    if let Some(v) = s.syncprov_sessionlog {
+        c.syncprov_sessionlog = v;
+    }
+    if let Some(v) = s.syncprov_queue {
+        c.syncprov_queue = v;
+    }
     if let Some(v) = s.memberof_groups {
         c.memberof.groups = v;
     }

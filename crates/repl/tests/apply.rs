@@ -52,6 +52,7 @@ fn directory() -> Arc<Dit> {
             WriteLimits {
                 max_values_per_attribute: 0,
                 max_attributes_per_request: 0,
+                max_subtree_delete: 0,
             },
         )
         .unwrap(),

@@ -136,6 +136,17 @@ pub struct Config {
     /// Committed write batches a persistent search may fall behind (queued, not yet sent to
     /// its client); beyond it the search ends with adminLimitExceeded. Default 1024.
     pub persistent_search_queue: usize,
+    /// Serve RFC 4533 sync searches as a replication provider (OpenLDAP's syncprov overlay):
+    /// the Sync Request control is supported and contextCSN is kept on each suffix entry.
+    /// Default false.
+    pub syncprov: bool,
+    /// Changed entries the provider's session log keeps (deletes included), for incremental
+    /// refreshes; a consumer whose cookie is older gets a full refresh (slapd's
+    /// `syncprov-sessionlog`). Default 10,000.
+    pub syncprov_sessionlog: usize,
+    /// Committed write batches a refreshAndPersist consumer may fall behind (queued, not yet
+    /// sent); beyond it its search ends with e-syncRefreshRequired (4096). Default 1024.
+    pub syncprov_queue: usize,
     /// Entries one subtree delete may remove (0 = no limit); a larger subtree is refused with
     /// adminLimitExceeded and nothing is deleted. Default 100,000.
     pub max_subtree_delete: usize,
@@ -232,6 +243,9 @@ impl Default for Config {
             write_timeout: 60,
             max_persistent_searches: 16,
             persistent_search_queue: 1024,
+            syncprov: false,
+            syncprov_sessionlog: 10_000,
+            syncprov_queue: 1024,
             max_subtree_delete: 100_000,
             max_transactions: 1,
             max_transaction_ops: 1000,

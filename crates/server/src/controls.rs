@@ -102,6 +102,10 @@ pub(crate) struct RequestControls {
     /// Password policy request (draft-behera-ldap-password-policy-10): the response carries
     /// the password policy response control (`crate::ppolicy`).
     pub ppolicy: bool,
+    /// Sync Request (RFC 4533): a replication consumer's search (`ops::syncprov`).
+    pub sync: Option<proto::controls::sync::SyncRequest<'static>>,
+    /// The Sync Request control was critical (refused when the provider is off).
+    pub sync_critical: bool,
 }
 
 /// What the configuration turns on that brings controls with it: a control of a feature that
@@ -500,6 +504,25 @@ const REGISTRY: &[Spec] = &[
                 .as_deref()
                 .ok_or_else(|| protocol("no transaction identifier provided"))?;
             rc.txn = Some(id.to_vec());
+            Ok(())
+        },
+    },
+    Spec {
+        oid: oids::SYNC_REQUEST,
+        ops: OpKind::Search as u16,
+        parse: |rc, c, _| {
+            let v = c
+                .value
+                .as_deref()
+                .ok_or_else(|| protocol("Sync control value is absent"))?;
+            let r = proto::controls::sync::SyncRequest::decode(v)
+                .map_err(|e| protocol(format!("Sync control: {e}")))?;
+            rc.sync = Some(proto::controls::sync::SyncRequest {
+                mode: r.mode,
+                cookie: r.cookie.map(|c| c.into_owned().into()),
+                reload_hint: r.reload_hint,
+            });
+            rc.sync_critical = c.critical;
             Ok(())
         },
     },

@@ -16,8 +16,9 @@
 //!   `overlays::unique`); it returns what it applied (`overlays::Applied`), which feeds
 //!   pre/post-read, the audit log (`audit`) and the change feed. A new overlay: implement
 //!   `overlays::Overlay` in `dit`, build it in `overlays::chain`.
-//! - **The change feed** (`store::feed`): `Store::subscribe`; its first consumer is
-//!   `ops::psearch`. A new consumer subscribes, then reads the version, and skips batches the
+//! - **The change feed** (`store::feed`): `Store::subscribe`; its consumers are
+//!   `ops::psearch` and `ops::syncprov` (the replication provider's session log and sync
+//!   searches). A new consumer subscribes, then reads the version, and skips batches the
 //!   version already holds.
 //! - **Schema in the version** (`store::Version::schema`, `Txn::extend_schema`):
 //!   `schema_files` at start, `ops::subschema` for a modify of cn=Subschema.
@@ -36,7 +37,8 @@
 //!   (server-side sort and virtual list view, entered from `ops/search`), `ops/psearch` and
 //!   `ops/live` (persistent searches), `ops/subschema` (schema changes), `ops/txn` (LDAP
 //!   transactions: queued writes committed as one writer job), `ops/cancel` (Cancel of running
-//!   searches).
+//!   searches), `ops/syncprov` (the RFC 4533 replication provider: sync searches, the session
+//!   log, and the contextCSN overlay it adds to the write path with `syncprov = true`).
 //! - `ppolicy`: the password policy's protocol side (binds under a policy, the checks before a
 //!   password change, the connection restriction after a reset, the response control); the
 //!   policy itself is `dit::ppolicy`, the state a change leaves `dit::overlays::ppolicy`.
@@ -221,6 +223,15 @@ impl Server {
         } else {
             None
         };
+        // The replication provider keeps contextCSN last in the chain, after every change.
+        let syncprov = config
+            .syncprov
+            .then(|| ops::syncprov::Provider::new(config.syncprov_sessionlog));
+        if syncprov.is_some() {
+            overlays.push(Box::new(
+                ops::syncprov::ContextCsn::new(&schema).map_err(StartError::Config)?,
+            ));
+        }
         let limits = dit::WriteLimits {
             max_values_per_attribute: config.max_values_per_attribute,
             max_attributes_per_request: config.max_attributes_per_request,
@@ -266,6 +277,7 @@ impl Server {
             persistence,
             ppolicy,
             replication,
+            syncprov,
         });
         Ok(Server { shared })
     }
@@ -346,6 +358,9 @@ impl Server {
         shutdown: impl Future<Output = ()> + Send,
     ) -> std::io::Result<()> {
         let sh = self.shared.clone();
+        if let Some(p) = &sh.syncprov {
+            p.spawn(sh.clone());
+        }
         let mut tasks = vec![tokio::spawn(async move {
             let mut tick = tokio::time::interval(std::time::Duration::from_secs(5));
             loop {
@@ -503,7 +518,10 @@ async fn accept_local(
 
 fn root_dse(schema: &Schema, config: &Config) -> Entry {
     let features = controls::Features::of(config);
-    let controls: Vec<&str> = controls::supported(features).collect();
+    // The Sync Request works only with the provider on (`syncprov`).
+    let controls: Vec<&str> = controls::supported(features)
+        .filter(|oid| config.syncprov || *oid != proto::oids::SYNC_REQUEST)
+        .collect();
     let version = format!("Linden {}", env!("CARGO_PKG_VERSION"));
     dit::entries::root_dse(
         schema,

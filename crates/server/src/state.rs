@@ -163,6 +163,8 @@ pub struct Shared {
     pub ppolicy: Option<Arc<dit::ppolicy::Ppolicy>>,
     /// The state of each replication consumer (`syncrepl`), in configuration order.
     pub replication: Vec<Arc<repl::consumer::Status>>,
+    /// The replication provider (`syncprov`): its session log. `None` when off.
+    pub(crate) syncprov: Option<Arc<crate::ops::syncprov::Provider>>,
 }
 
 impl std::ops::Deref for Shared {

@@ -23,6 +23,7 @@ pub mod search;
 pub(crate) mod sort;
 pub(crate) mod state;
 pub mod subschema;
+pub(crate) mod syncprov;
 pub(crate) mod txn;
 
 use std::sync::Arc;

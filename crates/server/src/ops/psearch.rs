@@ -276,7 +276,8 @@ fn encode_batch(
             (ChangeKind::Rename, Some(b), Some(a)) => (ChangeType::ModDn, a, Some(b.dn())),
             _ => continue,
         };
-        if !ps.wants(t) {
+        // The sync provider's contextCSN bookkeeping on a suffix entry is no change to report.
+        if !ps.wants(t) || super::syncprov::only_context_csn(shared, c) {
             continue;
         }
         if resolved.is_none() {
@@ -331,7 +332,7 @@ fn encode_batch(
 }
 
 /// The request, detached from the PDU it was decoded from (the task outlives it).
-fn owned(req: &SearchRequest<'_>) -> SearchRequest<'static> {
+pub(crate) fn owned(req: &SearchRequest<'_>) -> SearchRequest<'static> {
     SearchRequest {
         base: Cow::Owned(req.base.to_vec()),
         scope: req.scope,

@@ -280,6 +280,12 @@ pub(crate) fn prepare(
 }
 
 pub(crate) async fn handle(mut op: Op, req: &SearchRequest<'_>) -> Next {
+    // The Sync Request when the provider is on, or critical (then refused); else ignored.
+    if let Some(sync) = op.controls.sync.take() {
+        if op.shared().syncprov.is_some() || op.controls.sync_critical {
+            return super::syncprov::start(op, req, sync).await;
+        }
+    }
     if let Some(ps) = op.controls.persistent.take() {
         return super::psearch::start(op, req, ps).await;
     }

@@ -1,0 +1,1063 @@
+//! The replication provider (RFC 4533 Content Synchronization, as OpenLDAP's syncprov): a
+//! search with the Sync Request control (`syncprov = true`).
+//!
+//! Three parts:
+//! - **contextCSN** (`ContextCsn`, an overlay of the write path): every change raises the
+//!   `contextCSN` value of its server id on the suffix entry of its naming context, in the same
+//!   transaction as the change, so it is as durable as the change (journal and snapshots) and
+//!   readable as in slapd (`ldapsearch -b dc=example,dc=com -s base contextCSN`). A change's
+//!   CSN is the entryCSN it stamped; a delete takes a fresh CSN. The change feed then shows the
+//!   suffix entry modified in each batch: `only_context_csn` tells persistent searches and this
+//!   provider to pass over such a change.
+//! - **The session log** (`Provider`, fed by one task on the change feed): the last
+//!   `syncprov_sessionlog` changed entries (deletes included), by batch, with the CSNs each
+//!   batch stamped, and per naming context the *floor*: the contextCSN values below which the
+//!   log has dropped changes. A cookie at or above the floor for every server id is served
+//!   from the log.
+//! - **The sync search** (`start`): the refresh phase, then for refreshAndPersist the changes.
+//!
+//! Refresh, against one version `v` of the store (taken after subscribing to the feed, as
+//! persistent search does, so nothing is lost or repeated between refresh and persist):
+//! - No cookie CSN, or a cookie older than the log's floor: a **full refresh** in a present
+//!   phase: every entry in scope as `add`, ended with refreshDeletes FALSE (the consumer
+//!   removes what it was not sent).
+//! - A cookie the log covers: a **delete phase**: each entry changed after the cookie that is
+//!   now in scope as `add` (whole entry), the others (deleted, renamed or modified out of
+//!   scope) in one syncIdSet with refreshDeletes TRUE; ended with refreshDeletes TRUE. An
+//!   up-to-date cookie gets only the end.
+//! - The end: refreshOnly, SearchResultDone with a Sync Done control and the cookie;
+//!   refreshAndPersist, a Sync Info refreshPresent or refreshDelete with refreshDone TRUE.
+//!
+//! Persist: each batch of the feed after `v`, per entry: `add` (entered the scope), `modify`
+//! (still in it), `delete` (left it or deleted, sent with the DN it had and no attributes),
+//! the last message of the batch carrying the new cookie. A consumer that falls more than
+//! `syncprov_queue` batches behind (it stopped reading) is cut off by the feed, never blocking
+//! the writer, and ends with e-syncRefreshRequired (4096): it searches again with its cookie.
+//!
+//! Cookies are OpenLDAP's: `rid=NNN` echoed from the consumer's cookie, `sid=SSS` this
+//! server's `server_id` (left out when 0, as slapd without serverID), `csn=` the contextCSN
+//! values of the naming context. Entries carry their entryUUID in the Sync State control; the
+//! contextCSN attribute itself is never sent (each server keeps its own).
+
+use std::borrow::Cow;
+use std::collections::{HashMap, VecDeque};
+use std::ops::ControlFlow;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use proto::controls::sync::{
+    csn_sid, State, SyncCookie, SyncDone, SyncInfo, SyncRequest, SyncState, SyncUuid,
+};
+use proto::{tags, Control, ResultCode, SearchRequest};
+use schema::AttrId;
+use store::{Attr, Batch, ChangeKind, Entry, EntryId, FeedEnd, Subscription, Tri, Txn};
+use tokio::sync::watch;
+
+use crate::acl;
+use crate::error::{LdapError, LdapResult};
+use crate::op::{Next, Op};
+use crate::ops::live::Stop;
+use crate::ops::search::{self, Prepared};
+use crate::overlays::{Applied, Overlay};
+use crate::reply::{Conn, FLUSH_BYTES};
+use crate::state::{Identity, Shared};
+
+/// Batches the session log's own feed subscription may fall behind before it starts over
+/// (from the current contextCSN, dropping what it held): the log task only records, so this
+/// happens only when the writer outruns it by this much.
+const LOG_FEED_QUEUE: usize = 16 * 1024;
+
+/// The `contextCSN` values of an entry (one per server id).
+pub(crate) fn context_csns(ty: AttrId, e: &Entry) -> Vec<String> {
+    e.attr(ty)
+        .map(|a| {
+            a.values()
+                .filter_map(|v| std::str::from_utf8(v).ok())
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn context_csn_type(schema: &schema::Schema) -> Option<AttrId> {
+    schema.attr_by_name("contextCSN")
+}
+
+/// Whether a change of the feed only moved the contextCSN of a naming context: the write
+/// path's bookkeeping, not a change clients asked for.
+pub(crate) fn only_context_csn(shared: &Shared, c: &store::Change) -> bool {
+    if !shared.config.syncprov {
+        return false;
+    }
+    let (Some(b), Some(a)) = (&c.before, &c.after) else {
+        return false;
+    };
+    if !shared.is_suffix(a.ndn_str()) || b.dn() != a.dn() {
+        return false;
+    }
+    let Some(ty) = context_csn_type(&shared.schema()) else {
+        return false;
+    };
+    let rest = |e: &Entry| -> Vec<Attr> {
+        let mut v = e.to_attrs();
+        v.retain(|x| x.ty != ty);
+        v
+    };
+    rest(b) == rest(a)
+}
+
+/// The entryUUID of an entry as the 16 bytes a Sync State control carries.
+fn uuid_of(shared: &Shared, e: &Entry) -> Option<SyncUuid> {
+    let raw = e.attr(shared.known.entry_uuid)?.first()?;
+    parse_uuid(raw)
+}
+
+/// `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx` (RFC 4122 string form) as 16 bytes.
+pub(crate) fn parse_uuid(s: &[u8]) -> Option<SyncUuid> {
+    let hex: Vec<u8> = s.iter().copied().filter(|c| *c != b'-').collect();
+    if hex.len() != 32 || s.len() != 36 {
+        return None;
+    }
+    let mut out = [0u8; 16];
+    for (i, pair) in hex.chunks(2).enumerate() {
+        let txt = std::str::from_utf8(pair).ok()?;
+        *out.get_mut(i)? = u8::from_str_radix(txt, 16).ok()?;
+    }
+    Some(out)
+}
+
+/// The write-path overlay that keeps contextCSN on the suffix entries (see the module
+/// comment). Runs last in the chain, so it sees every change the others made as well.
+pub(crate) struct ContextCsn {
+    ty: AttrId,
+}
+
+impl ContextCsn {
+    pub(crate) fn new(schema: &schema::Schema) -> Result<ContextCsn, String> {
+        let ty = context_csn_type(schema).ok_or("the schema lacks contextCSN (openldap.schema)")?;
+        Ok(ContextCsn { ty })
+    }
+}
+
+impl Overlay for ContextCsn {
+    fn name(&self) -> &'static str {
+        "syncprov"
+    }
+
+    fn after(&self, dit: &dit::Dit, txn: &mut Txn, applied: &Applied) -> LdapResult<()> {
+        let csn_of = |e: &Entry| {
+            e.attr(dit.known.entry_csn)
+                .and_then(|a| a.first())
+                .and_then(|v| std::str::from_utf8(v).ok())
+                .map(str::to_owned)
+        };
+        let (ndn, csn) = match (&applied.before, &applied.after) {
+            (_, Some(a)) => (a.ndn_str().to_owned(), csn_of(a)),
+            (Some(b), None) => (b.ndn_str().to_owned(), None),
+            (None, None) => return Ok(()),
+        };
+        let csn = csn.unwrap_or_else(|| dit.csn.next(txn.now()));
+        let Some(sid) = csn_sid(&csn) else {
+            return Ok(());
+        };
+        let Some(suffix) = dit.suffix_of(&ndn) else {
+            return Ok(());
+        };
+        // A deleted suffix entry has nowhere to keep it.
+        let Some(s) = txn.version().lookup(suffix).cloned() else {
+            return Ok(());
+        };
+        let mut values = context_csns(self.ty, &s);
+        if values
+            .iter()
+            .any(|v| csn_sid(v) == Some(sid) && v.as_str() >= csn.as_str())
+        {
+            return Ok(());
+        }
+        values.retain(|v| csn_sid(v) != Some(sid));
+        values.push(csn);
+        values.sort_by_key(|v| csn_sid(v));
+        let schema = txn.schema().clone();
+        let mut attrs = s.to_attrs();
+        attrs.retain(|a| a.ty != self.ty);
+        let values = values
+            .into_iter()
+            .map(|v| v.into_bytes().into_boxed_slice())
+            .collect();
+        let a = Attr::new(&schema, self.ty, "", values)
+            .map_err(|e| LdapError::new(ResultCode::Other, format!("contextCSN: {e}")))?;
+        attrs.push(a);
+        txn.replace_attrs(s.id, attrs)?;
+        Ok(())
+    }
+}
+
+/// Gives a suffix entry that has no contextCSN (data imported, or served before without the
+/// provider) the newest entryCSN of each server id under it, as slapd's syncprov does when it
+/// opens a database: one pass over the entries, once, at start.
+async fn fill_context_csn(shared: &Shared) {
+    let v = shared.store.read();
+    let Some(ty) = context_csn_type(v.schema()) else {
+        return;
+    };
+    let mut fills: Vec<(EntryId, Vec<String>)> = Vec::new();
+    for s in &shared.suffixes {
+        let Some(e) = v.lookup(s) else { continue };
+        if e.attr(ty).is_some() {
+            continue;
+        }
+        let mut newest: Vec<String> = Vec::new();
+        for x in v.iter() {
+            if x.ndn_str() != s.norm && !schema::norm_is_descendant(x.ndn_str(), &s.norm) {
+                continue;
+            }
+            if let Some(csn) = x
+                .attr(shared.known.entry_csn)
+                .and_then(|a| a.first())
+                .and_then(|c| std::str::from_utf8(c).ok())
+            {
+                merge(&mut newest, &[csn.to_owned()]);
+            }
+        }
+        if !newest.is_empty() {
+            fills.push((e.id, newest));
+        }
+    }
+    if fills.is_empty() {
+        return;
+    }
+    let done = shared
+        .store
+        .write(move |txn: &mut Txn| -> Result<(), String> {
+            for (id, csns) in fills {
+                let Some(e) = txn.version().get(id).cloned() else {
+                    continue;
+                };
+                if e.attr(ty).is_some() {
+                    continue;
+                }
+                let schema = txn.schema().clone();
+                let mut attrs = e.to_attrs();
+                let values = csns
+                    .into_iter()
+                    .map(|c| c.into_bytes().into_boxed_slice())
+                    .collect();
+                attrs.push(Attr::new(&schema, ty, "", values).map_err(|e| e.to_string())?);
+                txn.replace_attrs(id, attrs).map_err(|e| e.to_string())?;
+            }
+            Ok(())
+        })
+        .await;
+    match done {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::warn!("syncprov: contextCSN not set at start: {e}"),
+        Err(e) => tracing::warn!("syncprov: contextCSN not set at start: {e}"),
+    }
+}
+
+/// One batch of the session log, for one naming context.
+struct Record {
+    seq: u64,
+    suffix: usize,
+    /// The CSNs this batch stamped in the naming context.
+    csns: Vec<String>,
+    /// The entries it changed (added, modified, renamed, deleted).
+    changed: Vec<(SyncUuid, EntryId)>,
+}
+
+/// The recent changes, bounded by `syncprov_sessionlog` entries.
+struct SessionLog {
+    /// Per naming context (index in `Shared::suffixes`): changes at or below these CSNs may
+    /// have left the log.
+    floors: Vec<Vec<String>>,
+    records: VecDeque<Record>,
+    /// Changed entries held in `records`.
+    held: usize,
+}
+
+/// The provider's shared state: the session log and the task that fills it.
+pub(crate) struct Provider {
+    log: Mutex<SessionLog>,
+    /// The `seq` of the last batch the log has taken in (`u64::MAX`: the feed closed).
+    seen: watch::Sender<u64>,
+    started: AtomicBool,
+    capacity: usize,
+}
+
+/// Raises each server id's CSN in `set` to the one in `more`, if newer.
+fn merge(set: &mut Vec<String>, more: &[String]) {
+    set.extend(more.iter().cloned());
+    let mut c = SyncCookie {
+        csns: std::mem::take(set),
+        ..SyncCookie::default()
+    };
+    c.normalize();
+    *set = c.csns;
+}
+
+/// Whether a change stamped `csn` after the holder of `cookie` last looked.
+fn newer_than(cookie: &[String], csn: &str) -> bool {
+    let Some(sid) = csn_sid(csn) else {
+        return false;
+    };
+    match cookie.iter().find(|c| csn_sid(c) == Some(sid)) {
+        Some(c) => csn > c.as_str(),
+        None => true,
+    }
+}
+
+/// How a cookie is refreshed.
+enum Plan {
+    /// Nothing changed since the cookie.
+    UpToDate,
+    /// Entries changed since the cookie, from the session log.
+    Changed(Vec<(SyncUuid, EntryId)>),
+    /// Everything in scope, in a present phase.
+    Full,
+}
+
+impl Provider {
+    pub(crate) fn new(capacity: usize) -> Arc<Provider> {
+        Arc::new(Provider {
+            log: Mutex::new(SessionLog {
+                floors: Vec::new(),
+                records: VecDeque::new(),
+                held: 0,
+            }),
+            seen: watch::Sender::new(0),
+            started: AtomicBool::new(false),
+            capacity,
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, SessionLog> {
+        self.log.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Starts the session log's task (once; from the runtime that serves).
+    pub(crate) fn spawn(self: &Arc<Self>, shared: Arc<Shared>) {
+        if self.started.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        let me = self.clone();
+        tokio::spawn(async move { me.follow(&shared).await });
+    }
+
+    async fn follow(&self, shared: &Shared) {
+        fill_context_csn(shared).await;
+        loop {
+            let mut sub = shared.store.subscribe(LOG_FEED_QUEUE);
+            let v = shared.store.read();
+            self.reset(shared, &v);
+            self.seen.send_replace(v.seq);
+            loop {
+                match sub.recv().await {
+                    Ok(b) if b.seq <= v.seq => {}
+                    Ok(b) => {
+                        self.record(shared, &b);
+                        self.seen.send_replace(b.seq);
+                    }
+                    Err(FeedEnd::Lagged) => {
+                        tracing::warn!(
+                            "syncprov: the session log fell behind the writer and starts over; \
+                             consumers older than now get a full refresh"
+                        );
+                        break;
+                    }
+                    Err(FeedEnd::Closed) => {
+                        self.seen.send_replace(u64::MAX);
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Empties the log: its floors are the contextCSN values of version `v`.
+    fn reset(&self, shared: &Shared, v: &store::Version) {
+        let ty = context_csn_type(v.schema());
+        let floors = shared
+            .suffixes
+            .iter()
+            .map(|s| match (ty, v.lookup(s)) {
+                (Some(ty), Some(e)) => context_csns(ty, e),
+                _ => Vec::new(),
+            })
+            .collect();
+        let mut log = self.lock();
+        log.floors = floors;
+        log.records.clear();
+        log.held = 0;
+    }
+
+    /// Takes a batch of the feed into the log, dropping the oldest records beyond capacity.
+    fn record(&self, shared: &Shared, b: &Batch) {
+        let schema = shared.schema();
+        let ty = context_csn_type(&schema);
+        let k = &shared.known;
+        let mut per: Vec<Option<Record>> = (0..shared.suffixes.len()).map(|_| None).collect();
+        for c in &b.changes {
+            let Some(e) = c.after.as_ref().or(c.before.as_ref()) else {
+                continue;
+            };
+            let Some(i) = shared.suffixes.iter().position(|s| {
+                s.norm == e.ndn_str() || schema::norm_is_descendant(e.ndn_str(), &s.norm)
+            }) else {
+                continue;
+            };
+            let Some(r) = per.get_mut(i) else { continue };
+            let r = r.get_or_insert_with(|| Record {
+                seq: b.seq,
+                suffix: i,
+                csns: Vec::new(),
+                changed: Vec::new(),
+            });
+            // The suffix's contextCSN values this batch raised: they cover its deletes.
+            if let (Some(ty), Some(a)) = (ty, &c.after) {
+                if shared.is_suffix(a.ndn_str()) {
+                    let before = c
+                        .before
+                        .as_ref()
+                        .map(|x| context_csns(ty, x))
+                        .unwrap_or_default();
+                    for csn in context_csns(ty, a) {
+                        if !before.contains(&csn) {
+                            r.csns.push(csn);
+                        }
+                    }
+                }
+            }
+            if let Some(csn) = c
+                .after
+                .as_ref()
+                .and_then(|a| a.attr(k.entry_csn))
+                .and_then(|a| a.first())
+                .and_then(|v| std::str::from_utf8(v).ok())
+            {
+                r.csns.push(csn.to_owned());
+            }
+            if only_context_csn(shared, c) {
+                continue;
+            }
+            if let Some(u) = uuid_of(shared, e) {
+                r.changed.push((u, c.id));
+            }
+        }
+        let mut log = self.lock();
+        for r in per.into_iter().flatten() {
+            log.held += r.changed.len();
+            log.records.push_back(r);
+        }
+        while log.held > self.capacity {
+            let Some(old) = log.records.pop_front() else {
+                break;
+            };
+            log.held -= old.changed.len();
+            if let Some(f) = log.floors.get_mut(old.suffix) {
+                merge(f, &old.csns);
+            }
+        }
+    }
+
+    /// How to refresh a consumer of naming context `suffix` holding `cookie`, against a
+    /// version with contextCSN `ctx` and sequence `seq` (the log has taken it in).
+    fn plan(&self, suffix: usize, cookie: &[String], ctx: &[String], seq: u64) -> Plan {
+        if cookie.is_empty() {
+            return Plan::Full;
+        }
+        if !ctx.is_empty() && ctx.iter().all(|c| !newer_than(cookie, c)) {
+            return Plan::UpToDate;
+        }
+        let log = self.lock();
+        let floor = log.floors.get(suffix).map(Vec::as_slice).unwrap_or(&[]);
+        if floor.iter().any(|f| newer_than(cookie, f)) {
+            return Plan::Full;
+        }
+        let mut seen: HashMap<SyncUuid, EntryId> = HashMap::new();
+        let mut order = Vec::new();
+        for r in &log.records {
+            if r.seq > seq || r.suffix != suffix || !r.csns.iter().any(|c| newer_than(cookie, c)) {
+                continue;
+            }
+            for (u, id) in &r.changed {
+                if seen.insert(*u, *id).is_none() {
+                    order.push(*u);
+                }
+            }
+        }
+        Plan::Changed(
+            order
+                .into_iter()
+                .filter_map(|u| seen.get(&u).map(|id| (u, *id)))
+                .collect(),
+        )
+    }
+}
+
+/// Starts sync search `op` (the Sync Request control `sync`): checks, subscribes, resolves
+/// the request, then hands the rest to a task.
+pub(crate) async fn start(op: Op, req: &SearchRequest<'_>, sync: SyncRequest<'static>) -> Next {
+    let conn = op.conn.clone();
+    let shared = conn.shared.clone();
+    let Some(provider) = shared.syncprov.clone() else {
+        let e = LdapError::new(
+            ResultCode::UnavailableCriticalExtension,
+            "the sync provider is off (syncprov)",
+        );
+        op.finish(tags::SEARCH_RESULT_DONE, Err(&e), Some(0)).await;
+        return Next::Continue;
+    };
+    let id = op.id;
+    let who = op.who.clone();
+    let cookie = match sync.cookie.as_deref().map(SyncCookie::parse).transpose() {
+        Ok(c) => c.unwrap_or_default(),
+        Err(e) => {
+            let e = LdapError::new(ResultCode::ProtocolError, e.to_string());
+            op.finish(tags::SEARCH_RESULT_DONE, Err(&e), Some(0)).await;
+            return Next::Continue;
+        }
+    };
+    let stop = match conn
+        .psearches
+        .register(id, shared.config.max_persistent_searches)
+    {
+        Ok(s) => s,
+        Err(e) => {
+            op.finish(tags::SEARCH_RESULT_DONE, Err(&e), Some(0)).await;
+            return Next::Continue;
+        }
+    };
+    // Subscribe first, then take the version (see `ops::psearch`).
+    let persist = sync.mode == proto::controls::sync::Mode::RefreshAndPersist;
+    let sub = persist.then(|| shared.store.subscribe(shared.config.syncprov_queue));
+    let v = shared.store.read();
+    let prepared = search::prepare(&shared, &v, req, &who, &op.conn.bases).and_then(|p| {
+        let suffix = (!p.root)
+            .then(|| {
+                shared.suffixes.iter().position(|s| {
+                    s.norm == p.base.norm || schema::norm_is_descendant(&p.base.norm, &s.norm)
+                })
+            })
+            .flatten()
+            .ok_or_else(|| {
+                LdapError::new(
+                    ResultCode::UnwillingToPerform,
+                    "a sync search must have its base in a naming context",
+                )
+            })?;
+        Ok((p, suffix))
+    });
+    let (p, suffix) = match prepared {
+        Ok(x) => x,
+        Err(e) => {
+            conn.psearches.unregister(id, &stop);
+            op.finish(tags::SEARCH_RESULT_DONE, Err(&e), Some(0)).await;
+            return Next::Continue;
+        }
+    };
+    if let Ok(mut m) = conn.running.lock() {
+        m.insert(id, stop.flag.clone());
+    }
+    let task = Task {
+        conn: conn.clone(),
+        id,
+        req: super::psearch::owned(req),
+        who,
+        rid: cookie.rid,
+        suffix,
+        stop: stop.clone(),
+    };
+    tokio::spawn(async move {
+        let mut op = op;
+        let end = task.run(&provider, &cookie, sub, v, p, &mut op).await;
+        conn.psearches.unregister(id, &stop);
+        let cancel = super::cancel::search_ended(&conn, id, &stop.flag);
+        let ended_first = matches!(end, End::Done(..));
+        match end {
+            End::Done(r, n) => {
+                op.finish(tags::SEARCH_RESULT_DONE, r.as_ref().map(|_| ()), Some(n))
+                    .await
+            }
+            End::Silent if cancel.is_some() => {
+                let e = super::cancel::cancelled();
+                op.finish(tags::SEARCH_RESULT_DONE, Err(&e), None).await
+            }
+            End::Silent => conn.log_abandoned(op.log.take()),
+        }
+        if let Some(c) = cancel {
+            let _ = c.send(!ended_first);
+        }
+    });
+    Next::Continue
+}
+
+/// How a sync search ended.
+enum End {
+    /// With a SearchResultDone carrying this result (and the response controls); entries sent.
+    Done(Result<(), LdapError>, u64),
+    /// Abandoned, or the connection went away.
+    Silent,
+}
+
+/// One sync search.
+struct Task {
+    conn: Arc<Conn>,
+    id: i32,
+    req: SearchRequest<'static>,
+    who: Arc<Identity>,
+    rid: Option<u16>,
+    suffix: usize,
+    stop: Arc<Stop>,
+}
+
+/// What the refresh walk did.
+struct Refreshed {
+    outcome: Result<(), LdapError>,
+    sent: u64,
+    out: Vec<u8>,
+    /// Entries that left the consumer's content (delete phase).
+    gone: Vec<SyncUuid>,
+}
+
+impl Task {
+    fn shared(&self) -> &Arc<Shared> {
+        &self.conn.shared
+    }
+
+    /// The cookie for contextCSN values `csns`.
+    fn cookie(&self, csns: &[String]) -> Vec<u8> {
+        let sid = self.shared().config.server_id;
+        SyncCookie {
+            rid: self.rid,
+            sid: (sid != 0).then_some(sid),
+            csns: csns.to_vec(),
+        }
+        .to_string()
+        .into_bytes()
+    }
+
+    fn context(&self, v: &store::Version) -> Vec<String> {
+        let shared = self.shared();
+        match (
+            context_csn_type(v.schema()),
+            shared.suffixes.get(self.suffix).and_then(|s| v.lookup(s)),
+        ) {
+            (Some(ty), Some(e)) => context_csns(ty, e),
+            _ => Vec::new(),
+        }
+    }
+
+    async fn run(
+        self,
+        provider: &Provider,
+        cookie: &SyncCookie,
+        sub: Option<Subscription>,
+        v: Arc<store::Version>,
+        p: Prepared,
+        op: &mut Op,
+    ) -> End {
+        let ctx = self.context(&v);
+        // The log must have taken in every batch up to `v` before it can answer for it.
+        let mut seen = provider.seen.subscribe();
+        let plan = match seen.wait_for(|s| *s >= v.seq).await {
+            Ok(_) => provider.plan(self.suffix, &cookie.csns, &ctx, v.seq),
+            Err(_) => Plan::Full,
+        };
+        let full = matches!(plan, Plan::Full);
+        let v2 = v.clone();
+        let walked = tokio::task::spawn_blocking(move || {
+            let r = self.refresh(&v2, p, plan);
+            (self, r)
+        })
+        .await;
+        let (me, r) = match walked {
+            Ok((me, Some(r))) => (me, r),
+            Ok((_, None)) => return End::Silent,
+            Err(e) => {
+                tracing::error!("sync search: refresh failed: {e}");
+                return End::Done(Err(LdapError::new(ResultCode::Other, "internal error")), 0);
+            }
+        };
+        let Refreshed {
+            outcome,
+            sent,
+            mut out,
+            gone,
+        } = r;
+        if outcome.is_err() {
+            if !out.is_empty() && !me.conn.send(out).await {
+                return End::Silent;
+            }
+            return End::Done(outcome, sent);
+        }
+        let cookie_now = me.cookie(&ctx);
+        if !gone.is_empty() {
+            me.info(
+                &mut out,
+                &SyncInfo::SyncIdSet {
+                    cookie: None,
+                    refresh_deletes: true,
+                    uuids: gone,
+                },
+            );
+        }
+        let Some(mut sub) = sub else {
+            // refreshOnly: the result carries the cookie.
+            let mut value = Vec::new();
+            SyncDone {
+                cookie: Some(Cow::Borrowed(&cookie_now)),
+                refresh_deletes: !full,
+            }
+            .encode(&mut value);
+            op.response.push(Control {
+                oid: Cow::Borrowed(proto::oids::SYNC_DONE.as_bytes()),
+                critical: false,
+                value: Some(Cow::Owned(value)),
+            });
+            if !out.is_empty() && !me.conn.send(out).await {
+                return End::Silent;
+            }
+            return End::Done(Ok(()), sent);
+        };
+        let end = if full {
+            SyncInfo::RefreshPresent {
+                cookie: Some(Cow::Borrowed(&cookie_now)),
+                refresh_done: true,
+            }
+        } else {
+            SyncInfo::RefreshDelete {
+                cookie: Some(Cow::Borrowed(&cookie_now)),
+                refresh_done: true,
+            }
+        };
+        me.info(&mut out, &end);
+        if !me.conn.send(out).await {
+            return End::Silent;
+        }
+        me.persist(&mut sub, v.seq, ctx, sent).await
+    }
+
+    /// Appends a Sync Info Message.
+    fn info(&self, out: &mut Vec<u8>, info: &SyncInfo<'_>) {
+        let mut value = Vec::with_capacity(64);
+        info.encode(&mut value);
+        proto::encode_intermediate_response(
+            out,
+            self.id,
+            Some(proto::oids::SYNC_INFO.as_bytes()),
+            Some(&value),
+            &[],
+        );
+    }
+
+    /// The refresh phase on the blocking pool; `None` if abandoned or the connection went.
+    fn refresh(&self, v: &Arc<store::Version>, mut p: Prepared, plan: Plan) -> Option<Refreshed> {
+        let shared = self.shared();
+        let guard = shared.schema();
+        let schema = &*guard;
+        if matches!(plan, Plan::Full) {
+            p.cands = v.candidates(schema, &p.filter);
+        }
+        let p = &p;
+        let mut r = Refreshed {
+            outcome: Ok(()),
+            sent: 0,
+            out: Vec::with_capacity(16 * 1024),
+            gone: Vec::new(),
+        };
+        let base = match v.lookup(&p.base) {
+            Some(e) if p.view.entry(&shared.acl, schema, e).visible() => e.clone(),
+            _ => {
+                r.outcome = Err(shared.no_such_object_for(v, &p.base, &p.view));
+                return Some(r);
+            }
+        };
+        let flag = &self.stop.flag;
+        let mut gone = false;
+        let emit = |r: &mut Refreshed, e: &Entry, access: Option<&acl::EntryAccess<'_>>| {
+            let Some(u) = uuid_of(shared, e) else {
+                tracing::warn!("sync search: {} has no entryUUID; not sent", e.dn());
+                return true;
+            };
+            self.encode(&mut r.out, e, &p.sel, access, State::Add, u, None);
+            r.sent += 1;
+            if r.out.len() >= FLUSH_BYTES {
+                if !self.conn.send_blocking(std::mem::take(&mut r.out))
+                    || flag.load(Ordering::Relaxed)
+                {
+                    return false;
+                }
+                r.out.reserve(16 * 1024);
+            }
+            true
+        };
+        match plan {
+            Plan::UpToDate => {}
+            Plan::Full => {
+                search::walk(shared, v, p, &[base], flag, &mut |e, access| {
+                    if emit(&mut r, e, access.as_ref()) {
+                        ControlFlow::Continue(())
+                    } else {
+                        gone = true;
+                        ControlFlow::Break(())
+                    }
+                });
+            }
+            Plan::Changed(list) => {
+                for (u, eid) in list {
+                    if flag.load(Ordering::Relaxed) {
+                        return None;
+                    }
+                    let now = v
+                        .get(eid)
+                        .filter(|e| uuid_of(shared, e) == Some(u))
+                        .and_then(|e| self.matches(p, schema, e).map(|a| (e, a)));
+                    match now {
+                        Some((e, access)) => {
+                            if !emit(&mut r, e, access.as_ref()) {
+                                gone = true;
+                                break;
+                            }
+                        }
+                        None => r.gone.push(u),
+                    }
+                }
+            }
+        }
+        if gone || flag.load(Ordering::Relaxed) {
+            return None;
+        }
+        Some(r)
+    }
+
+    /// Whether entry `e` belongs to the consumer's content: in scope, matching the filter,
+    /// visible to the requester. `Some(access)` if so (`None` inside: the administrator).
+    fn matches<'e>(
+        &'e self,
+        p: &'e Prepared,
+        schema: &'e schema::Schema,
+        e: &Entry,
+    ) -> Option<Option<acl::EntryAccess<'e>>> {
+        let shared = self.shared();
+        if !in_scope(p, e.ndn_str()) || p.filter.eval(schema, e) != Tri::True {
+            return None;
+        }
+        let access = (!p.view.is_admin()).then(|| p.view.entry(&shared.acl, schema, e));
+        if let Some(a) = &access {
+            if !a.visible() || !search::searchable_here(schema, p, a, e) {
+                return None;
+            }
+        }
+        Some(access)
+    }
+
+    /// Encodes one entry with its Sync State control: its stored attributes only. The
+    /// attributes a server computes when asked (entryDN, hasSubordinates, numSubordinates,
+    /// subschemaSubentry) are no content to replicate, each server has its own (and slapd,
+    /// whose schema lacks numSubordinates, refuses an entry that has it); nor is contextCSN,
+    /// left out of the suffix entry.
+    #[allow(clippy::too_many_arguments)]
+    fn encode(
+        &self,
+        out: &mut Vec<u8>,
+        e: &Entry,
+        sel: &search::Selection,
+        access: Option<&acl::EntryAccess<'_>>,
+        state: State,
+        uuid: SyncUuid,
+        cookie: Option<&[u8]>,
+    ) {
+        let shared = self.shared();
+        let mut value = Vec::with_capacity(48 + cookie.map_or(0, <[u8]>::len));
+        SyncState {
+            state,
+            entry_uuid: uuid,
+            cookie: cookie.map(Cow::Borrowed),
+        }
+        .encode(&mut value);
+        let ctls = [Control {
+            oid: Cow::Borrowed(proto::oids::SYNC_STATE.as_bytes()),
+            critical: false,
+            value: Some(Cow::Owned(value)),
+        }];
+        if state == State::Delete {
+            proto::encode_search_entry_with_controls(
+                out,
+                self.id,
+                e.dn().as_bytes(),
+                std::iter::empty::<(&[u8], std::iter::Empty<&[u8]>)>(),
+                &ctls,
+            );
+            return;
+        }
+        let ty = context_csn_type(&shared.schema());
+        let stripped = ty.filter(|t| e.attr(*t).is_some()).map(|t| {
+            let mut attrs = e.to_attrs();
+            attrs.retain(|a| a.ty != t);
+            e.with_attrs(&attrs)
+        });
+        let e = stripped.as_ref().unwrap_or(e);
+        search::encode_entry_with_controls(shared, None, out, Some(self.id), e, sel, access, &ctls);
+    }
+
+    /// The persist phase: the changes after version `seen`.
+    async fn persist(
+        &self,
+        sub: &mut Subscription,
+        seen: u64,
+        mut ctx: Vec<String>,
+        mut sent: u64,
+    ) -> End {
+        let shared = self.shared().clone();
+        loop {
+            if self.stop.stopped() {
+                return End::Silent;
+            }
+            let next = tokio::select! {
+                biased;
+                _ = self.stop.wake.notified() => continue,
+                b = sub.recv() => b,
+            };
+            let batch = match next {
+                Ok(b) if b.seq <= seen => continue,
+                Ok(b) => b,
+                Err(FeedEnd::Lagged) => {
+                    return End::Done(
+                        Err(LdapError::new(
+                            ResultCode::SyncRefreshRequired,
+                            format!(
+                                "the consumer fell more than {} changes behind (syncprov_queue); \
+                                 refresh with the last cookie",
+                                shared.config.syncprov_queue
+                            ),
+                        )),
+                        sent,
+                    )
+                }
+                Err(FeedEnd::Closed) => {
+                    return End::Done(
+                        Err(LdapError::new(
+                            ResultCode::Unavailable,
+                            "the server is shutting down",
+                        )),
+                        sent,
+                    )
+                }
+            };
+            let (out, n) = self.encode_batch(&batch, &mut ctx);
+            if n > 0 {
+                if !self.conn.send(out).await {
+                    return End::Silent;
+                }
+                sent += n;
+            }
+        }
+    }
+
+    /// The messages one batch makes for this consumer, and how many; `ctx` follows the
+    /// naming context's contextCSN.
+    fn encode_batch(&self, batch: &Batch, ctx: &mut Vec<String>) -> (Vec<u8>, u64) {
+        let shared = self.shared();
+        let guard = shared.schema();
+        let schema = &*guard;
+        let suffix = shared.suffixes.get(self.suffix);
+        if let (Some(ty), Some(s)) = (context_csn_type(schema), suffix) {
+            for c in &batch.changes {
+                if let Some(a) = c.after.as_ref().filter(|a| a.ndn_str() == s.norm) {
+                    *ctx = context_csns(ty, a);
+                }
+            }
+        }
+        // Resolved once per batch against the newest version, as persistent search does.
+        let v = shared.store.read();
+        let Ok(p) = search::prepare(shared, &v, &self.req, &self.who, &Default::default()) else {
+            return (Vec::new(), 0);
+        };
+        let mut msgs: Vec<(State, &Entry, Option<acl::EntryAccess<'_>>, SyncUuid)> = Vec::new();
+        for c in &batch.changes {
+            if only_context_csn(shared, c) {
+                continue;
+            }
+            let was = c
+                .before
+                .as_ref()
+                .is_some_and(|b| self.matches(&p, schema, b).is_some());
+            let now = c
+                .after
+                .as_ref()
+                .and_then(|a| self.matches(&p, schema, a).map(|x| (a, x)));
+            match (was, now, c.kind()) {
+                (_, Some((a, access)), kind) => {
+                    let st = if was && kind != ChangeKind::Add {
+                        State::Modify
+                    } else {
+                        State::Add
+                    };
+                    if let Some(u) = uuid_of(shared, a) {
+                        msgs.push((st, a, access, u));
+                    }
+                }
+                (true, None, _) => {
+                    if let Some(b) = c.before.as_ref() {
+                        if let Some(u) = uuid_of(shared, b) {
+                            msgs.push((State::Delete, b, None, u));
+                        }
+                    }
+                }
+                (false, None, _) => {}
+            }
+        }
+        let mut out = Vec::new();
+        let cookie = self.cookie(ctx);
+        let last = msgs.len();
+        for (i, (st, e, access, u)) in msgs.iter().enumerate() {
+            let c = (i + 1 == last).then_some(cookie.as_slice());
+            self.encode(&mut out, e, &p.sel, access.as_ref(), *st, *u, c);
+        }
+        (out, last as u64)
+    }
+}
+
+/// Whether the normalized DN `ndn` is within the search's base and scope.
+fn in_scope(p: &Prepared, ndn: &str) -> bool {
+    use store::Scope;
+    let base = p.base.norm.as_str();
+    match p.scope {
+        Scope::Base => ndn == base,
+        Scope::One => schema::norm_parent(ndn) == Some(base),
+        Scope::Subtree => ndn == base || schema::norm_is_descendant(ndn, base),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uuids_parse_from_their_string_form() {
+        assert_eq!(
+            parse_uuid(b"01234567-89ab-cdef-0123-456789ABCDEF"),
+            Some([
+                0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef, 0x01, 0x23, 0x45, 0x67, 0x89, 0xab,
+                0xcd, 0xef
+            ])
+        );
+        assert_eq!(parse_uuid(b"0123456789abcdef0123456789abcdef"), None);
+        assert_eq!(parse_uuid(b"01234567-89ab-cdef-0123-456789abcdeg"), None);
+    }
+
+    #[test]
+    fn cookies_compare_per_server_id() {
+        let a1 = "20261125000000.000001Z#000000#001#000000".to_string();
+        let a2 = "20261125000000.000002Z#000000#001#000000".to_string();
+        let b1 = "20261125000000.000001Z#000000#002#000000".to_string();
+        let cookie = vec![a1.clone()];
+        assert!(!newer_than(&cookie, &a1));
+        assert!(newer_than(&cookie, &a2));
+        // A server id the cookie has never seen is always news.
+        assert!(newer_than(&cookie, &b1));
+        let mut set = vec![a2.clone()];
+        merge(&mut set, &[a1, b1.clone()]);
+        assert_eq!(set, [a2, b1]);
+    }
+}
