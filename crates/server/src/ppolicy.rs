@@ -21,10 +21,10 @@ use schema::NormDn;
 use store::Entry;
 
 use crate::error::{LdapError, LdapResult};
-use dit::modify::Mod;
 use crate::ops::{on_blocking_pool, stamp_modified};
 use crate::reply::Conn;
 use crate::state::{Identity, Shared};
+use dit::modify::Mod;
 
 /// The password policy response control.
 pub(crate) fn control(
