@@ -292,6 +292,11 @@ impl Server {
         &self.shared.counters
     }
 
+    /// Connections open now (tests wait on it to see the server close one).
+    pub fn open_connections(&self) -> usize {
+        self.shared.connections.open()
+    }
+
     /// The state of each replication consumer (`syncrepl`), in configuration order.
     pub fn replication(&self) -> &[Arc<repl::consumer::Status>] {
         &self.shared.replication

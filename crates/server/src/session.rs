@@ -300,19 +300,30 @@ where
         if buf.capacity() - buf.len() < 4096 {
             buf.reserve(16 * 1024);
         }
-        let read = match idle {
-            None => rd.read_buf(&mut buf).await,
-            Some(t) => loop {
-                match tokio::time::timeout(t, rd.read_buf(&mut buf)).await {
-                    Ok(r) => break r,
-                    // Silent, but still waiting for its own results: not idle.
-                    Err(_) if conn.busy() => continue,
-                    Err(_) => {
-                        conn.log_event(0, &identity, "IDLE-TIMEOUT");
-                        break 'conn;
+        let reading = async {
+            match idle {
+                None => Some(rd.read_buf(&mut buf).await),
+                Some(t) => loop {
+                    match tokio::time::timeout(t, rd.read_buf(&mut buf)).await {
+                        Ok(r) => break Some(r),
+                        // Silent, but still waiting for its own results: not idle.
+                        Err(_) if conn.busy() => continue,
+                        Err(_) => break None,
                     }
+                },
+            }
+        };
+        // The write half gives up on a client that leaves its responses unread
+        // (`write_timeout`): then nothing more can be answered, so stop reading too.
+        let read = tokio::select! {
+            r = reading => match r {
+                Some(r) => r,
+                None => {
+                    conn.log_event(0, &identity, "IDLE-TIMEOUT");
+                    break 'conn;
                 }
             },
+            () = conn.out.closed() => break 'conn,
         };
         match read {
             Ok(0) | Err(_) => break,
