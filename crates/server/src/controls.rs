@@ -78,7 +78,7 @@ pub(crate) struct RequestControls {
     /// Virtual list view (draft-ietf-ldapext-ldapv3-vlv-09), on a sorted search (`ops::sort`).
     pub vlv: Option<proto::controls::vlv::VlvRequest<'static>>,
     /// Proxied authorization (RFC 4370): the identity the operation asks to run as, resolved
-    /// and authorized by `crate::proxy` before the operation starts.
+    /// and authorized by the `proxy` module before the operation starts.
     pub proxied: Option<ProxiedAuthz>,
     /// dontUseCopy (RFC 6171): accepted; Linden holds no copies, so every answer already
     /// comes from the original.
@@ -100,7 +100,7 @@ pub(crate) struct RequestControls {
     /// Transaction specification (RFC 5805): the transaction the change is queued in.
     pub txn: Option<Vec<u8>>,
     /// Password policy request (draft-behera-ldap-password-policy-10): the response carries
-    /// the password policy response control (`crate::ppolicy`).
+    /// the password policy response control (the `ppolicy` module).
     pub ppolicy: bool,
     /// Sync Request (RFC 4533): a replication consumer's search (`ops::syncprov`).
     pub sync: Option<proto::controls::sync::SyncRequest<'static>>,

@@ -63,6 +63,7 @@ pub mod config;
 pub mod connlimit;
 mod controls;
 pub mod credcache;
+pub mod figures;
 pub mod lockout;
 pub mod logs;
 pub mod metrics;
@@ -76,6 +77,7 @@ mod replica;
 mod reply;
 mod session;
 pub mod state;
+mod synclog;
 pub mod tls;
 
 use std::future::Future;
@@ -226,7 +228,7 @@ impl Server {
         // The replication provider keeps contextCSN last in the chain, after every change.
         let syncprov = config
             .syncprov
-            .then(|| ops::syncprov::Provider::new(config.syncprov_sessionlog));
+            .then(|| synclog::Provider::new(config.syncprov_sessionlog));
         if syncprov.is_some() {
             overlays.push(Box::new(
                 ops::syncprov::ContextCsn::new(&schema).map_err(StartError::Config)?,
@@ -273,7 +275,7 @@ impl Server {
             access_log,
             audit_log,
             counters: Counters::default(),
-            figures: monitor::ServerFigures::new(readers),
+            figures: figures::ServerFigures::new(readers),
             persistence,
             ppolicy,
             replication,
@@ -364,7 +366,7 @@ impl Server {
     ) -> std::io::Result<()> {
         let sh = self.shared.clone();
         if let Some(p) = &sh.syncprov {
-            p.spawn(sh.clone());
+            ops::syncprov::spawn(p, sh.clone());
         }
         let mut tasks = vec![tokio::spawn(async move {
             let mut tick = tokio::time::interval(std::time::Duration::from_secs(5));
@@ -453,7 +455,7 @@ async fn accept_tcp(
     shared: Arc<Shared>,
     listener: TcpListener,
     tls: bool,
-    stats: Arc<monitor::ListenerStats>,
+    stats: Arc<figures::ListenerStats>,
 ) {
     loop {
         match listener.accept().await {
@@ -491,7 +493,7 @@ async fn accept_tcp(
 async fn accept_local(
     shared: Arc<Shared>,
     listener: tokio::net::UnixListener,
-    stats: Arc<monitor::ListenerStats>,
+    stats: Arc<figures::ListenerStats>,
 ) {
     let local = std::net::IpAddr::from([0, 0, 0, 0]);
     loop {

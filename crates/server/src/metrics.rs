@@ -220,7 +220,7 @@ impl prometheus_client::collector::Collector for Figures {
             load(&c.connections),
         )?;
         let listeners = sh.figures.listeners();
-        let by_listener = |f: fn(&crate::monitor::ListenerStats) -> u64| -> Vec<(Labels, f64)> {
+        let by_listener = |f: fn(&crate::figures::ListenerStats) -> u64| -> Vec<(Labels, f64)> {
             listeners
                 .iter()
                 .map(|l| (vec![("listener", l.url.clone())], f(l) as f64))

@@ -23,7 +23,6 @@
 //! noSuchObject, as slapd answers when its access rules hide cn=Monitor.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use dit::monitor::Node;
@@ -31,78 +30,7 @@ use schema::NormDn;
 use store::stats::Histogram;
 use store::Entry;
 
-use proto::{tags, ResultCode};
-
-use crate::error::LdapError;
-use crate::op::Op;
-use crate::ops::search::Prepared;
 use crate::state::{Identity, OpType, Shared};
-
-/// One listener's connections.
-#[derive(Debug)]
-pub struct ListenerStats {
-    /// `ldap://127.0.0.1:389/`, `ldaps://…`, `ldapi://…`.
-    pub url: String,
-    pub current: AtomicU64,
-    pub total: AtomicU64,
-}
-
-/// A connection accepted on a listener; gives its place back when dropped.
-pub(crate) struct Accepted(Arc<ListenerStats>);
-
-impl ListenerStats {
-    pub(crate) fn accepted(self: &Arc<Self>) -> Accepted {
-        self.total.fetch_add(1, Ordering::Relaxed);
-        self.current.fetch_add(1, Ordering::Relaxed);
-        Accepted(self.clone())
-    }
-}
-
-impl Drop for Accepted {
-    fn drop(&mut self) {
-        self.0.current.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
-/// What cn=Monitor shows beside the counters and the directory: start time, listeners, and
-/// who may read it.
-pub struct ServerFigures {
-    pub started: SystemTime,
-    listeners: Mutex<Vec<Arc<ListenerStats>>>,
-    /// `monitor_readers`, normalized.
-    readers: Vec<NormDn>,
-}
-
-impl ServerFigures {
-    pub(crate) fn new(readers: Vec<NormDn>) -> ServerFigures {
-        ServerFigures {
-            started: SystemTime::now(),
-            listeners: Mutex::new(Vec::new()),
-            readers,
-        }
-    }
-
-    /// Registers a listener (when serving starts).
-    pub(crate) fn listener(&self, url: String) -> Arc<ListenerStats> {
-        let l = Arc::new(ListenerStats {
-            url,
-            current: AtomicU64::new(0),
-            total: AtomicU64::new(0),
-        });
-        self.listeners
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(l.clone());
-        l
-    }
-
-    pub fn listeners(&self) -> Vec<Arc<ListenerStats>> {
-        self.listeners
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
-    }
-}
 
 /// Whether `who` may read cn=Monitor: the administrator and the `monitor_readers`.
 pub(crate) fn may_read(shared: &Shared, who: &Identity) -> bool {
@@ -110,7 +38,7 @@ pub(crate) fn may_read(shared: &Shared, who: &Identity) -> bool {
         || who
             .ndn
             .as_ref()
-            .is_some_and(|n| shared.figures.readers.iter().any(|r| r.norm == n.norm))
+            .is_some_and(|n| shared.figures.readers().iter().any(|r| r.norm == n.norm))
 }
 
 /// The process's resident set size in bytes (`VmRSS` of /proc/self/status: the same figure as
@@ -314,56 +242,4 @@ pub(crate) fn holds(shared: &Shared, base: &NormDn) -> bool {
 /// sees every attribute, as for the root DSE.
 pub(crate) fn serves(shared: &Shared, base: &NormDn, who: &Identity) -> bool {
     holds(shared, base) && may_read(shared, who)
-}
-
-/// Answers a search based under cn=Monitor: the entries in its scope that match its filter,
-/// built now. Someone who may not read cn=Monitor gets noSuchObject, as from slapd when its
-/// rules hide it.
-pub(crate) async fn search(mut op: Op, v: &store::Version, p: &Prepared, paged: bool) {
-    let shared = op.shared().clone();
-    if paged {
-        // One page holds it all (it is small): no cookie, as for the root DSE.
-        op.response
-            .push(crate::ops::search::paged_control(0, Vec::new()));
-    }
-    let mut out = Vec::with_capacity(8 * 1024);
-    let mut n = 0;
-    let r = (|| -> Result<(), LdapError> {
-        let hidden = || LdapError::new(ResultCode::NoSuchObject, "no such object");
-        if !may_read(&shared, &op.who) {
-            return Err(hidden());
-        }
-        let all = entries(&shared);
-        let Some(list) = in_scope(&all, &p.base, p.scope) else {
-            // matchedDN: the nearest entry of the tree above the base.
-            let matched = all
-                .iter()
-                .filter(|(d, _)| schema::norm_is_descendant(&p.base.norm, &d.norm))
-                .max_by_key(|(d, _)| d.rdns.len())
-                .map(|(_, e)| e.dn().to_string())
-                .unwrap_or_default();
-            return Err(hidden().with_matched(matched));
-        };
-        if let Some((_, base)) = all.iter().find(|(d, _)| d.norm == p.base.norm) {
-            crate::ops::check_assertion(p.assertion.as_ref(), &shared, v, base)?;
-        }
-        let schema = shared.schema();
-        for e in &list {
-            if p.filter.eval(&schema, e) != store::Tri::True {
-                continue;
-            }
-            if p.size_limit > 0 && n >= p.size_limit {
-                return Err(LdapError::new(
-                    ResultCode::SizeLimitExceeded,
-                    "size limit exceeded",
-                ));
-            }
-            crate::ops::search::encode_entry(&shared, None, &mut out, Some(op.id), e, &p.sel, None);
-            n += 1;
-        }
-        Ok(())
-    })();
-    op.encode_result_into(&mut out, tags::SEARCH_RESULT_DONE, r.as_ref().map(|_| ()));
-    let rc = crate::op::code_of(r.as_ref().map(|_| ()));
-    op.finish_with(out, rc, Some(n)).await;
 }

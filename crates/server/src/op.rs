@@ -33,12 +33,12 @@ pub(crate) struct Op {
     /// Who the connection is bound as.
     #[allow(
         dead_code,
-        reason = "no operation needs it yet: `crate::proxy` checks the bound identity before the \
+        reason = "no operation needs it yet: the `proxy` module checks the bound identity before the \
                   operation starts, and the access log takes it from there"
     )]
     pub bound: Arc<Identity>,
     /// Whom the operation acts for: access control, stamps and logs use this one. The bound
-    /// identity unless proxied authorization (RFC 4370, `crate::proxy`) says otherwise.
+    /// identity unless proxied authorization (RFC 4370, the `proxy` module) says otherwise.
     pub who: Arc<Identity>,
     pub controls: RequestControls,
     /// Controls attached to the operation's final response.

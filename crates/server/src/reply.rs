@@ -51,7 +51,7 @@ pub(crate) struct Conn {
     /// Search bases this connection used lately, parsed (`Dit::parse_dn_cached`).
     pub(crate) bases: Mutex<dit::DnCache>,
     /// The last bind found the password reset and to be changed: operations other than
-    /// changing it are refused (`crate::ppolicy::restriction`).
+    /// changing it are refused (`ppolicy::restriction`).
     pub(crate) must_change: std::sync::atomic::AtomicBool,
 }
 

@@ -156,7 +156,7 @@ pub struct Shared {
     pub counters: Counters,
     /// Listeners, start time and the rest of what cn=Monitor and `/metrics` show beside the
     /// counters (`monitor`).
-    pub figures: crate::monitor::ServerFigures,
+    pub figures: crate::figures::ServerFigures,
     /// `None` for a memory-only server (bulk import).
     pub(crate) persistence: Option<crate::persistence::Persistence>,
     /// The password policy (`ppolicy = true`), shared with its overlay in the write path.
@@ -164,7 +164,7 @@ pub struct Shared {
     /// The state of each replication consumer (`syncrepl`), in configuration order.
     pub replication: Vec<Arc<repl::consumer::Status>>,
     /// The replication provider (`syncprov`): its session log. `None` when off.
-    pub(crate) syncprov: Option<Arc<crate::ops::syncprov::Provider>>,
+    pub(crate) syncprov: Option<Arc<crate::synclog::Provider>>,
 }
 
 impl std::ops::Deref for Shared {

@@ -14,6 +14,7 @@ pub mod compare;
 pub mod delete;
 pub mod extended;
 pub(crate) mod live;
+pub(crate) mod longsearch;
 pub mod modify;
 pub mod modrdn;
 pub(crate) mod paged;

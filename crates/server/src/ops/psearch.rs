@@ -41,6 +41,7 @@ use store::{Batch, ChangeKind, FeedEnd, Subscription, Tri};
 use crate::error::LdapError;
 use crate::op::{Next, Op};
 use crate::ops::live::Stop;
+use crate::ops::longsearch::{finish, End};
 use crate::ops::search::{self, Prepared};
 use crate::reply::Conn;
 use crate::state::{Identity, Shared};
@@ -104,39 +105,12 @@ pub(crate) async fn start(op: Op, req: &SearchRequest<'_>, ps: PersistentSearch)
     if let Ok(mut m) = conn.running.lock() {
         m.insert(id, stop.flag.clone());
     }
-    let req = owned(req);
+    let req = super::longsearch::owned(req);
     tokio::spawn(async move {
-        let mut op = op;
         let end = follow(&conn, id, &req, &who, ps, sub, v, p, &stop).await;
-        conn.psearches.unregister(id, &stop);
-        let cancel = super::cancel::search_ended(&conn, id, &stop.flag);
-        let ended_first = matches!(end, End::Done(..));
-        match end {
-            End::Done(r, n) => {
-                op.finish(tags::SEARCH_RESULT_DONE, r.as_ref().map(|_| ()), Some(n))
-                    .await
-            }
-            // Cancelled (RFC 3909): unlike Abandon, a result says so.
-            End::Silent if cancel.is_some() => {
-                let e = super::cancel::cancelled();
-                op.finish(tags::SEARCH_RESULT_DONE, Err(&e), None).await
-            }
-            End::Silent => conn.log_abandoned(op.log.take()),
-        }
-        // After the search's result: the Cancel's answer follows it.
-        if let Some(c) = cancel {
-            let _ = c.send(!ended_first);
-        }
+        finish(&conn, id, &stop, op, end).await;
     });
     Next::Continue
-}
-
-/// How a persistent search ended.
-enum End {
-    /// With a SearchResultDone carrying this result; entries sent.
-    Done(Result<(), LdapError>, u64),
-    /// Abandoned, or the connection went away: nothing more is sent.
-    Silent,
 }
 
 /// The task of one persistent search: the initial results, then the changes.
@@ -329,22 +303,4 @@ fn encode_batch(
         n += 1;
     }
     (out, n)
-}
-
-/// The request, detached from the PDU it was decoded from (the task outlives it).
-pub(crate) fn owned(req: &SearchRequest<'_>) -> SearchRequest<'static> {
-    SearchRequest {
-        base: Cow::Owned(req.base.to_vec()),
-        scope: req.scope,
-        deref: req.deref,
-        size_limit: req.size_limit,
-        time_limit: req.time_limit,
-        types_only: req.types_only,
-        filter: req.filter.clone().into_owned(),
-        attributes: req
-            .attributes
-            .iter()
-            .map(|a| Cow::Owned(a.to_vec()))
-            .collect(),
-    }
 }

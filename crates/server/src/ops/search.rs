@@ -365,7 +365,7 @@ pub(crate) async fn run(mut op: Op, req: &SearchRequest<'_>, order: Option<sort:
         None
     };
     if crate::monitor::holds(&shared, &p.base) {
-        crate::monitor::search(op, &v, &p, paging.is_some()).await;
+        search_monitor(op, &v, &p, paging.is_some()).await;
         return Next::Continue;
     }
     if let Some(e) = virtual_entry {
@@ -905,4 +905,55 @@ pub(crate) fn execute(
         ));
     }
     Some(ran)
+}
+
+/// Answers a search based under cn=Monitor: the entries in its scope that match its filter,
+/// built now. Someone who may not read cn=Monitor gets noSuchObject, as from slapd when its
+/// rules hide it.
+async fn search_monitor(mut op: Op, v: &store::Version, p: &Prepared, paged: bool) {
+    let shared = op.shared().clone();
+    if paged {
+        // One page holds it all (it is small): no cookie, as for the root DSE.
+        op.response.push(paged_control(0, Vec::new()));
+    }
+    let mut out = Vec::with_capacity(8 * 1024);
+    let mut n = 0;
+    let r = (|| -> Result<(), LdapError> {
+        let hidden = || LdapError::new(ResultCode::NoSuchObject, "no such object");
+        if !crate::monitor::may_read(&shared, &op.who) {
+            return Err(hidden());
+        }
+        let all = crate::monitor::entries(&shared);
+        let Some(list) = crate::monitor::in_scope(&all, &p.base, p.scope) else {
+            // matchedDN: the nearest entry of the tree above the base.
+            let matched = all
+                .iter()
+                .filter(|(d, _)| schema::norm_is_descendant(&p.base.norm, &d.norm))
+                .max_by_key(|(d, _)| d.rdns.len())
+                .map(|(_, e)| e.dn().to_string())
+                .unwrap_or_default();
+            return Err(hidden().with_matched(matched));
+        };
+        if let Some((_, base)) = all.iter().find(|(d, _)| d.norm == p.base.norm) {
+            crate::ops::check_assertion(p.assertion.as_ref(), &shared, v, base)?;
+        }
+        let schema = shared.schema();
+        for e in &list {
+            if p.filter.eval(&schema, e) != store::Tri::True {
+                continue;
+            }
+            if p.size_limit > 0 && n >= p.size_limit {
+                return Err(LdapError::new(
+                    ResultCode::SizeLimitExceeded,
+                    "size limit exceeded",
+                ));
+            }
+            encode_entry(&shared, None, &mut out, Some(op.id), e, &p.sel, None);
+            n += 1;
+        }
+        Ok(())
+    })();
+    op.encode_result_into(&mut out, tags::SEARCH_RESULT_DONE, r.as_ref().map(|_| ()));
+    let rc = crate::op::code_of(r.as_ref().map(|_| ()));
+    op.finish_with(out, rc, Some(n)).await;
 }

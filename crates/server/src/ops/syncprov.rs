@@ -9,7 +9,7 @@
 //!   CSN is the entryCSN it stamped; a delete takes a fresh CSN. The change feed then shows the
 //!   suffix entry modified in each batch: `only_context_csn` tells persistent searches and this
 //!   provider to pass over such a change.
-//! - **The session log** (`Provider`, fed by one task on the change feed): the last
+//! - **The session log** (`crate::synclog`, fed by one task here on the change feed): the last
 //!   `syncprov_sessionlog` changed entries (deletes included), by batch, with the CSNs each
 //!   batch stamped, and per naming context the *floor*: the contextCSN values below which the
 //!   log has dropped changes. A cookie at or above the floor for every server id is served
@@ -40,10 +40,9 @@
 //! contextCSN attribute itself is never sent (each server keeps its own).
 
 use std::borrow::Cow;
-use std::collections::{HashMap, VecDeque};
 use std::ops::ControlFlow;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 use proto::controls::sync::{
     csn_sid, State, SyncCookie, SyncDone, SyncInfo, SyncRequest, SyncState, SyncUuid,
@@ -51,16 +50,17 @@ use proto::controls::sync::{
 use proto::{tags, Control, ResultCode, SearchRequest};
 use schema::AttrId;
 use store::{Attr, Batch, ChangeKind, Entry, EntryId, FeedEnd, Subscription, Tri, Txn};
-use tokio::sync::watch;
 
 use crate::acl;
 use crate::error::{LdapError, LdapResult};
 use crate::op::{Next, Op};
 use crate::ops::live::Stop;
+use crate::ops::longsearch::{finish, End};
 use crate::ops::search::{self, Prepared};
 use crate::overlays::{Applied, Overlay};
 use crate::reply::{Conn, FLUSH_BYTES};
 use crate::state::{Identity, Shared};
+use crate::synclog::{merge, Plan, Provider, Record};
 
 /// Batches the session log's own feed subscription may fall behind before it starts over
 /// (from the current contextCSN, dropping what it held): the log task only records, so this
@@ -255,243 +255,114 @@ async fn fill_context_csn(shared: &Shared) {
     }
 }
 
-/// One batch of the session log, for one naming context.
-struct Record {
-    seq: u64,
-    suffix: usize,
-    /// The CSNs this batch stamped in the naming context.
-    csns: Vec<String>,
-    /// The entries it changed (added, modified, renamed, deleted).
-    changed: Vec<(SyncUuid, EntryId)>,
-}
-
-/// The recent changes, bounded by `syncprov_sessionlog` entries.
-struct SessionLog {
-    /// Per naming context (index in `Shared::suffixes`): changes at or below these CSNs may
-    /// have left the log.
-    floors: Vec<Vec<String>>,
-    records: VecDeque<Record>,
-    /// Changed entries held in `records`.
-    held: usize,
-}
-
-/// The provider's shared state: the session log and the task that fills it.
-pub(crate) struct Provider {
-    log: Mutex<SessionLog>,
-    /// The `seq` of the last batch the log has taken in (`u64::MAX`: the feed closed).
-    seen: watch::Sender<u64>,
-    started: AtomicBool,
-    capacity: usize,
-}
-
-/// Raises each server id's CSN in `set` to the one in `more`, if newer.
-fn merge(set: &mut Vec<String>, more: &[String]) {
-    set.extend(more.iter().cloned());
-    let mut c = SyncCookie {
-        csns: std::mem::take(set),
-        ..SyncCookie::default()
-    };
-    c.normalize();
-    *set = c.csns;
-}
-
-/// Whether a change stamped `csn` after the holder of `cookie` last looked.
-fn newer_than(cookie: &[String], csn: &str) -> bool {
-    let Some(sid) = csn_sid(csn) else {
-        return false;
-    };
-    match cookie.iter().find(|c| csn_sid(c) == Some(sid)) {
-        Some(c) => csn > c.as_str(),
-        None => true,
+/// Starts the task that fills the session log (once; from the runtime that serves).
+pub(crate) fn spawn(provider: &Arc<Provider>, shared: Arc<Shared>) {
+    if !provider.first_start() {
+        return;
     }
+    let me = provider.clone();
+    tokio::spawn(async move { follow(&me, &shared).await });
 }
 
-/// How a cookie is refreshed.
-enum Plan {
-    /// Nothing changed since the cookie.
-    UpToDate,
-    /// Entries changed since the cookie, from the session log.
-    Changed(Vec<(SyncUuid, EntryId)>),
-    /// Everything in scope, in a present phase.
-    Full,
-}
-
-impl Provider {
-    pub(crate) fn new(capacity: usize) -> Arc<Provider> {
-        Arc::new(Provider {
-            log: Mutex::new(SessionLog {
-                floors: Vec::new(),
-                records: VecDeque::new(),
-                held: 0,
-            }),
-            seen: watch::Sender::new(0),
-            started: AtomicBool::new(false),
-            capacity,
-        })
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, SessionLog> {
-        self.log.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Starts the session log's task (once; from the runtime that serves).
-    pub(crate) fn spawn(self: &Arc<Self>, shared: Arc<Shared>) {
-        if self.started.swap(true, Ordering::Relaxed) {
-            return;
-        }
-        let me = self.clone();
-        tokio::spawn(async move { me.follow(&shared).await });
-    }
-
-    async fn follow(&self, shared: &Shared) {
-        fill_context_csn(shared).await;
+/// Fills the session log from the change feed; starts it over when it falls behind.
+async fn follow(provider: &Provider, shared: &Shared) {
+    fill_context_csn(shared).await;
+    loop {
+        let mut sub = shared.store.subscribe(LOG_FEED_QUEUE);
+        let v = shared.store.read();
+        provider.reset(floors(shared, &v));
+        provider.seen.send_replace(v.seq);
         loop {
-            let mut sub = shared.store.subscribe(LOG_FEED_QUEUE);
-            let v = shared.store.read();
-            self.reset(shared, &v);
-            self.seen.send_replace(v.seq);
-            loop {
-                match sub.recv().await {
-                    Ok(b) if b.seq <= v.seq => {}
-                    Ok(b) => {
-                        self.record(shared, &b);
-                        self.seen.send_replace(b.seq);
-                    }
-                    Err(FeedEnd::Lagged) => {
-                        tracing::warn!(
-                            "syncprov: the session log fell behind the writer and starts over; \
-                             consumers older than now get a full refresh"
-                        );
-                        break;
-                    }
-                    Err(FeedEnd::Closed) => {
-                        self.seen.send_replace(u64::MAX);
-                        return;
-                    }
+            match sub.recv().await {
+                Ok(b) if b.seq <= v.seq => {}
+                Ok(b) => {
+                    provider.take(records(shared, &b));
+                    provider.seen.send_replace(b.seq);
+                }
+                Err(FeedEnd::Lagged) => {
+                    tracing::warn!(
+                        "syncprov: the session log fell behind the writer and starts over; \
+                         consumers older than now get a full refresh"
+                    );
+                    break;
+                }
+                Err(FeedEnd::Closed) => {
+                    provider.seen.send_replace(u64::MAX);
+                    return;
                 }
             }
         }
     }
+}
 
-    /// Empties the log: its floors are the contextCSN values of version `v`.
-    fn reset(&self, shared: &Shared, v: &store::Version) {
-        let ty = context_csn_type(v.schema());
-        let floors = shared
-            .suffixes
-            .iter()
-            .map(|s| match (ty, v.lookup(s)) {
-                (Some(ty), Some(e)) => context_csns(ty, e),
-                _ => Vec::new(),
-            })
-            .collect();
-        let mut log = self.lock();
-        log.floors = floors;
-        log.records.clear();
-        log.held = 0;
-    }
+/// The contextCSN values of each naming context in version `v`: the floors of an empty log.
+fn floors(shared: &Shared, v: &store::Version) -> Vec<Vec<String>> {
+    let ty = context_csn_type(v.schema());
+    shared
+        .suffixes
+        .iter()
+        .map(|s| match (ty, v.lookup(s)) {
+            (Some(ty), Some(e)) => context_csns(ty, e),
+            _ => Vec::new(),
+        })
+        .collect()
+}
 
-    /// Takes a batch of the feed into the log, dropping the oldest records beyond capacity.
-    fn record(&self, shared: &Shared, b: &Batch) {
-        let schema = shared.schema();
-        let ty = context_csn_type(&schema);
-        let k = &shared.known;
-        let mut per: Vec<Option<Record>> = (0..shared.suffixes.len()).map(|_| None).collect();
-        for c in &b.changes {
-            let Some(e) = c.after.as_ref().or(c.before.as_ref()) else {
-                continue;
-            };
-            let Some(i) = shared.suffixes.iter().position(|s| {
-                s.norm == e.ndn_str() || schema::norm_is_descendant(e.ndn_str(), &s.norm)
-            }) else {
-                continue;
-            };
-            let Some(r) = per.get_mut(i) else { continue };
-            let r = r.get_or_insert_with(|| Record {
-                seq: b.seq,
-                suffix: i,
-                csns: Vec::new(),
-                changed: Vec::new(),
-            });
-            // The suffix's contextCSN values this batch raised: they cover its deletes.
-            if let (Some(ty), Some(a)) = (ty, &c.after) {
-                if shared.is_suffix(a.ndn_str()) {
-                    let before = c
-                        .before
-                        .as_ref()
-                        .map(|x| context_csns(ty, x))
-                        .unwrap_or_default();
-                    for csn in context_csns(ty, a) {
-                        if !before.contains(&csn) {
-                            r.csns.push(csn);
-                        }
+/// The session log's records of batch `b`: per naming context, the CSNs it stamped and the
+/// entries it changed.
+fn records(shared: &Shared, b: &Batch) -> Vec<Record> {
+    let schema = shared.schema();
+    let ty = context_csn_type(&schema);
+    let k = &shared.known;
+    let mut per: Vec<Option<Record>> = (0..shared.suffixes.len()).map(|_| None).collect();
+    for c in &b.changes {
+        let Some(e) = c.after.as_ref().or(c.before.as_ref()) else {
+            continue;
+        };
+        let Some(i) = shared.suffixes.iter().position(|s| {
+            s.norm == e.ndn_str() || schema::norm_is_descendant(e.ndn_str(), &s.norm)
+        }) else {
+            continue;
+        };
+        let Some(r) = per.get_mut(i) else { continue };
+        let r = r.get_or_insert_with(|| Record {
+            seq: b.seq,
+            suffix: i,
+            csns: Vec::new(),
+            changed: Vec::new(),
+        });
+        // The suffix's contextCSN values this batch raised: they cover its deletes.
+        if let (Some(ty), Some(a)) = (ty, &c.after) {
+            if shared.is_suffix(a.ndn_str()) {
+                let before = c
+                    .before
+                    .as_ref()
+                    .map(|x| context_csns(ty, x))
+                    .unwrap_or_default();
+                for csn in context_csns(ty, a) {
+                    if !before.contains(&csn) {
+                        r.csns.push(csn);
                     }
                 }
             }
-            if let Some(csn) = c
-                .after
-                .as_ref()
-                .and_then(|a| a.attr(k.entry_csn))
-                .and_then(|a| a.first())
-                .and_then(|v| std::str::from_utf8(v).ok())
-            {
-                r.csns.push(csn.to_owned());
-            }
-            if only_context_csn(shared, c) {
-                continue;
-            }
-            if let Some(u) = uuid_of(shared, e) {
-                r.changed.push((u, c.id));
-            }
         }
-        let mut log = self.lock();
-        for r in per.into_iter().flatten() {
-            log.held += r.changed.len();
-            log.records.push_back(r);
+        if let Some(csn) = c
+            .after
+            .as_ref()
+            .and_then(|a| a.attr(k.entry_csn))
+            .and_then(|a| a.first())
+            .and_then(|v| std::str::from_utf8(v).ok())
+        {
+            r.csns.push(csn.to_owned());
         }
-        while log.held > self.capacity {
-            let Some(old) = log.records.pop_front() else {
-                break;
-            };
-            log.held -= old.changed.len();
-            if let Some(f) = log.floors.get_mut(old.suffix) {
-                merge(f, &old.csns);
-            }
+        if only_context_csn(shared, c) {
+            continue;
+        }
+        if let Some(u) = uuid_of(shared, e) {
+            r.changed.push((u, c.id));
         }
     }
-
-    /// How to refresh a consumer of naming context `suffix` holding `cookie`, against a
-    /// version with contextCSN `ctx` and sequence `seq` (the log has taken it in).
-    fn plan(&self, suffix: usize, cookie: &[String], ctx: &[String], seq: u64) -> Plan {
-        if cookie.is_empty() {
-            return Plan::Full;
-        }
-        if !ctx.is_empty() && ctx.iter().all(|c| !newer_than(cookie, c)) {
-            return Plan::UpToDate;
-        }
-        let log = self.lock();
-        let floor = log.floors.get(suffix).map(Vec::as_slice).unwrap_or(&[]);
-        if floor.iter().any(|f| newer_than(cookie, f)) {
-            return Plan::Full;
-        }
-        let mut seen: HashMap<SyncUuid, EntryId> = HashMap::new();
-        let mut order = Vec::new();
-        for r in &log.records {
-            if r.seq > seq || r.suffix != suffix || !r.csns.iter().any(|c| newer_than(cookie, c)) {
-                continue;
-            }
-            for (u, id) in &r.changed {
-                if seen.insert(*u, *id).is_none() {
-                    order.push(*u);
-                }
-            }
-        }
-        Plan::Changed(
-            order
-                .into_iter()
-                .filter_map(|u| seen.get(&u).map(|id| (u, *id)))
-                .collect(),
-        )
-    }
+    per.into_iter().flatten().collect()
 }
 
 /// Starts sync search `op` (the Sync Request control `sync`): checks, subscribes, resolves
@@ -561,7 +432,7 @@ pub(crate) async fn start(op: Op, req: &SearchRequest<'_>, sync: SyncRequest<'st
     let task = Task {
         conn: conn.clone(),
         id,
-        req: super::psearch::owned(req),
+        req: super::longsearch::owned(req),
         who,
         rid: cookie.rid,
         suffix,
@@ -570,33 +441,9 @@ pub(crate) async fn start(op: Op, req: &SearchRequest<'_>, sync: SyncRequest<'st
     tokio::spawn(async move {
         let mut op = op;
         let end = task.run(&provider, &cookie, sub, v, p, &mut op).await;
-        conn.psearches.unregister(id, &stop);
-        let cancel = super::cancel::search_ended(&conn, id, &stop.flag);
-        let ended_first = matches!(end, End::Done(..));
-        match end {
-            End::Done(r, n) => {
-                op.finish(tags::SEARCH_RESULT_DONE, r.as_ref().map(|_| ()), Some(n))
-                    .await
-            }
-            End::Silent if cancel.is_some() => {
-                let e = super::cancel::cancelled();
-                op.finish(tags::SEARCH_RESULT_DONE, Err(&e), None).await
-            }
-            End::Silent => conn.log_abandoned(op.log.take()),
-        }
-        if let Some(c) = cancel {
-            let _ = c.send(!ended_first);
-        }
+        finish(&conn, id, &stop, op, end).await;
     });
     Next::Continue
-}
-
-/// How a sync search ended.
-enum End {
-    /// With a SearchResultDone carrying this result (and the response controls); entries sent.
-    Done(Result<(), LdapError>, u64),
-    /// Abandoned, or the connection went away.
-    Silent,
 }
 
 /// One sync search.
@@ -1044,20 +891,5 @@ mod tests {
         );
         assert_eq!(parse_uuid(b"0123456789abcdef0123456789abcdef"), None);
         assert_eq!(parse_uuid(b"01234567-89ab-cdef-0123-456789abcdeg"), None);
-    }
-
-    #[test]
-    fn cookies_compare_per_server_id() {
-        let a1 = "20261125000000.000001Z#000000#001#000000".to_string();
-        let a2 = "20261125000000.000002Z#000000#001#000000".to_string();
-        let b1 = "20261125000000.000001Z#000000#002#000000".to_string();
-        let cookie = vec![a1.clone()];
-        assert!(!newer_than(&cookie, &a1));
-        assert!(newer_than(&cookie, &a2));
-        // A server id the cookie has never seen is always news.
-        assert!(newer_than(&cookie, &b1));
-        let mut set = vec![a2.clone()];
-        merge(&mut set, &[a1, b1.clone()]);
-        assert_eq!(set, [a2, b1]);
     }
 }

@@ -1,0 +1,205 @@
+//! The replication provider's session log: the last `syncprov_sessionlog` changed entries
+//! (deletes included), by batch, with the CSNs each batch stamped, and per naming context the
+//! *floor*: the contextCSN values below which the log has dropped changes. A cookie at or above
+//! the floor for every server id is served from the log (`Provider::plan`).
+//!
+//! A plain data structure: what goes in is worked out from the change feed by `ops::syncprov`,
+//! which also runs the task that fills it. `Shared` holds one, so this module depends on
+//! nothing of the server's.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use proto::controls::sync::{csn_sid, SyncCookie, SyncUuid};
+use store::EntryId;
+use tokio::sync::watch;
+
+/// One batch of the session log, for one naming context.
+pub(crate) struct Record {
+    pub seq: u64,
+    /// The naming context (index in `Shared::suffixes`).
+    pub suffix: usize,
+    /// The CSNs this batch stamped in the naming context.
+    pub csns: Vec<String>,
+    /// The entries it changed (added, modified, renamed, deleted).
+    pub changed: Vec<(SyncUuid, EntryId)>,
+}
+
+/// The recent changes, bounded by `syncprov_sessionlog` entries.
+struct SessionLog {
+    /// Per naming context (index in `Shared::suffixes`): changes at or below these CSNs may
+    /// have left the log.
+    floors: Vec<Vec<String>>,
+    records: VecDeque<Record>,
+    /// Changed entries held in `records`.
+    held: usize,
+}
+
+/// The provider's shared state: the session log and how far it has read the feed.
+pub(crate) struct Provider {
+    log: Mutex<SessionLog>,
+    /// The `seq` of the last batch the log has taken in (`u64::MAX`: the feed closed).
+    pub seen: watch::Sender<u64>,
+    started: AtomicBool,
+    capacity: usize,
+}
+
+/// Raises each server id's CSN in `set` to the one in `more`, if newer.
+pub(crate) fn merge(set: &mut Vec<String>, more: &[String]) {
+    set.extend(more.iter().cloned());
+    let mut c = SyncCookie {
+        csns: std::mem::take(set),
+        ..SyncCookie::default()
+    };
+    c.normalize();
+    *set = c.csns;
+}
+
+/// Whether a change stamped `csn` after the holder of `cookie` last looked.
+pub(crate) fn newer_than(cookie: &[String], csn: &str) -> bool {
+    let Some(sid) = csn_sid(csn) else {
+        return false;
+    };
+    match cookie.iter().find(|c| csn_sid(c) == Some(sid)) {
+        Some(c) => csn > c.as_str(),
+        None => true,
+    }
+}
+
+/// How a cookie is refreshed.
+pub(crate) enum Plan {
+    /// Nothing changed since the cookie.
+    UpToDate,
+    /// Entries changed since the cookie, from the session log.
+    Changed(Vec<(SyncUuid, EntryId)>),
+    /// Everything in scope, in a present phase.
+    Full,
+}
+
+impl Provider {
+    pub(crate) fn new(capacity: usize) -> Arc<Provider> {
+        Arc::new(Provider {
+            log: Mutex::new(SessionLog {
+                floors: Vec::new(),
+                records: VecDeque::new(),
+                held: 0,
+            }),
+            seen: watch::Sender::new(0),
+            started: AtomicBool::new(false),
+            capacity,
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, SessionLog> {
+        self.log.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// True the first time only: whoever gets it starts the task that fills the log.
+    pub(crate) fn first_start(&self) -> bool {
+        !self.started.swap(true, Ordering::Relaxed)
+    }
+
+    /// Empties the log; `floors` (per naming context) are the contextCSN values it starts from.
+    pub(crate) fn reset(&self, floors: Vec<Vec<String>>) {
+        let mut log = self.lock();
+        log.floors = floors;
+        log.records.clear();
+        log.held = 0;
+    }
+
+    /// Takes in the records of one batch, dropping the oldest beyond capacity (their CSNs
+    /// raise the floors).
+    pub(crate) fn take(&self, records: impl IntoIterator<Item = Record>) {
+        let mut log = self.lock();
+        for r in records {
+            log.held += r.changed.len();
+            log.records.push_back(r);
+        }
+        while log.held > self.capacity {
+            let Some(old) = log.records.pop_front() else {
+                break;
+            };
+            log.held -= old.changed.len();
+            if let Some(f) = log.floors.get_mut(old.suffix) {
+                merge(f, &old.csns);
+            }
+        }
+    }
+
+    /// How to refresh a consumer of naming context `suffix` holding `cookie`, against a
+    /// version with contextCSN `ctx` and sequence `seq` (the log has taken it in).
+    pub(crate) fn plan(&self, suffix: usize, cookie: &[String], ctx: &[String], seq: u64) -> Plan {
+        if cookie.is_empty() {
+            return Plan::Full;
+        }
+        if !ctx.is_empty() && ctx.iter().all(|c| !newer_than(cookie, c)) {
+            return Plan::UpToDate;
+        }
+        let log = self.lock();
+        let floor = log.floors.get(suffix).map(Vec::as_slice).unwrap_or(&[]);
+        if floor.iter().any(|f| newer_than(cookie, f)) {
+            return Plan::Full;
+        }
+        let mut seen: HashMap<SyncUuid, EntryId> = HashMap::new();
+        let mut order = Vec::new();
+        for r in &log.records {
+            if r.seq > seq || r.suffix != suffix || !r.csns.iter().any(|c| newer_than(cookie, c)) {
+                continue;
+            }
+            for (u, id) in &r.changed {
+                if seen.insert(*u, *id).is_none() {
+                    order.push(*u);
+                }
+            }
+        }
+        Plan::Changed(
+            order
+                .into_iter()
+                .filter_map(|u| seen.get(&u).map(|id| (u, *id)))
+                .collect(),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cookies_compare_per_server_id() {
+        let a1 = "20261125000000.000001Z#000000#001#000000".to_string();
+        let a2 = "20261125000000.000002Z#000000#001#000000".to_string();
+        let b1 = "20261125000000.000001Z#000000#002#000000".to_string();
+        let cookie = vec![a1.clone()];
+        assert!(!newer_than(&cookie, &a1));
+        assert!(newer_than(&cookie, &a2));
+        // A server id the cookie has never seen is always news.
+        assert!(newer_than(&cookie, &b1));
+        let mut set = vec![a2.clone()];
+        merge(&mut set, &[a1, b1.clone()]);
+        assert_eq!(set, [a2, b1]);
+    }
+
+    #[test]
+    fn a_full_log_raises_the_floor_and_old_cookies_get_a_full_refresh() {
+        let csn = |n: u32| format!("20261125000000.{n:06}Z#000000#001#000000");
+        let p = Provider::new(2);
+        p.reset(vec![vec![csn(0)]]);
+        for n in 1..=3u32 {
+            p.take([Record {
+                seq: u64::from(n),
+                suffix: 0,
+                csns: vec![csn(n)],
+                changed: vec![([n as u8; 16], n)],
+            }]);
+        }
+        // Capacity 2: the change stamped csn(1) left the log, so a cookie at csn(0) is too old.
+        assert!(matches!(p.plan(0, &[csn(0)], &[csn(3)], 3), Plan::Full));
+        match p.plan(0, &[csn(1)], &[csn(3)], 3) {
+            Plan::Changed(l) => assert_eq!(l.len(), 2),
+            _ => panic!("a cookie the log covers is served from it"),
+        }
+        assert!(matches!(p.plan(0, &[csn(3)], &[csn(3)], 3), Plan::UpToDate));
+    }
+}
