@@ -203,6 +203,9 @@ pub struct Settings {
     pub syncrepl: Option<Vec<repl::consumer::ConsumerSpec>>,
     #[serde(default, deserialize_with = "de::strings")]
     pub updateref: Option<Vec<String>>,
+    /// One of several providers taking writes (slapd's `multiprovider on`).
+    #[serde(default, deserialize_with = "de::boolean")]
+    pub multi_provider: bool,
     #[serde(default, deserialize_with = "de::strings")]
     pub monitor_readers: Option<Vec<String>>,
     #[serde(default, deserialize_with = "de::metrics_listen")]
@@ -1389,7 +1392,7 @@ log_level = "debug"
         let keys = keys();
         assert_eq!(&keys[..3], &["listen", "data", "suffix"]);
         assert_eq!(keys.last(), Some(&"log_level"));
-        assert_eq!(keys.len(), 81, "{keys:?}");
+        assert_eq!(keys.len(), 82, "{keys:?}");
         let doc = include_str!("../../../docs/configuration.md");
         for k in keys {
             assert!(

@@ -90,6 +90,7 @@ pub fn server_config(s: Settings, admin_password_hash: Vec<u8>) -> server::Confi
     if let Some(v) = s.updateref {
         c.updateref = v;
     }
+    c.multi_provider = s.multi_provider;
     if let Some(v) = s.max_connections {
         c.max_connections = v;
     }

@@ -327,9 +327,17 @@ fn deletes_and_the_end_of_a_present_phase() {
         let dn = format!("uid=p{i},ou=people,{SUFFIX}");
         put(&dit, person(&dn, 10 + i, 1, "p@example.com")).unwrap();
     }
-    let gone = write(&dit, |d, txn| apply::apply_delete(d, txn, &uuid(10))).unwrap();
+    let a = area(&dit);
+    let gone = write(&dit, move |d, txn| {
+        apply::apply_delete(d, txn, &a, &[], &uuid(10))
+    })
+    .unwrap();
     assert!(gone.is_some());
-    let again = write(&dit, |d, txn| apply::apply_delete(d, txn, &uuid(10))).unwrap();
+    let a = area(&dit);
+    let again = write(&dit, move |d, txn| {
+        apply::apply_delete(d, txn, &a, &[], &uuid(10))
+    })
+    .unwrap();
     assert!(again.is_none());
     // The provider mentioned the suffix, ou=people, p1 and p3: p2 and p4 go.
     let present: HashSet<Box<[u8]>> = [1u8, 2, 11, 13]
@@ -338,7 +346,7 @@ fn deletes_and_the_end_of_a_present_phase() {
         .collect();
     let a = area(&dit);
     let deleted = write(&dit, move |d, txn| {
-        apply::delete_absent(d, txn, &a, &present)
+        apply::delete_absent(d, txn, &a, &[], &present)
     })
     .unwrap();
     assert_eq!(deleted.len(), 2);
@@ -347,7 +355,7 @@ fn deletes_and_the_end_of_a_present_phase() {
     // Nothing mentioned: all of the area goes, subordinates first.
     let a = area(&dit);
     let deleted = write(&dit, move |d, txn| {
-        apply::delete_absent(d, txn, &a, &HashSet::new())
+        apply::delete_absent(d, txn, &a, &[], &HashSet::new())
     })
     .unwrap();
     assert_eq!(deleted.len(), 4);
@@ -381,4 +389,105 @@ fn the_cookie_is_kept_on_the_suffix_entry() {
     assert_eq!(kept.csns, [csn(5), other.to_string()]);
     // The suffix entry's own entryCSN is the provider's, not touched by the cookie.
     assert_eq!(value(&dit, SUFFIX, "entryCSN").unwrap(), csn(9));
+}
+
+fn multi_area(dit: &Dit) -> Arc<Area> {
+    let mut spec = ConsumerSpec::new(1, ProviderUrl::parse("ldap://127.0.0.1:1").unwrap(), SUFFIX);
+    spec.multi_provider = true;
+    Arc::new(Area::new(dit, &spec).unwrap())
+}
+
+fn put_multi(dit: &Arc<Dit>, inc: Incoming) -> LdapResult<Outcome> {
+    let a = multi_area(dit);
+    write(dit, move |d, txn| {
+        apply::apply_entry(d, txn, &a, &inc).map(|(o, _)| o)
+    })
+}
+
+fn uuid_at(dit: &Dit, dn: &str) -> Option<String> {
+    value(dit, dn, "entryUUID")
+}
+
+/// Two providers added the same DN (two entryUUIDs): whichever order the two entries arrive
+/// in, the later entryCSN holds the DN.
+#[test]
+fn multi_provider_the_same_dn_added_twice_keeps_the_later() {
+    let dn = format!("uid=twin,ou=people,{SUFFIX}");
+    let older = person(&dn, 20, 3, "older@example.com");
+    let newer = person(&dn, 21, 4, "newer@example.com");
+    for order in [[&older, &newer], [&newer, &older]] {
+        let dit = directory();
+        put_multi(&dit, suffix(1)).unwrap();
+        put_multi(&dit, ou("people", 2)).unwrap();
+        for inc in order {
+            put_multi(&dit, inc.clone()).unwrap();
+        }
+        assert_eq!(uuid_at(&dit, &dn).as_deref(), Some(uuid(21).as_str()));
+        assert_eq!(
+            value(&dit, &dn, "mail").as_deref(),
+            Some("newer@example.com")
+        );
+    }
+    // A read-only replica takes what its one provider sends, whatever its CSN.
+    let dit = directory();
+    put(&dit, suffix(1)).unwrap();
+    put(&dit, ou("people", 2)).unwrap();
+    put(&dit, newer.clone()).unwrap();
+    put(&dit, older.clone()).unwrap();
+    assert_eq!(uuid_at(&dit, &dn).as_deref(), Some(uuid(20).as_str()));
+}
+
+/// Multi-provider deletes: an entry holding a change the provider had not seen (its entryCSN
+/// is newer than the provider's cookie for that server id) is neither deleted by a delete
+/// from it nor by the end of its present phase; one it had seen is.
+#[test]
+fn multi_provider_deletes_spare_changes_the_provider_had_not_seen() {
+    let dit = directory();
+    put_multi(&dit, suffix(1)).unwrap();
+    put_multi(&dit, ou("people", 2)).unwrap();
+    let p = |i: u8, version: u32| {
+        person(
+            &format!("uid=p{i},ou=people,{SUFFIX}"),
+            10 + i,
+            version,
+            "p@example.com",
+        )
+    };
+    put_multi(&dit, p(0, 5)).unwrap();
+    put_multi(&dit, p(1, 9)).unwrap();
+    put_multi(&dit, p(2, 5)).unwrap();
+    put_multi(&dit, p(3, 9)).unwrap();
+    // The provider has seen sid 1 up to version 7.
+    let heard = vec![csn(7)];
+    let a = multi_area(&dit);
+    let h = heard.clone();
+    let gone = write(&dit, move |d, txn| {
+        Ok((
+            apply::apply_delete(d, txn, &a, &h, &uuid(10))?.is_some(),
+            apply::apply_delete(d, txn, &a, &h, &uuid(11))?.is_some(),
+        ))
+    })
+    .unwrap();
+    assert_eq!(gone, (true, false), "p0 (seen) goes, p1 (newer) stays");
+    // A present phase that mentions the suffix and ou=people only.
+    let present: HashSet<Box<[u8]>> = [1u8, 2]
+        .iter()
+        .map(|n| apply::uuid_norm(&dit, &uuid(*n)).unwrap())
+        .collect();
+    let a = multi_area(&dit);
+    let deleted = write(&dit, move |d, txn| {
+        apply::delete_absent(d, txn, &a, &heard, &present)
+    })
+    .unwrap();
+    assert_eq!(deleted.len(), 1, "p2 (seen) goes, p1 and p3 (newer) stay");
+    assert!(value(&dit, &format!("uid=p1,ou=people,{SUFFIX}"), "uid").is_some());
+    assert!(value(&dit, &format!("uid=p3,ou=people,{SUFFIX}"), "uid").is_some());
+    assert!(value(&dit, &format!("uid=p2,ou=people,{SUFFIX}"), "uid").is_none());
+    // A provider that never saw sid 1 at all deletes nothing of it.
+    let a = multi_area(&dit);
+    let kept = write(&dit, move |d, txn| {
+        apply::apply_delete(d, txn, &a, &[], &uuid(11))
+    })
+    .unwrap();
+    assert!(kept.is_none());
 }

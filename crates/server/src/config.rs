@@ -188,6 +188,11 @@ pub struct Config {
     /// LDAP URLs a replica refers writes to (result referral), as slapd's `updateref`.
     /// Without them a replica refuses writes (unwillingToPerform). None by default.
     pub updateref: Vec<String>,
+    /// Multi-provider replication (slapd's `multiprovider on`, formerly `mirrormode`): this
+    /// server takes writes although it has `[[syncrepl]]` consumers, and resolves conflicts
+    /// with the other providers by CSN (docs/replication.md). Needs `syncprov` and a
+    /// non-zero `server_id`. Default false.
+    pub multi_provider: bool,
     /// How access-log lines are written: `text` (default) or `json` (one object per line).
     pub access_log_format: crate::logs::LogFormat,
     /// DNs, besides the administrator, that may read cn=Monitor (exact match of the bound or
@@ -274,6 +279,7 @@ impl Default for Config {
             snapshot_cpu_share: 25,
             syncrepl: Vec::new(),
             updateref: Vec::new(),
+            multi_provider: false,
             access_log_format: crate::logs::LogFormat::Text,
             monitor_readers: Vec::new(),
             metrics_listen: None,

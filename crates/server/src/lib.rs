@@ -251,7 +251,7 @@ impl Server {
         )
         .map_err(StartError::Config)?;
         dit.password_hash = config.password_hash;
-        replica::check(&dit, &config.syncrepl)?;
+        replica::check(&dit, &config)?;
         let replication = config
             .syncrepl
             .iter()

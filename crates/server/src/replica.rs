@@ -17,7 +17,7 @@ use crate::StartError;
 /// write to a shadow database too).
 pub(crate) fn refer_writes(shared: &Shared, who: &Identity) -> LdapResult<()> {
     let c = &shared.config;
-    if c.syncrepl.is_empty() || who.is_admin {
+    if c.syncrepl.is_empty() || c.multi_provider || who.is_admin {
         return Ok(());
     }
     if c.updateref.is_empty() {
@@ -30,13 +30,23 @@ pub(crate) fn refer_writes(shared: &Shared, who: &Identity) -> LdapResult<()> {
 }
 
 /// Checks each consumer's configuration against the directory: its search base within a
-/// suffix, its filter, attributes and TLS settings.
-pub(crate) fn check(
-    dit: &dit::Dit,
-    specs: &[repl::consumer::ConsumerSpec],
-) -> Result<(), StartError> {
+/// suffix, its filter, attributes and TLS settings; and multi-provider's needs (a provider
+/// with its own server id).
+pub(crate) fn check(dit: &dit::Dit, config: &crate::Config) -> Result<(), StartError> {
+    if config.multi_provider {
+        if !config.syncprov {
+            return Err(StartError::Config(
+                "multi_provider needs syncprov = true (each provider serves the others)".into(),
+            ));
+        }
+        if config.server_id == 0 {
+            return Err(StartError::Config(
+                "multi_provider needs a server_id (1-4095) of its own on each provider".into(),
+            ));
+        }
+    }
     let mut rids = Vec::new();
-    for s in specs {
+    for s in &specs(config) {
         let at = format!("syncrepl rid={:03}", s.rid);
         s.check()
             .map_err(|e| StartError::Config(format!("{at}: {e}")))?;
@@ -50,19 +60,22 @@ pub(crate) fn check(
     Ok(())
 }
 
+/// The consumers as configured, told whether this server is one of several providers.
+fn specs(config: &crate::Config) -> Vec<repl::consumer::ConsumerSpec> {
+    let mut specs = config.syncrepl.clone();
+    for s in &mut specs {
+        s.multi_provider = config.multi_provider;
+    }
+    specs
+}
+
 /// Starts one task per consumer; the caller aborts them at shutdown.
 pub(crate) fn start(shared: &Arc<Shared>) -> Vec<tokio::task::JoinHandle<()>> {
-    shared
-        .config
-        .syncrepl
-        .iter()
+    specs(&shared.config)
+        .into_iter()
         .zip(&shared.replication)
         .map(|(spec, status)| {
-            tokio::spawn(repl::consumer::run(
-                shared.clone(),
-                spec.clone(),
-                status.clone(),
-            ))
+            tokio::spawn(repl::consumer::run(shared.clone(), spec, status.clone()))
         })
         .collect()
 }

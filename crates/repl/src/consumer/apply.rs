@@ -56,6 +56,8 @@ pub struct Area {
     named: Vec<AttrId>,
     context_csn: AttrId,
     not_stored: Vec<AttrId>,
+    /// Multi-provider: conflicts are resolved by CSN (`ConsumerSpec::multi_provider`).
+    pub multi: bool,
 }
 
 impl Area {
@@ -111,6 +113,7 @@ impl Area {
             named,
             context_csn,
             not_stored,
+            multi: spec.multi_provider,
         })
     }
 
@@ -307,6 +310,15 @@ pub fn apply_entry(
             return Ok((Outcome::Unchanged, None));
         }
     }
+    // Multi-provider: two servers added the same DN (two entryUUIDs): the later entryCSN
+    // keeps the DN on both, whichever arrives first.
+    if area.multi && by_uuid.is_none() {
+        if let (Some(other), Some(csn)) = (&at_dn, &incoming_csn) {
+            if csn_of(dit, other).is_some_and(|l| l >= *csn) {
+                return Ok((Outcome::Unchanged, None));
+            }
+        }
+    }
     // Where the entry goes: its parent (unless it is a naming context).
     let root = dit.is_suffix(&ndn.norm);
     if !root && dit.suffix_of(&ndn.norm).is_none() {
@@ -394,15 +406,55 @@ pub fn apply_entry(
     ))
 }
 
+/// Whether entry `e` holds a change the provider had not seen when it said what it holds:
+/// its entryCSN is newer than the provider's CSN for the same server id in `heard` (the
+/// cookies this session received from it). Multi-provider only: such an entry is not deleted
+/// because the provider deleted it or lacks it — the provider will get the change and add the
+/// entry back (a change concurrent with a delete wins; a delete after it was seen wins).
+pub fn unseen_by_provider(dit: &Dit, area: &Area, heard: &[String], e: &Entry) -> bool {
+    if !area.multi {
+        return false;
+    }
+    let Some(csn) = csn_of(dit, e) else {
+        return false;
+    };
+    let csn = String::from_utf8_lossy(&csn);
+    let Some(sid) = proto::controls::sync::csn_sid(&csn) else {
+        return false;
+    };
+    match heard
+        .iter()
+        .find(|c| proto::controls::sync::csn_sid(c) == Some(sid))
+    {
+        Some(c) => *csn > **c,
+        None => true,
+    }
+}
+
 /// Deletes the entry with this entryUUID (text form), if there is one. It must be a leaf: a
-/// provider deletes the subordinates first.
-pub fn apply_delete(dit: &Dit, txn: &mut Txn, uuid: &str) -> LdapResult<Option<Applied>> {
+/// provider deletes the subordinates first. Multi-provider: an entry holding a change the
+/// provider had not seen (`unseen_by_provider`, against `heard`) is kept.
+pub fn apply_delete(
+    dit: &Dit,
+    txn: &mut Txn,
+    area: &Area,
+    heard: &[String],
+    uuid: &str,
+) -> LdapResult<Option<Applied>> {
     let Some(norm) = uuid_norm(dit, uuid) else {
         return Ok(None);
     };
-    let Some(id) = find_by_uuid(dit, txn.version(), &norm).map(|e| e.id) else {
+    let Some(e) = find_by_uuid(dit, txn.version(), &norm) else {
         return Ok(None);
     };
+    if unseen_by_provider(dit, area, heard, e) {
+        tracing::info!(
+            "replication: '{}' deleted at the provider before it saw the newer change here; kept",
+            e.dn()
+        );
+        return Ok(None);
+    }
+    let id = e.id;
     let before = txn.delete(id)?;
     Ok(Some(Applied {
         before: Some(before),
@@ -414,10 +466,14 @@ pub fn apply_delete(dit: &Dit, txn: &mut Txn, uuid: &str) -> LdapResult<Option<A
 /// The end of a present phase: deletes every entry of the area whose entryUUID (equality
 /// form) is not in `present`, deepest first, each run through the overlay chain. An entry
 /// that still has subordinates the provider did mention is kept (and reported in the log).
+/// Multi-provider: so is an entry holding a change the provider had not seen
+/// (`unseen_by_provider`, against the provider's cookie `heard`): it was written here (or
+/// came from another provider) and is on its way to the provider, not deleted there.
 pub fn delete_absent(
     dit: &Dit,
     txn: &mut Txn,
     area: &Area,
+    heard: &[String],
     present: &HashSet<Box<[u8]>>,
 ) -> LdapResult<Vec<Applied>> {
     let v = txn.version();
@@ -431,7 +487,7 @@ pub fn delete_absent(
                     .attr(ty)
                     .and_then(|a| a.norm().next())
                     .is_some_and(|n| present.contains(n));
-                if !known {
+                if !known && !unseen_by_provider(dit, area, heard, e) {
                     gone.push((e.depth(), e.id));
                 }
             }

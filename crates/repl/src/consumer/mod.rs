@@ -152,6 +152,8 @@ where
             deferred: Vec::new(),
             present: None,
             cookie: SyncCookie::default(),
+            heard: Vec::new(),
+            held_deletes: Vec::new(),
             refreshed: false,
         };
         let r = session.run(tls.as_ref()).await;
@@ -212,6 +214,13 @@ struct Session<'s, D> {
     present: Option<HashSet<Box<[u8]>>>,
     /// The newest cookie received in this session (also kept on the suffix entry).
     cookie: SyncCookie,
+    /// The CSNs of the cookies this provider sent in this session (not those kept from other
+    /// providers): what it had seen, per server id. Multi-provider deletes are checked
+    /// against it (`apply::unseen_by_provider`).
+    heard: Vec<String>,
+    /// Multi-provider: deletes of the refresh, held until its end, when the provider's
+    /// cookie says what it had seen.
+    held_deletes: Vec<String>,
     refreshed: bool,
 }
 
@@ -457,10 +466,10 @@ where
                         .map_err(|e| ReplError::Protocol(format!("Sync Done: {e:?}")))?,
                     None => SyncDone::default(),
                 };
+                let cookie = done.cookie.as_deref().map(|c| self.take_cookie(c));
                 if !done.refresh_deletes {
                     self.end_present_phase().await?;
                 }
-                let cookie = done.cookie.as_deref().map(|c| self.take_cookie(c));
                 if let Some(c) = cookie {
                     self.queue_cookie(c).await?;
                 }
@@ -489,6 +498,13 @@ where
             Ok(c) => {
                 self.cookie.csns.extend(c.csns.iter().cloned());
                 self.cookie.normalize();
+                let mut heard = SyncCookie {
+                    csns: std::mem::take(&mut self.heard),
+                    ..SyncCookie::default()
+                };
+                heard.csns.extend(c.csns.iter().cloned());
+                heard.normalize();
+                self.heard = heard.csns;
                 c
             }
             Err(e) => {
@@ -511,6 +527,10 @@ where
     /// The refresh is over: what was deferred is tried again, and from now on (persist)
     /// changes are applied as they come.
     async fn refresh_done(&mut self) -> Result<(), ReplError> {
+        let held = std::mem::take(&mut self.held_deletes);
+        if !held.is_empty() {
+            self.queue_delete_now(held, None).await?;
+        }
         self.settle().await?;
         self.present = None;
         if !self.refreshed {
@@ -535,8 +555,9 @@ where
         // Entries waiting for a parent must be in before anything is found absent.
         self.settle().await?;
         let (dit, area) = (self.dit.clone(), self.area.clone());
+        let heard = self.heard.clone();
         let job = self.dit.store.write(move |txn| {
-            apply::delete_absent(&dit, txn, &area, &present).map(|gone| {
+            apply::delete_absent(&dit, txn, &area, &heard, &present).map(|gone| {
                 if gone.is_empty() {
                     Outcome::Unchanged
                 } else {
@@ -577,11 +598,28 @@ where
         uuids: Vec<String>,
         cookie: Option<SyncCookie>,
     ) -> Result<(), ReplError> {
+        if self.area.multi && !self.refreshed {
+            // What the provider had seen is known at the end of the refresh.
+            self.held_deletes.extend(uuids);
+            if let Some(c) = cookie {
+                self.queue_cookie(c).await?;
+            }
+            return Ok(());
+        }
+        self.queue_delete_now(uuids, cookie).await
+    }
+
+    async fn queue_delete_now(
+        &mut self,
+        uuids: Vec<String>,
+        cookie: Option<SyncCookie>,
+    ) -> Result<(), ReplError> {
         let (dit, area) = (self.dit.clone(), self.area.clone());
+        let heard = self.heard.clone();
         let job = self.dit.store.write(move |txn| {
             let mut any = false;
             for u in &uuids {
-                if let Some(a) = apply::apply_delete(&dit, txn, u)? {
+                if let Some(a) = apply::apply_delete(&dit, txn, &area, &heard, u)? {
                     dit::overlays::run(&dit, txn, &a)?;
                     any = true;
                 }

@@ -282,6 +282,9 @@ pub struct ConsumerSpec {
     /// Network timeout for connecting, TLS, bind and the start of the refresh.
     pub timeout: Duration,
     pub max_pdu: usize,
+    /// Set by the server, not by the table: this server is one of several providers
+    /// (`multi_provider`), so conflicts are resolved by CSN in both directions (see `apply`).
+    pub multi_provider: bool,
 }
 
 impl ConsumerSpec {
@@ -303,6 +306,7 @@ impl ConsumerSpec {
             tls_key: None,
             timeout: DEFAULT_TIMEOUT,
             max_pdu: DEFAULT_MAX_PDU,
+            multi_provider: false,
         }
     }
 
