@@ -68,7 +68,7 @@ pub(crate) async fn run(shared: Arc<Shared>, stream: TcpStream, peer: SocketAddr
     if ldaps {
         if let Some((tls, info)) = handshake(&shared, stream, peer).await {
             let (rd, wr) = tokio::io::split(tls);
-            serve(shared, rd, wr, peer, Some(info), Arc::new(Outbox::new()), false).await;
+            serve_tls(shared, rd, wr, peer, info).await;
         }
         return;
     }
@@ -79,7 +79,7 @@ pub(crate) async fn run(shared: Arc<Shared>, stream: TcpStream, peer: SocketAddr
         };
         if let Some((tls, info)) = handshake(&shared, stream, peer).await {
             let (rd, wr) = tokio::io::split(tls);
-            serve(shared, rd, wr, peer, Some(info), Arc::new(Outbox::new()), false).await;
+            serve_tls(shared, rd, wr, peer, info).await;
         }
     }
 }
@@ -116,7 +116,7 @@ pub(crate) async fn run_local(shared: Arc<Shared>, stream: tokio::net::UnixStrea
         if let Some((tls, mut info)) = handshake(&shared, stream, peer).await {
             info.local = Some(cred);
             let (rd, wr) = tokio::io::split(tls);
-            serve(shared, rd, wr, peer, Some(info), Arc::new(Outbox::new()), false).await;
+            serve_tls(shared, rd, wr, peer, info).await;
         }
     }
 }
@@ -180,6 +180,17 @@ enum Ended<R, W> {
     Closed,
     /// StartTLS succeeded: the plain halves, to be wrapped in TLS.
     StartTls(R, W),
+}
+
+/// `serve` over TLS: the write task writes every response (a TLS stream keeps the bytes it
+/// encrypts until it is polled again, so the read loop cannot write in passing).
+async fn serve_tls<R, W>(shared: Arc<Shared>, rd: R, wr: W, peer: SocketAddr, info: TlsInfo)
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let out = Arc::new(Outbox::new());
+    serve(shared, rd, wr, peer, Some(info), out, false).await;
 }
 
 /// `serve` over a transport whose writes complete in the call (plain TCP, Unix sockets): the
