@@ -36,10 +36,11 @@ pub struct Applied {
     /// chain: a subtree delete's subordinates, deepest first. Audited before this one.
     pub also: Vec<Applied>,
     /// For a modify (`modify::apply`): what it did to the values of the attribute types an
-    /// overlay watches (`Overlay::watches`), so that the overlay need not compare `before`
-    /// and `after` (a group of 100,000 members gaining one: the change names one value).
-    /// Every watched type whose values changed is listed. `None` for other changes, and for
-    /// changes applied another way (replicated ones): compare `before` and `after` then.
+    /// overlay watches (`Overlay::watches`), and of attributes that held many values, so that
+    /// an overlay need not compare `before` and `after` (a group of 100,000 members gaining
+    /// one: the change names one value). Every watched type whose values changed is listed.
+    /// `None` for other changes, and for changes applied another way (replicated ones):
+    /// compare `before` and `after` then.
     pub values: Option<Vec<ValueChange>>,
 }
 
