@@ -141,7 +141,7 @@ struct KeptAttr<'e> {
     /// Positions of the stored values removed.
     drop: Vec<usize>,
     /// Values added, `(raw, normalized)`.
-    add: Vec<(Box<[u8]>, Box<[u8]>)>,
+    add: Vec<store::OwnedPair>,
 }
 
 impl KeptAttr<'_> {

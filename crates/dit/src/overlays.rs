@@ -52,8 +52,8 @@ pub struct Applied {
 pub struct ValueChange {
     pub ty: AttrId,
     pub options: Box<str>,
-    pub added: Vec<(Box<[u8]>, Box<[u8]>)>,
-    pub removed: Vec<(Box<[u8]>, Box<[u8]>)>,
+    pub added: Vec<store::OwnedPair>,
+    pub removed: Vec<store::OwnedPair>,
 }
 
 /// Collects `ValueChange`s as a modify applies its changes in order, netting a value added
@@ -61,10 +61,13 @@ pub struct ValueChange {
 /// names (and to an attribute's values where the request replaces or deletes it whole).
 #[derive(Default)]
 pub struct ValueChanges {
-    /// Per attribute: its type and options, the values recorded, and for each whether it is
-    /// added (`Some(true)`), removed (`Some(false)`) or back as it was (`None`).
-    attrs: Vec<(AttrId, Box<str>, ValueSet, Vec<Option<bool>>)>,
+    attrs: Vec<Recorded>,
 }
+
+/// One attribute's values recorded by `ValueChanges`: its type and options, the values, and
+/// for each whether it is added (`Some(true)`), removed (`Some(false)`) or back as it was
+/// (`None`).
+type Recorded = (AttrId, Box<str>, ValueSet, Vec<Option<bool>>);
 
 impl ValueChanges {
     /// Records that `(raw, norm)` was added (`true`) to or removed (`false`) from the

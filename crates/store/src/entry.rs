@@ -32,6 +32,9 @@ use crate::intern;
 /// A (raw, normalized) value pair.
 pub type Pair<'a> = (&'a [u8], &'a [u8]);
 
+/// A (raw, normalized) value pair, owned.
+pub type OwnedPair = (Box<[u8]>, Box<[u8]>);
+
 pub type EntryId = u32;
 
 /// One attribute in owned, editable form.
@@ -249,7 +252,7 @@ pub enum Part<'a> {
     Kept {
         attr: AttrRef<'a>,
         drop: &'a [usize],
-        add: &'a [(Box<[u8]>, Box<[u8]>)],
+        add: &'a [OwnedPair],
     },
 }
 
@@ -260,7 +263,7 @@ fn pack_kept(
     body: &mut Vec<u8>,
     attr: &AttrRef<'_>,
     drop: &[usize],
-    add: &[(Box<[u8]>, Box<[u8]>)],
+    add: &[OwnedPair],
 ) -> bool {
     let count = (attr.count + add.len()).saturating_sub(drop.len());
     if count == 0 {

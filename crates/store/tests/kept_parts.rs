@@ -146,7 +146,7 @@ proptest! {
                     .filter(|(_, i)| r2.contains(i))
                     .map(|(p, _)| p)
                     .collect();
-                let add: Vec<(Box<[u8]>, Box<[u8]>)> = a2
+                let add: Vec<store::OwnedPair> = a2
                     .iter()
                     .map(|&i| {
                         let raw = member(i);

@@ -91,7 +91,7 @@ fn membership_change<'a>(
             else {
                 return (Vec::new(), Vec::new());
             };
-            let norms = |l: &'a [(Box<[u8]>, Box<[u8]>)]| l.iter().map(|(_, n)| &**n).collect();
+            let norms = |l: &'a [store::OwnedPair]| l.iter().map(|(_, n)| &**n).collect();
             return (norms(&c.removed), norms(&c.added));
         }
     }
