@@ -5,8 +5,9 @@
 //! (the group and the member, counted from the change feed) and makes the same number of
 //! allocations (dhat, every thread, the writer's included). Counts, not times, so the test
 //! holds on a busy machine. Before the modify carried its own value changes to the overlay
-//! and the indexes, and kept the member attribute packed, the allocations grew by about four
-//! per member (the group unpacked, its members compared before and after).
+//! and the indexes, and kept the member attribute packed, they grew by about six per member:
+//! the group unpacked into owned values (two a member), and its members copied before and
+//! after the change (two a member each) for the overlay to compare.
 //!
 //! One test in this binary: dhat counts the allocations of the whole process.
 
