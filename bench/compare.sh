@@ -29,12 +29,6 @@ DEPTHS=${4:-1,32}
 DURATION=${5:-10}
 ROUNDS=${6:-3}
 WARMUP=${WARMUP:-2}
-SLAPD_PORT=${SLAPD_PORT:-13389}
-LINDEN_PORT=${LINDEN_PORT:-13390}
-PW_SCHEME=${PW_SCHEME:-ssha}
-SUFFIX="dc=example,dc=com"
-ADMIN="cn=admin,$SUFFIX"
-SECRET=secret
 
 SCRIPT=compare.sh
 # shellcheck source=bench/servers.sh
@@ -42,7 +36,6 @@ SCRIPT=compare.sh
 
 # --- 6. runs ------------------------------------------------------------------------------
 CLK_TCK=$(getconf CLK_TCK)
-cpu_ticks() { awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"; }
 
 RESULTS="$WORK/results"
 mkdir -p "$RESULTS"

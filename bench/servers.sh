@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # Sourced by bench/compare.sh and bench/sweep.sh: the side-by-side set-up they share. Given
-# N, SUFFIX, ADMIN, SECRET, SLAPD_PORT, LINDEN_PORT, PW_SCHEME and SCRIPT (the caller's name
-# for messages), it installs slapd and ldap-utils if absent (Debian/Ubuntu, needs root), builds
+# N and SCRIPT (the caller's name for messages), and optionally SLAPD_PORT (13389), LINDEN_PORT
+# (13390), PW_SCHEME (ssha), SUFFIX, ADMIN and SECRET, it installs slapd and ldap-utils if absent (Debian/Ubuntu, needs root), builds
 # linden (release) unless LINDEN names a binary, generates N reference entries once, loads them
 # into slapd (back-mdb, slapadd -q, equality indexes on objectClass, uid, cn, sn and mail) and
 # into Linden (linden import, its default indexes), starts both on loopback and checks both hold
@@ -15,11 +15,18 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/linden-${SCRIPT%.sh}.XXXXXX")
 SLAPD_PID=
 LINDEN_PID=
 
-log() { printf '== %s\n' "$*" >&2; }
-die() { printf '%s: %s\n' "$SCRIPT" "$*" >&2; exit 1; }
+# shellcheck source=bench/lib.sh
+. "$ROOT/bench/lib.sh"
+SLAPD_PORT=${SLAPD_PORT:-13389}
+LINDEN_PORT=${LINDEN_PORT:-13390}
+PW_SCHEME=${PW_SCHEME:-ssha}
+SUFFIX=${SUFFIX:-dc=example,dc=com}
+ADMIN=${ADMIN:-cn=admin,$SUFFIX}
+SECRET=${SECRET:-secret}
 
 cleanup() {
-  [ -n "$LINDEN_PID" ] && kill "$LINDEN_PID" 2>/dev/null || true
+  # A stopping Linden writes a snapshot: wait for it before the directory is removed.
+  [ -n "$LINDEN_PID" ] && kill "$LINDEN_PID" 2>/dev/null && wait "$LINDEN_PID" 2>/dev/null || true
   [ -n "$SLAPD_PID" ] && kill "$SLAPD_PID" 2>/dev/null || true
   if [ "${KEEP:-0}" = 1 ]; then log "work directory kept: $WORK"; else rm -rf "$WORK"; fi
 }
@@ -40,7 +47,6 @@ fi
 PATH=$PATH:/usr/sbin
 SCHEMA_DIR=/etc/ldap/schema
 [ -f "$SCHEMA_DIR/inetorgperson.schema" ] || die "no OpenLDAP schema files in $SCHEMA_DIR"
-MODULE_DIR=/usr/lib/ldap
 
 # --- 2. linden ----------------------------------------------------------------------------
 if [ -z "${LINDEN:-}" ]; then
@@ -56,14 +62,6 @@ log "generating $N entries"
 "$LINDEN" gen --count "$N" --suffix "$SUFFIX" --password password \
   --password-scheme "$PW_SCHEME" --output "$DATA"
 
-wait_ldap() { # url
-  for _ in $(seq 1 300); do
-    ldapsearch -x -H "$1" -s base -b "" 1.1 >/dev/null 2>&1 && return 0
-    sleep 0.1
-  done
-  die "no LDAP server answering at $1"
-}
-
 count_people() { # url
   ldapsearch -x -LLL -H "$1" -D "$ADMIN" -w "$SECRET" -b "ou=people,$SUFFIX" -s one \
     -z 0 "(objectClass=inetOrgPerson)" 1.1 | grep -c '^dn:' || true
@@ -71,32 +69,10 @@ count_people() { # url
 
 # --- 4. slapd (back-mdb) ------------------------------------------------------------------
 SLAPD_URL="ldap://127.0.0.1:$SLAPD_PORT"
-mkdir -p "$WORK/slapd/db"
-cat >"$WORK/slapd/slapd.conf" <<EOF
-include $SCHEMA_DIR/core.schema
-include $SCHEMA_DIR/cosine.schema
-include $SCHEMA_DIR/inetorgperson.schema
-include $SCHEMA_DIR/nis.schema
-pidfile $WORK/slapd/slapd.pid
-argsfile $WORK/slapd/slapd.args
-loglevel 0
-modulepath $MODULE_DIR
-moduleload back_mdb
-sizelimit unlimited
-
-database mdb
-maxsize 34359738368
-suffix "$SUFFIX"
-rootdn "$ADMIN"
-rootpw $SECRET
-directory $WORK/slapd/db
-index objectClass eq
-index uid eq
-EOF
 if [ "${SUB_INDEXES:-0}" = 1 ]; then
-  echo "index cn,sn,mail eq,sub" >>"$WORK/slapd/slapd.conf"
+  slapd_conf "$WORK/slapd" "index cn,sn,mail eq,sub"
 else
-  printf 'index cn eq\nindex sn eq\nindex mail eq\n' >>"$WORK/slapd/slapd.conf"
+  slapd_conf "$WORK/slapd"
 fi
 log "loading slapd (slapadd -q)"
 t0=$(date +%s.%N)

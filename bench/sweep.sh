@@ -24,12 +24,6 @@ DEPTH=${DEPTH:-64}
 FRACTIONS=${FRACTIONS:-0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1.0}
 PROBE=${PROBE:-3}
 WARMUP=${WARMUP:-1}
-SLAPD_PORT=${SLAPD_PORT:-13389}
-LINDEN_PORT=${LINDEN_PORT:-13390}
-PW_SCHEME=${PW_SCHEME:-ssha}
-SUFFIX="dc=example,dc=com"
-ADMIN="cn=admin,$SUFFIX"
-SECRET=secret
 OUT=$(realpath -m "$OUT")
 mkdir -p "$(dirname "$OUT")"
 
