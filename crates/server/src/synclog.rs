@@ -7,7 +7,7 @@
 //! which also runs the task that fills it. `Shared` holds one, so this module depends on
 //! nothing of the server's.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -141,14 +141,21 @@ impl Provider {
         if floor.iter().any(|f| newer_than(cookie, f)) {
             return Plan::Full;
         }
-        let mut seen: HashMap<SyncUuid, EntryId> = HashMap::new();
+        // Which entries changed since the cookie (in the order first changed), and where each
+        // is now: its latest record, even one the cookie already covers. An entry deleted
+        // after the cookie and added back by a change the consumer had seen (multi-provider:
+        // its own write, replicated here) is the new entry, not the deleted one.
+        let mut now: HashMap<SyncUuid, EntryId> = HashMap::new();
         let mut order = Vec::new();
+        let mut changed = HashSet::new();
         for r in &log.records {
-            if r.seq > seq || r.suffix != suffix || !r.csns.iter().any(|c| newer_than(cookie, c)) {
+            if r.seq > seq || r.suffix != suffix {
                 continue;
             }
+            let news = r.csns.iter().any(|c| newer_than(cookie, c));
             for (u, id) in &r.changed {
-                if seen.insert(*u, *id).is_none() {
+                now.insert(*u, *id);
+                if news && changed.insert(*u) {
                     order.push(*u);
                 }
             }
@@ -156,7 +163,7 @@ impl Provider {
         Plan::Changed(
             order
                 .into_iter()
-                .filter_map(|u| seen.get(&u).map(|id| (u, *id)))
+                .filter_map(|u| now.get(&u).map(|id| (u, *id)))
                 .collect(),
         )
     }
@@ -201,5 +208,38 @@ mod tests {
             _ => panic!("a cookie the log covers is served from it"),
         }
         assert!(matches!(p.plan(0, &[csn(3)], &[csn(3)], 3), Plan::UpToDate));
+    }
+
+    #[test]
+    fn an_entry_deleted_then_added_back_by_a_change_the_cookie_covers_is_sent_as_it_is_now() {
+        // Multi-provider: this server (sid 1) deleted an entry; then it replicated the entry
+        // back from server 2, whose change (csn2) the consumer (server 2) already holds. The
+        // consumer must get the entry as it is now (id 7), not a delete of the old one (id 3).
+        let csn1 = |n: u32| format!("20261125000000.{n:06}Z#000000#001#000000");
+        let csn2 = |n: u32| format!("20261125000000.{n:06}Z#000000#002#000000");
+        let p = Provider::new(100);
+        p.reset(vec![vec![csn1(0), csn2(0)]]);
+        let u = [9u8; 16];
+        p.take([Record {
+            seq: 1,
+            suffix: 0,
+            csns: vec![csn1(1)],
+            changed: vec![(u, 3)],
+        }]);
+        p.take([Record {
+            seq: 2,
+            suffix: 0,
+            csns: vec![csn2(2)],
+            changed: vec![(u, 7)],
+        }]);
+        match p.plan(0, &[csn1(0), csn2(2)], &[csn1(1), csn2(2)], 2) {
+            Plan::Changed(l) => assert_eq!(l, [(u, 7)]),
+            _ => panic!("served from the log"),
+        }
+        // Against the version before the entry came back, it is the deleted one.
+        match p.plan(0, &[csn1(0), csn2(2)], &[csn1(1), csn2(0)], 1) {
+            Plan::Changed(l) => assert_eq!(l, [(u, 3)]),
+            _ => panic!("served from the log"),
+        }
     }
 }
