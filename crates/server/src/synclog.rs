@@ -95,6 +95,11 @@ impl Provider {
         self.log.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Changed entries the log holds now, and at most (`syncprov_sessionlog`).
+    pub(crate) fn size(&self) -> (usize, usize) {
+        (self.lock().held, self.capacity)
+    }
+
     /// True the first time only: whoever gets it starts the task that fills the log.
     pub(crate) fn first_start(&self) -> bool {
         !self.started.swap(true, Ordering::Relaxed)

@@ -292,7 +292,7 @@ fn converge(provider: &Slapd, consumer: &TestServer, what: &str) {
                 .server
                 .replication()
                 .iter()
-                .map(|s| format!("{:?} {}", s.phase(), s.last_error()))
+                .map(|s| format!("{:?} {}", s.state(), s.last_error()))
                 .collect();
             panic!(
                 "{what}: no convergence in {CONVERGE:?} ({status:?}): {}",

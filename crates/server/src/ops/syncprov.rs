@@ -106,6 +106,49 @@ pub(crate) fn only_context_csn(shared: &Shared, c: &store::Change) -> bool {
     rest(b) == rest(a)
 }
 
+/// What cn=Monitor and `/metrics` show of the provider.
+pub(crate) struct ProviderFigures {
+    /// Sync searches served now.
+    pub searches: usize,
+    /// Changed entries in the session log, and its capacity.
+    pub log_held: usize,
+    pub log_capacity: usize,
+    /// Per naming context: its DN and contextCSN values (one per server id).
+    pub contexts: Vec<(String, Vec<String>)>,
+}
+
+/// The provider's figures now; `None` without `syncprov`.
+pub(crate) fn figures(shared: &Shared) -> Option<ProviderFigures> {
+    let provider = shared.syncprov.as_ref()?;
+    let (log_held, log_capacity) = provider.size();
+    let v = shared.store.read();
+    let ty = context_csn_type(v.schema());
+    let contexts = shared
+        .suffixes
+        .iter()
+        .map(|s| {
+            let csns = match (ty, v.lookup(s)) {
+                (Some(ty), Some(e)) => context_csns(ty, e),
+                _ => Vec::new(),
+            };
+            let dn = v.lookup(s).map_or_else(|| s.norm.clone(), |e| e.dn().to_owned());
+            (dn, csns)
+        })
+        .collect();
+    let searches = shared
+        .monitor
+        .agreements()
+        .iter()
+        .filter(|a| a.role == dit::monitor::Role::Provider)
+        .count();
+    Some(ProviderFigures {
+        searches,
+        log_held,
+        log_capacity,
+        contexts,
+    })
+}
+
 /// The entryUUID of an entry as the 16 bytes a Sync State control carries.
 fn uuid_of(shared: &Shared, e: &Entry) -> Option<SyncUuid> {
     let raw = e.attr(shared.known.entry_uuid)?.first()?;
@@ -429,7 +472,15 @@ pub(crate) async fn start(op: Op, req: &SearchRequest<'_>, sync: SyncRequest<'st
     if let Ok(mut m) = conn.running.lock() {
         m.insert(id, stop.flag.clone());
     }
+    let agreement = shared.monitor.agreement(
+        dit::monitor::Role::Provider,
+        &format!("conn {} op {}", conn.id, id),
+        &format!("IP={}", conn.peer),
+    );
+    agreement.connected("");
+    agreement.set_state(dit::monitor::ReplState::Refreshing);
     let task = Task {
+        agreement,
         conn: conn.clone(),
         id,
         req: super::longsearch::owned(req),
@@ -448,6 +499,8 @@ pub(crate) async fn start(op: Op, req: &SearchRequest<'_>, sync: SyncRequest<'st
 
 /// One sync search.
 struct Task {
+    /// Its figures in cn=Monitor and `/metrics`, shown while it runs.
+    agreement: Arc<dit::monitor::Agreement>,
     conn: Arc<Conn>,
     id: i32,
     req: SearchRequest<'static>,
@@ -538,6 +591,8 @@ impl Task {
             return End::Done(outcome, sent);
         }
         let cookie_now = me.cookie(&ctx);
+        me.sent(&ctx, &cookie_now, sent);
+        me.agreement.refreshes.fetch_add(1, Ordering::Relaxed);
         if !gone.is_empty() {
             me.info(
                 &mut out,
@@ -581,7 +636,16 @@ impl Task {
         if !me.conn.send(out).await {
             return End::Silent;
         }
+        me.agreement.set_state(dit::monitor::ReplState::Persisting);
         me.persist(&mut sub, v.seq, ctx, sent).await
+    }
+
+    /// Notes in the monitor what was sent: `n` entries, up to contextCSN `ctx` (`cookie`).
+    fn sent(&self, ctx: &[String], cookie: &[u8], n: u64) {
+        self.agreement.count_changes(n);
+        self.agreement.set_context_csns(ctx);
+        self.agreement
+            .set_cookie_sent(&String::from_utf8_lossy(cookie));
     }
 
     /// Appends a Sync Info Message.
@@ -791,12 +855,16 @@ impl Task {
                     )
                 }
             };
+            // How far this search is behind the writer: the age of the batch it is at.
+            self.agreement
+                .set_lag(batch.time.elapsed().unwrap_or_default());
             let (out, n) = self.encode_batch(&batch, &mut ctx);
             if n > 0 {
                 if !self.conn.send(out).await {
                     return End::Silent;
                 }
                 sent += n;
+                self.sent(&ctx, &self.cookie(&ctx), n);
             }
         }
     }
