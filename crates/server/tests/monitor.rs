@@ -591,3 +591,205 @@ fn json_access_log_is_one_object_per_line() {
         .expect("connect");
     assert_eq!(connect["tls"], "no");
 }
+
+/// Polls `f` (bounded: 400 tries 25 ms apart) until it returns `Some`.
+fn poll<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    for _ in 0..400 {
+        if let Some(v) = f() {
+            return v;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    panic!("{what}: not reached after 400 polls");
+}
+
+/// A consumer of `provider` (rid 1, the whole suffix, as the administrator, retry every
+/// second) with a metrics listener.
+fn consumer_of(provider: &str) -> Monitored {
+    let url = provider.to_string();
+    Monitored::start(move |c| {
+        c.demo = false;
+        let mut spec = repl::consumer::ConsumerSpec::new(
+            1,
+            repl::consumer::spec::ProviderUrl::parse(&url).expect("url"),
+            common::BASE,
+        );
+        spec.bind = repl::consumer::spec::BindMethod::Simple {
+            dn: ADMIN_DN.into(),
+            password: ADMIN_PW.into(),
+        };
+        spec.retry = repl::consumer::spec::RetrySchedule::parse("1 +").expect("retry");
+        c.syncrepl = vec![spec];
+    })
+}
+
+fn values(e: &SearchEntry, attr: &str) -> Vec<String> {
+    e.attrs.get(attr).cloned().unwrap_or_default()
+}
+
+fn entry(c: &mut LdapConn, dn: &str) -> SearchEntry {
+    let (mut es, rc) = monitor(c, dn, Scope::Base, "(objectClass=*)");
+    assert_eq!(rc, 0, "{dn}");
+    es.remove(dn).unwrap_or_else(|| panic!("{dn} missing: {es:?}"))
+}
+
+fn context_csn(c: &mut LdapConn) -> Vec<String> {
+    let r = c
+        .search(common::BASE, Scope::Base, "(objectClass=*)", vec!["contextCSN"])
+        .expect("search")
+        .success()
+        .expect("ok");
+    let e = SearchEntry::construct(r.0.into_iter().next().expect("suffix entry"));
+    let mut v = values(&e, "contextCSN");
+    v.sort();
+    v
+}
+
+const CONSUMER: &str = "cn=Consumer 001,cn=Replication,cn=Monitor";
+const PROVIDER: &str = "cn=Provider,cn=Replication,cn=Monitor";
+
+/// A Linden provider and a Linden consumer: the consumer's agreement (cn=Consumer 001, laid
+/// out as slapd 2.5's syncrepl entry, and `linden_replication_*`) and the provider's figures
+/// (cn=Provider, its sync search, `linden_syncprov_*`) follow the refresh and a change;
+/// `/readyz` on the replica answers ready once it has refreshed.
+#[test]
+fn replication_status_in_cn_monitor_metrics_and_readyz() {
+    let p = Monitored::start(|c| {
+        c.syncprov = true;
+        c.server_id = 1;
+    });
+    let r = consumer_of(&p.url);
+    // Ready once the refresh is done (the consumer is persisting).
+    poll("the replica becomes ready", || {
+        (http(r.metrics, "GET", "/readyz").0 == 200).then_some(())
+    });
+    let mut pa = p.admin();
+    let mut ra = r.admin();
+    let want = context_csn(&mut pa);
+    assert!(!want.is_empty());
+    let e = entry(&mut ra, CONSUMER);
+    assert!(values(&e, "objectClass").contains(&"olmSyncReplInstance".to_string()));
+    assert_eq!(values(&e, "olmSRProviderURIList"), [p.url.clone()]);
+    assert_eq!(values(&e, "olmSRSyncPhase"), ["Persist"]);
+    assert_eq!(values(&e, "lindenReplicationState"), ["persisting"]);
+    assert_eq!(figure(&e, "lindenReplicationRefreshes"), 1);
+    assert_eq!(figure(&e, "lindenReplicationFailures"), 0);
+    let demo = figure(&e, "lindenReplicationChanges");
+    assert!(demo >= 10, "the demo entries were applied: {demo}");
+    assert!(values(&e, "olmSRLastCookieRcvd")[0].contains("csn="));
+    assert!(values(&e, "olmSRLastCookieSent")[0].starts_with("rid=001"));
+    assert!(values(&e, "olmSRConnection")[0].starts_with("127.0.0.1:"));
+    assert_ne!(values(&e, "olmSRLastContact"), ["00000101000000Z"]);
+    assert_eq!(values(&e, "contextCSN"), want, "contextCSN received");
+
+    // The provider: one sync search, the session log, the contextCSN of the naming context.
+    let pe = entry(&mut pa, PROVIDER);
+    assert_eq!(figure(&pe, "lindenSyncSearches"), 1);
+    assert_eq!(figure(&pe, "lindenSessionLogCapacity"), 10_000);
+    let ctx = entry(&mut pa, &format!("cn=Context 1,{PROVIDER}"));
+    assert_eq!(values(&ctx, "namingContexts"), [common::BASE]);
+    assert_eq!(values(&ctx, "contextCSN"), want);
+    let (sessions, _) = monitor(&mut pa, PROVIDER, Scope::OneLevel, "(cn=Session*)");
+    let s = sessions.values().next().expect("the sync search's entry");
+    assert_eq!(values(s, "lindenReplicationState"), ["persisting"]);
+    assert!(values(s, "monitorConnectionPeerAddress")[0].starts_with("IP=127.0.0.1:"));
+    assert_eq!(figure(s, "lindenReplicationChanges"), demo);
+
+    // A change on the provider: counted on both sides, the contextCSN moves, the log grows.
+    pa.modify(
+        "uid=alice,ou=people,dc=example,dc=com",
+        vec![Mod::Replace("description", ["replicated"].into())],
+    )
+    .expect("modify")
+    .success()
+    .expect("ok");
+    let want = context_csn(&mut pa);
+    // (The cookie is noted as it arrives, the change once committed: wait for both.)
+    poll("the consumer applies the change", || {
+        let e = entry(&mut ra, CONSUMER);
+        (values(&e, "contextCSN") == want && figure(&e, "lindenReplicationChanges") == demo + 1)
+            .then_some(())
+    });
+    poll("the provider counts it sent and logged", || {
+        let pe = entry(&mut pa, PROVIDER);
+        let (sessions, _) = monitor(&mut pa, PROVIDER, Scope::OneLevel, "(cn=Session*)");
+        let sent = sessions
+            .values()
+            .map(|s| figure(s, "lindenReplicationChanges"))
+            .sum::<u64>();
+        (figure(&pe, "lindenSessionLogEntries") >= 1 && sent == demo + 1).then_some(())
+    });
+    // Quiet for a second: the replica has applied everything it was sent, lag zero.
+    poll("the lag falls to zero", || {
+        (figure(&entry(&mut ra, CONSUMER), "lindenReplicationLagMillis") == 0).then_some(())
+    });
+
+    // The same in /metrics.
+    let m = parse_metrics(&http(r.metrics, "GET", "/metrics").2);
+    let labels = format!(r#"role="consumer",name="001",peer="{}""#, p.url);
+    assert_eq!(
+        m[&format!("linden_replication_changes_total{{{labels}}}")],
+        (demo + 1) as f64
+    );
+    assert_eq!(m[&format!("linden_replication_refreshes_total{{{labels}}}")], 1.0);
+    assert_eq!(m[&format!("linden_replication_failures_total{{{labels}}}")], 0.0);
+    assert_eq!(
+        m[&format!(r#"linden_replication_state{{{labels},state="persisting"}}"#)],
+        1.0
+    );
+    assert_eq!(m[&format!("linden_replication_lag_seconds{{{labels}}}")], 0.0);
+    let csn_time = m[&format!(
+        r#"linden_replication_context_csn_timestamp_seconds{{{labels},sid="001"}}"#
+    )];
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs_f64();
+    assert!((now - csn_time).abs() < 600.0, "{csn_time} vs {now}");
+    let m = parse_metrics(&http(p.metrics, "GET", "/metrics").2);
+    assert_eq!(m["linden_syncprov_searches"], 1.0);
+    assert!(m["linden_syncprov_sessionlog_entries"] >= 1.0);
+    assert_eq!(
+        m[r#"linden_context_csn_timestamp_seconds{suffix="dc=example,dc=com",sid="001"}"#],
+        csn_time
+    );
+    let provider_side = m
+        .iter()
+        .filter(|(k, _)| {
+            k.starts_with("linden_replication_changes_total{role=\"provider\"")
+        })
+        .map(|(_, v)| *v)
+        .collect::<Vec<_>>();
+    assert_eq!(provider_side, [(demo + 1) as f64]);
+
+    // The consumer gone, its sync search leaves the provider's figures.
+    drop(r);
+    poll("the sync search ends", || {
+        (figure(&entry(&mut pa, PROVIDER), "lindenSyncSearches") == 0).then_some(())
+    });
+}
+
+/// A consumer whose provider is down: /readyz says so, and cn=Monitor shows the failures, the
+/// last error and the next try.
+#[test]
+fn a_replica_whose_provider_is_down_is_not_ready_and_says_why() {
+    let gone = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("ldap://{}", gone.local_addr().expect("addr"));
+    drop(gone);
+    let r = consumer_of(&url);
+    let mut ra = r.admin();
+    let e = poll("a failure is reported", || {
+        let e = entry(&mut ra, CONSUMER);
+        (figure(&e, "lindenReplicationFailures") >= 1).then_some(e)
+    });
+    assert!(
+        values(&e, "lindenReplicationLastError")[0].contains("network"),
+        "{e:?}"
+    );
+    assert_eq!(values(&e, "olmSRSyncPhase"), ["Refresh"]);
+    assert_eq!(values(&e, "olmSRLastConnect"), ["00000101000000Z"]);
+    let (status, _, body) = http(r.metrics, "GET", "/readyz");
+    assert_eq!(status, 503);
+    assert!(body.contains("consumer 001 is"), "{body}");
+    assert!(body.contains(&url), "{body}");
+}
