@@ -793,3 +793,117 @@ fn a_replica_whose_provider_is_down_is_not_ready_and_says_why() {
     assert!(body.contains("consumer 001 is"), "{body}");
     assert!(body.contains(&url), "{body}");
 }
+
+/// `ldapsearch -LLL` of cn=Monitor (OpenLDAP's client): each entry's DN → attribute → values.
+fn ldapsearch_monitor(url: &str, base: &str) -> HashMap<String, HashMap<String, Vec<String>>> {
+    let (rc, out, err) = common::tool(
+        "ldapsearch",
+        &[
+            "-LLL", "-x", "-o", "ldif-wrap=no", "-H", url, "-D", ADMIN_DN, "-w", ADMIN_PW, "-b",
+            base, "-s", "sub", "(objectClass=*)", "*", "+",
+        ],
+        None,
+    );
+    assert_eq!(rc, 0, "ldapsearch: {err}");
+    let mut out_map = HashMap::new();
+    for block in out.split("\n\n") {
+        let mut dn = String::new();
+        let mut attrs: HashMap<String, Vec<String>> = HashMap::new();
+        for line in block.lines() {
+            let Some((k, v)) = line.split_once(": ") else {
+                continue;
+            };
+            if k == "dn" {
+                dn = v.to_ascii_lowercase();
+            } else {
+                attrs.entry(k.to_string()).or_default().push(v.to_string());
+            }
+        }
+        if !dn.is_empty() {
+            out_map.insert(dn, attrs);
+        }
+    }
+    out_map
+}
+
+/// `curl /metrics`: the samples.
+fn curl_metrics(addr: SocketAddr) -> HashMap<String, f64> {
+    let url = format!("http://{addr}/metrics");
+    let (rc, out, err) = common::tool("curl", &["-sS", "--max-time", "10", &url], None);
+    assert_eq!(rc, 0, "curl: {err}");
+    parse_metrics(&out)
+}
+
+/// Issue 18's "done when": `curl /metrics` and `ldapsearch -b cn=Monitor` show the figures
+/// moving under `linden bench` (search+modify, one second): operations by type, entries and
+/// bytes sent, the writer's batches and commit latencies, each grown by at least what the
+/// benchmark reports it did.
+#[test]
+fn curl_metrics_and_ldapsearch_cn_monitor_follow_linden_bench() {
+    let srv = Monitored::start(|c| c.demo = false);
+    common::add_bench_users(&mut srv.admin(), 50, false);
+    let figures = |m: &HashMap<String, f64>, ldif: &HashMap<String, HashMap<String, Vec<String>>>| {
+        let counter = |dn: &str, attr: &str| -> f64 {
+            ldif.get(dn)
+                .and_then(|e| e.get(attr))
+                .and_then(|v| v.first())
+                .unwrap_or_else(|| panic!("{dn} has no {attr}"))
+                .parse()
+                .expect("a number")
+        };
+        [
+            (
+                m[r#"linden_operations_completed_total{op="search"}"#],
+                counter("cn=search,cn=operations,cn=monitor", "monitorOpCompleted"),
+            ),
+            (
+                m[r#"linden_operations_completed_total{op="modify"}"#],
+                counter("cn=modify,cn=operations,cn=monitor", "monitorOpCompleted"),
+            ),
+            (
+                m["linden_entries_sent_total"],
+                counter("cn=entries,cn=statistics,cn=monitor", "monitorCounter"),
+            ),
+            (
+                m["linden_writer_batches_total"],
+                counter("cn=batches,cn=writer,cn=monitor", "monitorCounter"),
+            ),
+            (
+                m["linden_writer_commit_seconds_count"],
+                counter("cn=commit latency,cn=writer,cn=monitor", "monitorCounter"),
+            ),
+            (
+                m["linden_bytes_sent_total"],
+                counter("cn=bytes,cn=statistics,cn=monitor", "monitorCounter"),
+            ),
+        ]
+    };
+    let before = figures(
+        &curl_metrics(srv.metrics),
+        &ldapsearch_monitor(&srv.url, "cn=Monitor"),
+    );
+    let s = common::bench(&srv.url, "search+modify", &[]);
+    let ops = |name: &str| -> f64 {
+        s.operations
+            .iter()
+            .find(|o| o.name == name)
+            .unwrap_or_else(|| panic!("no {name} in {s:?}"))
+            .ops as f64
+    };
+    let (searches, modifies) = (ops("search"), ops("modify"));
+    assert!(searches > 0.0 && modifies > 0.0, "{s:?}");
+    let after = figures(
+        &curl_metrics(srv.metrics),
+        &ldapsearch_monitor(&srv.url, "cn=Monitor"),
+    );
+    // Each figure at least what the benchmark did (the readings themselves add a few
+    // searches and bytes); /metrics and cn=Monitor agree on the direction.
+    let least = [searches, modifies, searches, 1.0, 1.0, searches * 100.0];
+    let names = ["searches", "modifies", "entries sent", "batches", "commits", "bytes sent"];
+    for (i, ((mb, lb), (ma, la))) in before.iter().zip(&after).enumerate() {
+        assert!(ma - mb >= least[i], "/metrics {}: {mb} → {ma}", names[i]);
+        assert!(la - lb >= least[i], "cn=Monitor {}: {lb} → {la}", names[i]);
+    }
+    // The writer took every modify (one or more per batch).
+    assert!(after[3].0 - before[3].0 <= modifies + 10.0);
+}
