@@ -102,7 +102,7 @@ fn provider(shared: &Shared) -> Option<Node> {
             .attr(
                 "description",
                 "The replication provider (syncprov): sync searches served now, the session log, \
-                 the contextCSN of each naming context (cn=Context N) and each sync search (cn=Session …).",
+                 the contextCSN of each naming context (cn=Context N) and each sync search (cn=Session ...).",
             )
             .linden("lindenSyncSearches", f.searches)
             .linden("lindenSessionLogEntries", f.log_held)
