@@ -380,7 +380,7 @@ impl prometheus_client::collector::Collector for Figures {
             "When the server started (Unix time).",
             started,
         )?;
-        if let Some(f) = crate::ops::syncprov::figures(sh) {
+        if let Some(f) = sh.syncprov.as_ref().map(|p| p.figures(sh)) {
             gauge(
                 &mut e,
                 "syncprov_searches",
@@ -406,10 +406,7 @@ impl prometheus_client::collector::Collector for Figures {
                     csns.iter().filter_map(move |c| {
                         let t = dit::monitor::csn_unix_secs(c)?;
                         let sid = c.split('#').nth(2)?;
-                        Some((
-                            vec![("suffix", dn.clone()), ("sid", sid.to_string())],
-                            t,
-                        ))
+                        Some((vec![("suffix", dn.clone()), ("sid", sid.to_string())], t))
                     })
                 })
                 .collect();

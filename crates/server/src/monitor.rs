@@ -81,10 +81,10 @@ fn timestamp(cn: &str, t: SystemTime) -> Node {
 /// `cn=Provider,cn=Replication`: the provider's figures, a child per naming context with its
 /// contextCSN, and one per sync search served (`dit::monitor::Agreement`, role provider).
 fn provider(shared: &Shared) -> Option<Node> {
-    let f = crate::ops::syncprov::figures(shared)?;
+    let f = shared.syncprov.as_ref()?.figures(shared);
     let contexts = f.contexts.into_iter().enumerate().map(|(i, (dn, csns))| {
-        let mut n = Node::new(format!("Context {}", i + 1), "monitoredObject")
-            .attr("namingContexts", dn);
+        let mut n =
+            Node::new(format!("Context {}", i + 1), "monitoredObject").attr("namingContexts", dn);
         for c in csns {
             n = n.linden("contextCSN", c);
         }

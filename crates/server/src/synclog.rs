@@ -5,7 +5,7 @@
 //!
 //! A plain data structure: what goes in is worked out from the change feed by `ops::syncprov`,
 //! which also runs the task that fills it. `Shared` holds one, so this module depends on
-//! nothing of the server's.
+//! nothing of the server's (the directory it reads its figures from is `dit::Dit`).
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -43,6 +43,29 @@ pub(crate) struct Provider {
     pub seen: watch::Sender<u64>,
     started: AtomicBool,
     capacity: usize,
+}
+
+/// The `contextCSN` values of an entry (one per server id); `ty` is the contextCSN type.
+pub(crate) fn context_csns(ty: schema::AttrId, e: &store::Entry) -> Vec<String> {
+    e.attr(ty)
+        .map(|a| {
+            a.values()
+                .filter_map(|v| std::str::from_utf8(v).ok())
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// What cn=Monitor and `/metrics` show of the provider (`Provider::figures`).
+pub(crate) struct ProviderFigures {
+    /// Sync searches served now.
+    pub searches: usize,
+    /// Changed entries in the session log, and its capacity.
+    pub log_held: usize,
+    pub log_capacity: usize,
+    /// Per naming context: its DN and contextCSN values (one per server id).
+    pub contexts: Vec<(String, Vec<String>)>,
 }
 
 /// Raises each server id's CSN in `set` to the one in `more`, if newer.
@@ -95,9 +118,35 @@ impl Provider {
         self.log.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Changed entries the log holds now, and at most (`syncprov_sessionlog`).
-    pub(crate) fn size(&self) -> (usize, usize) {
-        (self.lock().held, self.capacity)
+    /// The provider's figures now, for the directory `dit` it serves: the sync searches (its
+    /// provider-side monitor agreements), the session log, each naming context's contextCSN.
+    pub(crate) fn figures(&self, dit: &dit::Dit) -> ProviderFigures {
+        let log_held = self.lock().held;
+        let v = dit.store.read();
+        let ty = v.schema().attr_by_name("contextCSN");
+        let contexts = dit
+            .suffixes
+            .iter()
+            .map(|s| match v.lookup(s) {
+                Some(e) => (
+                    e.dn().to_owned(),
+                    ty.map(|t| context_csns(t, e)).unwrap_or_default(),
+                ),
+                None => (s.norm.clone(), Vec::new()),
+            })
+            .collect();
+        let searches = dit
+            .monitor
+            .agreements()
+            .iter()
+            .filter(|a| a.role == dit::monitor::Role::Provider)
+            .count();
+        ProviderFigures {
+            searches,
+            log_held,
+            log_capacity: self.capacity,
+            contexts,
+        }
     }
 
     /// True the first time only: whoever gets it starts the task that fills the log.

@@ -630,12 +630,18 @@ fn values(e: &SearchEntry, attr: &str) -> Vec<String> {
 fn entry(c: &mut LdapConn, dn: &str) -> SearchEntry {
     let (mut es, rc) = monitor(c, dn, Scope::Base, "(objectClass=*)");
     assert_eq!(rc, 0, "{dn}");
-    es.remove(dn).unwrap_or_else(|| panic!("{dn} missing: {es:?}"))
+    es.remove(dn)
+        .unwrap_or_else(|| panic!("{dn} missing: {es:?}"))
 }
 
 fn context_csn(c: &mut LdapConn) -> Vec<String> {
     let r = c
-        .search(common::BASE, Scope::Base, "(objectClass=*)", vec!["contextCSN"])
+        .search(
+            common::BASE,
+            Scope::Base,
+            "(objectClass=*)",
+            vec!["contextCSN"],
+        )
         .expect("search")
         .success()
         .expect("ok");
@@ -669,7 +675,7 @@ fn replication_status_in_cn_monitor_metrics_and_readyz() {
     assert!(!want.is_empty());
     let e = entry(&mut ra, CONSUMER);
     assert!(values(&e, "objectClass").contains(&"olmSyncReplInstance".to_string()));
-    assert_eq!(values(&e, "olmSRProviderURIList"), [p.url.clone()]);
+    assert_eq!(values(&e, "olmSRProviderURIList"), std::slice::from_ref(&p.url));
     assert_eq!(values(&e, "olmSRSyncPhase"), ["Persist"]);
     assert_eq!(values(&e, "lindenReplicationState"), ["persisting"]);
     assert_eq!(figure(&e, "lindenReplicationRefreshes"), 1);
@@ -731,16 +737,24 @@ fn replication_status_in_cn_monitor_metrics_and_readyz() {
         m[&format!("linden_replication_changes_total{{{labels}}}")],
         (demo + 1) as f64
     );
-    assert_eq!(m[&format!("linden_replication_refreshes_total{{{labels}}}")], 1.0);
-    assert_eq!(m[&format!("linden_replication_failures_total{{{labels}}}")], 0.0);
+    assert_eq!(
+        m[&format!("linden_replication_refreshes_total{{{labels}}}")],
+        1.0
+    );
+    assert_eq!(
+        m[&format!("linden_replication_failures_total{{{labels}}}")],
+        0.0
+    );
     assert_eq!(
         m[&format!(r#"linden_replication_state{{{labels},state="persisting"}}"#)],
         1.0
     );
-    assert_eq!(m[&format!("linden_replication_lag_seconds{{{labels}}}")], 0.0);
-    let csn_time = m[&format!(
-        r#"linden_replication_context_csn_timestamp_seconds{{{labels},sid="001"}}"#
-    )];
+    assert_eq!(
+        m[&format!("linden_replication_lag_seconds{{{labels}}}")],
+        0.0
+    );
+    let csn_time =
+        m[&format!(r#"linden_replication_context_csn_timestamp_seconds{{{labels},sid="001"}}"#)];
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .expect("clock")
@@ -755,9 +769,7 @@ fn replication_status_in_cn_monitor_metrics_and_readyz() {
     );
     let provider_side = m
         .iter()
-        .filter(|(k, _)| {
-            k.starts_with("linden_replication_changes_total{role=\"provider\"")
-        })
+        .filter(|(k, _)| k.starts_with("linden_replication_changes_total{role=\"provider\""))
         .map(|(_, v)| *v)
         .collect::<Vec<_>>();
     assert_eq!(provider_side, [(demo + 1) as f64]);
@@ -799,8 +811,23 @@ fn ldapsearch_monitor(url: &str, base: &str) -> HashMap<String, HashMap<String, 
     let (rc, out, err) = common::tool(
         "ldapsearch",
         &[
-            "-LLL", "-x", "-o", "ldif-wrap=no", "-H", url, "-D", ADMIN_DN, "-w", ADMIN_PW, "-b",
-            base, "-s", "sub", "(objectClass=*)", "*", "+",
+            "-LLL",
+            "-x",
+            "-o",
+            "ldif-wrap=no",
+            "-H",
+            url,
+            "-D",
+            ADMIN_DN,
+            "-w",
+            ADMIN_PW,
+            "-b",
+            base,
+            "-s",
+            "sub",
+            "(objectClass=*)",
+            "*",
+            "+",
         ],
         None,
     );
@@ -842,7 +869,8 @@ fn curl_metrics(addr: SocketAddr) -> HashMap<String, f64> {
 fn curl_metrics_and_ldapsearch_cn_monitor_follow_linden_bench() {
     let srv = Monitored::start(|c| c.demo = false);
     common::add_bench_users(&mut srv.admin(), 50, false);
-    let figures = |m: &HashMap<String, f64>, ldif: &HashMap<String, HashMap<String, Vec<String>>>| {
+    let figures = |m: &HashMap<String, f64>,
+                   ldif: &HashMap<String, HashMap<String, Vec<String>>>| {
         let counter = |dn: &str, attr: &str| -> f64 {
             ldif.get(dn)
                 .and_then(|e| e.get(attr))
@@ -899,7 +927,14 @@ fn curl_metrics_and_ldapsearch_cn_monitor_follow_linden_bench() {
     // Each figure at least what the benchmark did (the readings themselves add a few
     // searches and bytes); /metrics and cn=Monitor agree on the direction.
     let least = [searches, modifies, searches, 1.0, 1.0, searches * 100.0];
-    let names = ["searches", "modifies", "entries sent", "batches", "commits", "bytes sent"];
+    let names = [
+        "searches",
+        "modifies",
+        "entries sent",
+        "batches",
+        "commits",
+        "bytes sent",
+    ];
     for (i, ((mb, lb), (ma, la))) in before.iter().zip(&after).enumerate() {
         assert!(ma - mb >= least[i], "/metrics {}: {mb} → {ma}", names[i]);
         assert!(la - lb >= least[i], "cn=Monitor {}: {lb} → {la}", names[i]);

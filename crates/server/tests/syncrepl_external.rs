@@ -145,7 +145,11 @@ fn a_consumer_binds_with_its_client_certificate_mapped_by_authz_map() {
         }];
     });
     let replica = consumer(&provider.ldaps_url, &ca, &client_cert, &client_key);
-    converge(&provider, &replica, "initial refresh over LDAPS with EXTERNAL");
+    converge(
+        &provider,
+        &replica,
+        "initial refresh over LDAPS with EXTERNAL",
+    );
     assert!(contents(&mut replica.admin()).len() > 10);
     // The provider saw an EXTERNAL bind as the administrator on a TLS connection.
     let status = replica.server.replication()[0].clone();
@@ -155,7 +159,7 @@ fn a_consumer_binds_with_its_client_certificate_mapped_by_authz_map() {
         .admin()
         .modify(
             "uid=alice,ou=people,dc=example,dc=com",
-            vec![Mod::Replace("description", ["over TLS".into()].into())],
+            vec![Mod::Replace("description", ["over TLS"].into())],
         )
         .unwrap()
         .success()
@@ -172,7 +176,10 @@ fn a_consumer_binds_with_its_client_certificate_mapped_by_authz_map() {
         }
         std::thread::sleep(Duration::from_millis(25));
     }
-    assert!(s.failures.load(Ordering::Relaxed) > 0, "no failure reported");
+    assert!(
+        s.failures.load(Ordering::Relaxed) > 0,
+        "no failure reported"
+    );
     assert_ne!(s.state(), repl::consumer::Phase::Persisting);
     assert!(
         contents(&mut refused.admin()).len() <= 1,

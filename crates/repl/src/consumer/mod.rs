@@ -198,7 +198,8 @@ where
         let mut conn = tokio::time::timeout(timeout, conn::open(self.spec, tls))
             .await
             .map_err(|_| ReplError::Timeout(timeout))??;
-        self.status.connected(&conn.local.map(|a| a.to_string()).unwrap_or_default());
+        self.status
+            .connected(&conn.local.map(|a| a.to_string()).unwrap_or_default());
         let mut fresh = false;
         loop {
             let kept = apply::stored_cookie(&self.dit, &self.dit.store.read(), &self.area);
@@ -468,7 +469,8 @@ where
     fn take_cookie(&mut self, raw: &[u8]) -> SyncCookie {
         match SyncCookie::parse(raw) {
             Ok(c) => {
-                self.status.set_cookie_received(&String::from_utf8_lossy(raw));
+                self.status
+                    .set_cookie_received(&String::from_utf8_lossy(raw));
                 let mut received = SyncCookie {
                     csns: self.status.context_csns(),
                     ..SyncCookie::default()

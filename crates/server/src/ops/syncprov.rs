@@ -60,24 +60,12 @@ use crate::ops::search::{self, Prepared};
 use crate::overlays::{Applied, Overlay};
 use crate::reply::{Conn, FLUSH_BYTES};
 use crate::state::{Identity, Shared};
-use crate::synclog::{merge, Plan, Provider, Record};
+use crate::synclog::{context_csns, merge, Plan, Provider, Record};
 
 /// Batches the session log's own feed subscription may fall behind before it starts over
 /// (from the current contextCSN, dropping what it held): the log task only records, so this
 /// happens only when the writer outruns it by this much.
 const LOG_FEED_QUEUE: usize = 16 * 1024;
-
-/// The `contextCSN` values of an entry (one per server id).
-pub(crate) fn context_csns(ty: AttrId, e: &Entry) -> Vec<String> {
-    e.attr(ty)
-        .map(|a| {
-            a.values()
-                .filter_map(|v| std::str::from_utf8(v).ok())
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default()
-}
 
 fn context_csn_type(schema: &schema::Schema) -> Option<AttrId> {
     schema.attr_by_name("contextCSN")
@@ -104,49 +92,6 @@ pub(crate) fn only_context_csn(shared: &Shared, c: &store::Change) -> bool {
         v
     };
     rest(b) == rest(a)
-}
-
-/// What cn=Monitor and `/metrics` show of the provider.
-pub(crate) struct ProviderFigures {
-    /// Sync searches served now.
-    pub searches: usize,
-    /// Changed entries in the session log, and its capacity.
-    pub log_held: usize,
-    pub log_capacity: usize,
-    /// Per naming context: its DN and contextCSN values (one per server id).
-    pub contexts: Vec<(String, Vec<String>)>,
-}
-
-/// The provider's figures now; `None` without `syncprov`.
-pub(crate) fn figures(shared: &Shared) -> Option<ProviderFigures> {
-    let provider = shared.syncprov.as_ref()?;
-    let (log_held, log_capacity) = provider.size();
-    let v = shared.store.read();
-    let ty = context_csn_type(v.schema());
-    let contexts = shared
-        .suffixes
-        .iter()
-        .map(|s| {
-            let csns = match (ty, v.lookup(s)) {
-                (Some(ty), Some(e)) => context_csns(ty, e),
-                _ => Vec::new(),
-            };
-            let dn = v.lookup(s).map_or_else(|| s.norm.clone(), |e| e.dn().to_owned());
-            (dn, csns)
-        })
-        .collect();
-    let searches = shared
-        .monitor
-        .agreements()
-        .iter()
-        .filter(|a| a.role == dit::monitor::Role::Provider)
-        .count();
-    Some(ProviderFigures {
-        searches,
-        log_held,
-        log_capacity,
-        contexts,
-    })
 }
 
 /// The entryUUID of an entry as the 16 bytes a Sync State control carries.
