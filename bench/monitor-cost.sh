@@ -23,22 +23,8 @@ DURATION=${2:-10}
 ROUNDS=${3:-5}
 SCRAPE_EVERY=${4:-1}
 BASE_PORT=${BASE_PORT:-15389}
-LINDEN=${LINDEN:-}
-if [ -z "$LINDEN" ]; then
-  cargo build --release -q -p linden
-  LINDEN="${CARGO_TARGET_DIR:-target}/release/linden"
-fi
-ADMIN="cn=admin,dc=example,dc=com"
-SECRET=secret
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/linden-monitor-cost.XXXXXX")
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  if [ "${KEEP:-0}" = 1 ]; then echo "work directory kept: $WORK" >&2; else rm -rf "$WORK"; fi
-}
-trap cleanup EXIT
-log() { printf '== %s\n' "$*" >&2; }
+NAME=monitor-cost
+. bench/servers.sh
 
 "$LINDEN" gen --count "$N" -o "$WORK/data.ldif" 2>/dev/null
 printf 'data = "%s"\nmetrics_listen = "127.0.0.1:%d"\n' "$WORK/on" $((BASE_PORT + 100)) >"$WORK/on.toml"
@@ -59,8 +45,6 @@ for s in on off; do
   for _ in $(seq 1 600); do grep -q "listening on" "$WORK/$s.log" && break; sleep 0.1; done
 done
 
-cpu_ticks() { awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"; }
-CLK_TCK=$(getconf CLK_TCK)
 scrape() {
   while :; do
     curl -s "http://127.0.0.1:$((BASE_PORT + 100))/metrics" >/dev/null

@@ -29,22 +29,8 @@ DURATION=${2:-10}
 ROUNDS=${3:-3}
 RATE=${4:-200}
 BASE_PORT=${BASE_PORT:-14389}
-LINDEN=${LINDEN:-}
-if [ -z "$LINDEN" ]; then
-  cargo build --release -q -p linden
-  LINDEN="${CARGO_TARGET_DIR:-target}/release/linden"
-fi
-ADMIN="cn=admin,dc=example,dc=com"
-SECRET=secret
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/linden-scale-out.XXXXXX")
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  if [ "${KEEP:-0}" = 1 ]; then echo "work directory kept: $WORK" >&2; else rm -rf "$WORK"; fi
-}
-trap cleanup EXIT
-log() { printf '== %s\n' "$*" >&2; }
+NAME=scale-out
+. bench/servers.sh
 
 port() { echo $((BASE_PORT + $1)); }          # LDAP port of server i (0 = provider)
 mport() { echo $((BASE_PORT + 100 + $1)); }   # its metrics port
@@ -82,8 +68,6 @@ for i in 1 2; do
   curl -sf "http://127.0.0.1:$(mport $i)/readyz" >/dev/null || { tail "$WORK/s$i.log" >&2; exit 1; }
 done
 
-cpu_ticks() { awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"; }
-CLK_TCK=$(getconf CLK_TCK)
 bench_search() { # url connections json
   "$LINDEN" bench search --url "$1" --bind-dn "$ADMIN" --password "$SECRET" --connections "$2" \
     --depth 8 --duration "$DURATION" --warmup 2 --range "$N" --quiet --json "$3" >/dev/null

@@ -609,17 +609,7 @@ fn consumer_of(provider: &str) -> Monitored {
     let url = provider.to_string();
     Monitored::start(move |c| {
         c.demo = false;
-        let mut spec = repl::consumer::ConsumerSpec::new(
-            1,
-            repl::consumer::spec::ProviderUrl::parse(&url).expect("url"),
-            common::BASE,
-        );
-        spec.bind = repl::consumer::spec::BindMethod::Simple {
-            dn: ADMIN_DN.into(),
-            password: ADMIN_PW.into(),
-        };
-        spec.retry = repl::consumer::spec::RetrySchedule::parse("1 +").expect("retry");
-        c.syncrepl = vec![spec];
+        c.syncrepl = vec![common::consumer_spec(&url)];
     })
 }
 
@@ -675,7 +665,10 @@ fn replication_status_in_cn_monitor_metrics_and_readyz() {
     assert!(!want.is_empty());
     let e = entry(&mut ra, CONSUMER);
     assert!(values(&e, "objectClass").contains(&"olmSyncReplInstance".to_string()));
-    assert_eq!(values(&e, "olmSRProviderURIList"), std::slice::from_ref(&p.url));
+    assert_eq!(
+        values(&e, "olmSRProviderURIList"),
+        std::slice::from_ref(&p.url)
+    );
     assert_eq!(values(&e, "olmSRSyncPhase"), ["Persist"]);
     assert_eq!(values(&e, "lindenReplicationState"), ["persisting"]);
     assert_eq!(figure(&e, "lindenReplicationRefreshes"), 1);

@@ -41,17 +41,7 @@ fn provider() -> TestServer {
 fn replica(provider: &TestServer) -> TestServer {
     let url = provider.url.clone();
     TestServer::start_with(move |c| {
-        let mut spec = repl::consumer::ConsumerSpec::new(
-            1,
-            repl::consumer::spec::ProviderUrl::parse(&url).unwrap(),
-            BASE,
-        );
-        spec.bind = repl::consumer::spec::BindMethod::Simple {
-            dn: ADMIN_DN.into(),
-            password: ADMIN_PW.into(),
-        };
-        spec.retry = repl::consumer::spec::RetrySchedule::parse("1 +").unwrap();
-        c.syncrepl = vec![spec];
+        c.syncrepl = vec![common::consumer_spec(&url)];
         c.updateref = vec![url];
     })
 }

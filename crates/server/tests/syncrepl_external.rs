@@ -65,16 +65,11 @@ fn consumer(provider_ldaps: &str, ca: &Path, cert: &Path, key: &Path) -> TestSer
         key.to_path_buf(),
     );
     TestServer::start_with(move |c| {
-        let mut spec = repl::consumer::ConsumerSpec::new(
-            1,
-            repl::consumer::spec::ProviderUrl::parse(&url).unwrap(),
-            BASE,
-        );
+        let mut spec = common::consumer_spec(&url);
         spec.bind = repl::consumer::spec::BindMethod::SaslExternal;
         spec.tls_ca = Some(ca);
         spec.tls_cert = Some(cert);
         spec.tls_key = Some(key);
-        spec.retry = repl::consumer::spec::RetrySchedule::parse("1 +").unwrap();
         c.syncrepl = vec![spec];
     })
 }

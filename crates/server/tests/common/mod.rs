@@ -211,6 +211,22 @@ pub fn add_bench_users(c: &mut ldap3::LdapConn, n: usize, password: bool) {
     }
 }
 
+/// A consumer of the provider at `url` as the tests configure it: rid 1, the whole suffix,
+/// a simple bind as the administrator, a retry every second.
+pub fn consumer_spec(url: &str) -> repl::consumer::ConsumerSpec {
+    let mut spec = repl::consumer::ConsumerSpec::new(
+        1,
+        repl::consumer::spec::ProviderUrl::parse(url).expect("provider URL"),
+        BASE,
+    );
+    spec.bind = repl::consumer::spec::BindMethod::Simple {
+        dn: ADMIN_DN.into(),
+        password: ADMIN_PW.into(),
+    };
+    spec.retry = repl::consumer::spec::RetrySchedule::parse("1 +").expect("retry");
+    spec
+}
+
 /// A search with any outcome: (result code, matchedDN, entries).
 pub fn search(
     c: &mut ldap3::LdapConn,
