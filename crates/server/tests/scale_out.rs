@@ -23,7 +23,7 @@ use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use common::{TestServer, ADMIN_DN, ADMIN_PW, BASE};
+use common::{TestServer, ADMIN_DN, ADMIN_PW};
 use ldap3::{LdapConn, LdapConnSettings, Mod, Scope, SearchEntry};
 
 const ALICE: &str = "uid=alice,ou=people,dc=example,dc=com";
