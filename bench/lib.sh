@@ -1,9 +1,41 @@
 # shellcheck shell=bash
-# Helpers the bench/ scripts share (sourced). SCRIPT names the caller in messages; SUFFIX, ADMIN
-# and SECRET are the directory's suffix and administrator.
+# Helpers the bench/ scripts share (sourced). SCRIPT names the caller in messages. It sets ROOT
+# (the checkout), SUFFIX, ADMIN and SECRET (the directory's suffix and administrator, unless
+# already set) and CLK_TCK.
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+SUFFIX=${SUFFIX:-dc=example,dc=com}
+ADMIN=${ADMIN:-cn=admin,$SUFFIX}
+SECRET=${SECRET:-secret}
+CLK_TCK=$(getconf CLK_TCK)
 
 log() { printf '== %s\n' "$*" >&2; }
 die() { printf '%s: %s\n' "${SCRIPT:-bench}" "$*" >&2; exit 1; }
+
+# work_dir: WORK, a new temporary directory, and PIDS, processes to stop at exit; at exit they
+# are stopped (and children waited for: a stopping Linden writes a snapshot first) and WORK is
+# removed unless KEEP=1.
+work_dir() {
+  WORK=$(mktemp -d "${TMPDIR:-/tmp}/linden-${SCRIPT%.sh}.XXXXXX")
+  PIDS=()
+  trap stop_all EXIT
+}
+stop_all() {
+  local p
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  if [ "${KEEP:-0}" = 1 ]; then log "work directory kept: $WORK"; else rm -rf "$WORK"; fi
+}
+
+# linden_binary: LINDEN, the given binary or this checkout's release build (built if needed).
+linden_binary() {
+  if [ -z "${LINDEN:-}" ]; then
+    log "building linden (release)"
+    (cd "$ROOT" && cargo build --release -q -p linden)
+    LINDEN="${CARGO_TARGET_DIR:-$ROOT/target}/release/linden"
+  fi
+  [ -x "$LINDEN" ] || die "no linden binary at $LINDEN"
+}
 
 wait_ldap() { # url
   for _ in $(seq 1 300); do

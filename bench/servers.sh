@@ -1,5 +1,6 @@
 # shellcheck shell=bash
-# Sourced by bench/compare.sh and bench/sweep.sh: the side-by-side set-up they share. Given
+# Sourced by bench/compare.sh and bench/sweep.sh: the side-by-side set-up they share (the
+# helpers every bench script uses are in bench/lib.sh). Given
 # N and SCRIPT (the caller's name for messages), and optionally SLAPD_PORT (13389), LINDEN_PORT
 # (13390), PW_SCHEME (ssha), SUFFIX, ADMIN and SECRET, it installs slapd and ldap-utils if absent (Debian/Ubuntu, needs root), builds
 # linden (release) unless LINDEN names a binary, generates N reference entries once, loads them
@@ -10,27 +11,12 @@
 # (KEEP=1 keeps the work directory). SUB_INDEXES=1 adds substring indexes on cn, sn and mail to
 # both; LINDEN_SERVE_ARGS adds flags to `linden serve`.
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/linden-${SCRIPT%.sh}.XXXXXX")
-SLAPD_PID=
-LINDEN_PID=
-
 # shellcheck source=bench/lib.sh
-. "$ROOT/bench/lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 SLAPD_PORT=${SLAPD_PORT:-13389}
 LINDEN_PORT=${LINDEN_PORT:-13390}
 PW_SCHEME=${PW_SCHEME:-ssha}
-SUFFIX=${SUFFIX:-dc=example,dc=com}
-ADMIN=${ADMIN:-cn=admin,$SUFFIX}
-SECRET=${SECRET:-secret}
-
-cleanup() {
-  # A stopping Linden writes a snapshot: wait for it before the directory is removed.
-  [ -n "$LINDEN_PID" ] && kill "$LINDEN_PID" 2>/dev/null && wait "$LINDEN_PID" 2>/dev/null || true
-  [ -n "$SLAPD_PID" ] && kill "$SLAPD_PID" 2>/dev/null || true
-  if [ "${KEEP:-0}" = 1 ]; then log "work directory kept: $WORK"; else rm -rf "$WORK"; fi
-}
-trap cleanup EXIT
+work_dir
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
@@ -49,12 +35,7 @@ SCHEMA_DIR=/etc/ldap/schema
 [ -f "$SCHEMA_DIR/inetorgperson.schema" ] || die "no OpenLDAP schema files in $SCHEMA_DIR"
 
 # --- 2. linden ----------------------------------------------------------------------------
-if [ -z "${LINDEN:-}" ]; then
-  log "building linden (release)"
-  (cd "$ROOT" && cargo build --release -q -p linden)
-  LINDEN="${CARGO_TARGET_DIR:-$ROOT/target}/release/linden"
-fi
-[ -x "$LINDEN" ] || die "no linden binary at $LINDEN"
+linden_binary
 
 # --- 3. data ------------------------------------------------------------------------------
 DATA="$WORK/data.ldif"
@@ -81,6 +62,7 @@ SLAPADD_SECS=$(awk -v t0="$t0" -v t1="$(date +%s.%N)" 'BEGIN { printf "%.1f", t1
 slapd -f "$WORK/slapd/slapd.conf" -h "$SLAPD_URL/"
 wait_ldap "$SLAPD_URL"
 SLAPD_PID=$(cat "$WORK/slapd/slapd.pid")
+PIDS+=("$SLAPD_PID")
 
 # --- 5. linden ----------------------------------------------------------------------------
 LINDEN_URL="ldap://127.0.0.1:$LINDEN_PORT"
@@ -108,6 +90,7 @@ t0=$(date +%s.%N)
   --admin-dn "$ADMIN" --admin-password "$SECRET" ${LINDEN_SERVE_ARGS:-} \
   >"$WORK/linden.log" 2>&1 &
 LINDEN_PID=$!
+PIDS+=("$LINDEN_PID")
 wait_ldap "$LINDEN_URL"
 STARTUP_SECS=$(awk -v t0="$t0" -v t1="$(date +%s.%N)" 'BEGIN { printf "%.1f", t1 - t0 }')
 log "load times: slapadd -q ${SLAPADD_SECS}s, linden import ${IMPORT_SECS}s; linden startup to first answer ${STARTUP_SECS}s"
