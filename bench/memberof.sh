@@ -41,45 +41,22 @@
 # KEEP=1 (keep the work directory).
 set -euo pipefail
 
+SCRIPT=memberof.sh
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
+
 N=${1:-100000}
 K=${2:-200}
 ROUNDS=${3:-5}
 SERVERS=${SERVERS:-"slapd slapd-mv linden"}
 PORT_BASE=${PORT_BASE:-13480}
-SUFFIX="dc=example,dc=com"
-ADMIN="cn=admin,$SUFFIX"
-SECRET=secret
 GROUP="cn=big,ou=groups,$SUFFIX"
-
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/linden-memberof.XXXXXX")
-PIDS=()
-
-log() { printf '== %s\n' "$*" >&2; }
-die() { printf 'memberof.sh: %s\n' "$*" >&2; exit 1; }
-
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  # Let them finish writing before their directories go.
-  for p in "${PIDS[@]}"; do
-    for _ in $(seq 1 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-  done
-  if [ "${KEEP:-0}" = 1 ]; then log "work directory kept: $WORK"; else rm -rf "$WORK"; fi
-}
-trap cleanup EXIT
 
 PATH=$PATH:/usr/sbin
 command -v slapd >/dev/null || die "slapd not found (apt-get install slapd ldap-utils)"
 command -v ldapmodify >/dev/null || die "ldapmodify not found (apt-get install ldap-utils)"
-SCHEMA_DIR=/etc/ldap/schema
-MODULE_DIR=/usr/lib/ldap
-
-if [ -z "${LINDEN:-}" ]; then
-  log "building linden (release)"
-  (cd "$ROOT" && cargo build --release -q -p linden)
-  LINDEN="${CARGO_TARGET_DIR:-$ROOT/target}/release/linden"
-fi
-[ -x "$LINDEN" ] || die "no linden binary at $LINDEN"
+work_dir
+linden_binary
 
 # --- data ---------------------------------------------------------------------------------
 log "generating $N members and $K others"
@@ -106,14 +83,6 @@ for op in add delete; do
   done >"$WORK/$op.ldif"
 done
 
-wait_ldap() { # url
-  for _ in $(seq 1 6000); do
-    ldapsearch -x -H "$1" -s base -b "" 1.1 >/dev/null 2>&1 && return 0
-    sleep 0.1
-  done
-  die "no LDAP server answering at $1"
-}
-
 # --- servers ------------------------------------------------------------------------------
 declare -A URL PID
 port=$PORT_BASE
@@ -123,31 +92,18 @@ for s in $SERVERS; do
   case $s in
     slapd | slapd-mv)
       d="$WORK/$s"
-      mkdir -p "$d/db"
-      {
-        for f in core cosine inetorgperson nis; do echo "include $SCHEMA_DIR/$f.schema"; done
-        echo "pidfile $d/slapd.pid"
-        echo "modulepath $MODULE_DIR"
-        printf 'moduleload back_mdb\nmoduleload memberof\nmoduleload refint\n'
-        echo "loglevel 0"
-        echo "sizelimit unlimited"
-        [ "$s" = slapd-mv ] && echo "sortvals member memberOf"
-        echo "database mdb"
-        echo "maxsize 34359738368"
-        echo "suffix \"$SUFFIX\""
-        echo "rootdn \"$ADMIN\""
-        echo "rootpw $SECRET"
-        echo "directory $d/db"
-        printf 'index objectClass eq\nindex uid,cn,sn,mail eq\nindex member,uniqueMember,memberOf eq\n'
-        [ "$s" = slapd-mv ] && echo "multival member,memberOf 100,10"
-        printf 'overlay memberof\nmemberof-refint TRUE\n'
-        printf 'overlay refint\nrefint_attributes member uniqueMember memberOf\n'
-      } >"$d/slapd.conf"
+      mv=()
+      [ "$s" = slapd-mv ] && mv=("sortvals member memberOf" "multival member,memberOf 100,10")
+      slapd_conf "$d" "moduleload memberof" "moduleload refint" "${mv[@]}" \
+        "index cn,sn,mail eq" "index member,uniqueMember,memberOf eq" \
+        "overlay memberof" "memberof-refint TRUE" \
+        "overlay refint" "refint_attributes member uniqueMember memberOf"
       log "loading $s (slapadd -q)"
       slapadd -q -f "$d/slapd.conf" -l "$DATA"
       slapd -f "$d/slapd.conf" -h "${URL[$s]}/"
-      wait_ldap "${URL[$s]}"
       PID[$s]=$(cat "$d/slapd.pid")
+      PIDS+=("${PID[$s]}")
+      wait_ldap "${URL[$s]}"
       ;;
     linden | linden-base)
       bin=$LINDEN
@@ -171,12 +127,12 @@ EOF
         --suffix "$SUFFIX" --admin-dn "$ADMIN" --admin-password "$SECRET" ${LINDEN_SERVE_ARGS:-} \
         >"$WORK/$s.log" 2>&1 &
       PID[$s]=$!
-      wait_ldap "${URL[$s]}"
+      PIDS+=("${PID[$s]}")
+      wait_ldap "${URL[$s]}" 6000
       if [ "${CALLGRIND:-0}" = 1 ]; then callgrind_control -i on "${PID[$s]}" >/dev/null; fi
       ;;
     *) die "unknown server '$s' (slapd, slapd-mv, linden, linden-base)" ;;
   esac
-  PIDS+=("${PID[$s]}")
 done
 
 members() { # url: how many values the group has (a search for the members' memberOf is indexed)
@@ -190,8 +146,6 @@ done
 log "every server holds the group with $N members"
 
 # --- runs ---------------------------------------------------------------------------------
-CLK_TCK=$(getconf CLK_TCK)
-cpu_ticks() { awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"; }
 now() { date +%s.%N; }
 : >"$WORK/results.tsv"
 
