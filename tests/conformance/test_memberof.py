@@ -18,11 +18,7 @@ import ldap
 import ldap.modlist
 import pytest
 
-from conftest import SUFFIX, delete_subtree, norm_dn, person_attrs
-
-
-def ou(name):
-    return ldap.modlist.addModlist({"objectClass": [b"organizationalUnit"], "ou": [name.encode()]})
+from conftest import SUFFIX, delete_subtree, norm_dn, ou, person_attrs
 
 
 class Area:

@@ -177,34 +177,69 @@ fn tls_can_be_required_for_binds_and_writes() {
 /// subject, so the test uses a naming context with a single-component DN.)
 const CERT_USER: &str = "cn=alice,o=linden";
 
+/// A certificate authority made for a test, and the certificates it issues.
+struct TestCa {
+    cert: rcgen::Certificate,
+    key: rcgen::KeyPair,
+}
+
+/// A subject of the given (type, value) parts, in the order given.
+fn subject(parts: &[(rcgen::DnType, &str)]) -> rcgen::DistinguishedName {
+    let mut dn = rcgen::DistinguishedName::new();
+    for (t, v) in parts {
+        dn.push(t.clone(), *v);
+    }
+    dn
+}
+
+impl TestCa {
+    fn new(name: rcgen::DistinguishedName) -> TestCa {
+        use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
+        let key = KeyPair::generate().expect("key");
+        let mut ca = CertificateParams::new(vec![]).expect("params");
+        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca.distinguished_name = name;
+        let cert = ca.self_signed(&key).expect("ca");
+        TestCa { cert, key }
+    }
+
+    /// A certificate for `name` (and the host names and addresses `sans`), with its key.
+    fn issue(
+        &self,
+        name: rcgen::DistinguishedName,
+        sans: Vec<rcgen::SanType>,
+    ) -> (rcgen::Certificate, rcgen::KeyPair) {
+        let key = rcgen::KeyPair::generate().expect("key");
+        let mut p = rcgen::CertificateParams::new(vec![]).expect("params");
+        p.distinguished_name = name;
+        p.subject_alt_names = sans;
+        let cert = p.signed_by(&key, &self.cert, &self.key).expect("cert");
+        (cert, key)
+    }
+}
+
+/// Writes `pem` to `dir/name` and returns the path.
+fn write_pem(dir: &Path, name: &str, pem: String) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, pem).expect("write pem");
+    path.to_str().expect("utf-8").to_string()
+}
+
 /// A CA, and a client certificate it issued for `CERT_USER`, as PEM files in `dir`.
 fn client_pki(dir: &Path) -> (String, String, String) {
-    use rcgen::{BasicConstraints, CertificateParams, DistinguishedName, DnType, IsCa, KeyPair};
-    let ca_key = KeyPair::generate().expect("key");
-    let mut ca = CertificateParams::new(vec![]).expect("params");
-    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let mut dn = DistinguishedName::new();
-    dn.push(DnType::CommonName, "Linden test CA");
-    ca.distinguished_name = dn;
-    let ca_cert = ca.self_signed(&ca_key).expect("ca");
-
-    let key = KeyPair::generate().expect("key");
-    let mut p = CertificateParams::new(vec![]).expect("params");
-    let mut dn = DistinguishedName::new();
-    dn.push(DnType::OrganizationName, "linden");
-    dn.push(DnType::CommonName, "alice");
-    p.distinguished_name = dn;
-    let cert = p.signed_by(&key, &ca_cert, &ca_key).expect("client cert");
-
-    let write = |name: &str, pem: String| {
-        let path = dir.join(name);
-        std::fs::write(&path, pem).expect("write pem");
-        path.to_str().expect("utf-8").to_string()
-    };
+    use rcgen::DnType;
+    let ca = TestCa::new(subject(&[(DnType::CommonName, "Linden test CA")]));
+    let (cert, key) = ca.issue(
+        subject(&[
+            (DnType::OrganizationName, "linden"),
+            (DnType::CommonName, "alice"),
+        ]),
+        Vec::new(),
+    );
     (
-        write("ca.pem", ca_cert.pem()),
-        write("client.pem", cert.pem()),
-        write("client.key", key.serialize_pem()),
+        write_pem(dir, "ca.pem", ca.cert.pem()),
+        write_pem(dir, "client.pem", cert.pem()),
+        write_pem(dir, "client.key", key.serialize_pem()),
     )
 }
 
@@ -354,59 +389,30 @@ const PYTHON_LDAP_SUBJECT: &str = "cn=client,ou=slapd-test,o=python-ldap,c=DE";
 /// localhost, and the client certificate with python-ldap's subject, as PEM files in `dir`:
 /// (ca, server cert, server key, client cert, client key).
 fn python_ldap_pki(dir: &Path) -> [String; 5] {
-    use rcgen::{
-        BasicConstraints, CertificateParams, DistinguishedName, DnType, IsCa, KeyPair, SanType,
+    use rcgen::{DnType, SanType};
+    let org = |cn: &'static str| {
+        subject(&[
+            (DnType::CountryName, "DE"),
+            (DnType::OrganizationName, "python-ldap"),
+            (DnType::OrganizationalUnitName, "slapd-test"),
+            (DnType::CommonName, cn),
+        ])
     };
-    let name = |parts: &[(DnType, &str)]| {
-        let mut dn = DistinguishedName::new();
-        for (t, v) in parts {
-            dn.push(t.clone(), *v);
-        }
-        dn
-    };
-    let ca_key = KeyPair::generate().expect("key");
-    let mut ca = CertificateParams::new(vec![]).expect("params");
-    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca.distinguished_name = name(&[
-        (DnType::CountryName, "DE"),
-        (DnType::OrganizationName, "python-ldap"),
-        (DnType::OrganizationalUnitName, "slapd-test"),
-        (DnType::CommonName, "Python LDAP Test CA"),
-    ]);
-    let ca_cert = ca.self_signed(&ca_key).expect("ca");
-
-    let server_key = KeyPair::generate().expect("key");
-    let mut p = CertificateParams::new(vec!["localhost".into()]).expect("params");
-    p.subject_alt_names
-        .push(SanType::IpAddress("127.0.0.1".parse().expect("ip")));
-    p.distinguished_name = name(&[(DnType::CommonName, "server cert for localhost")]);
-    let server_cert = p
-        .signed_by(&server_key, &ca_cert, &ca_key)
-        .expect("server cert");
-
-    let client_key = KeyPair::generate().expect("key");
-    let mut p = CertificateParams::new(vec![]).expect("params");
-    p.distinguished_name = name(&[
-        (DnType::CountryName, "DE"),
-        (DnType::OrganizationName, "python-ldap"),
-        (DnType::OrganizationalUnitName, "slapd-test"),
-        (DnType::CommonName, "client"),
-    ]);
-    let client_cert = p
-        .signed_by(&client_key, &ca_cert, &ca_key)
-        .expect("client cert");
-
-    let write = |name: &str, pem: String| {
-        let path = dir.join(name);
-        std::fs::write(&path, pem).expect("write pem");
-        path.to_str().expect("utf-8").to_string()
-    };
+    let ca = TestCa::new(org("Python LDAP Test CA"));
+    let (server_cert, server_key) = ca.issue(
+        subject(&[(DnType::CommonName, "server cert for localhost")]),
+        vec![
+            SanType::DnsName("localhost".try_into().expect("name")),
+            SanType::IpAddress("127.0.0.1".parse().expect("ip")),
+        ],
+    );
+    let (client_cert, client_key) = ca.issue(org("client"), Vec::new());
     [
-        write("ca.pem", ca_cert.pem()),
-        write("server.pem", server_cert.pem()),
-        write("server.key", server_key.serialize_pem()),
-        write("client.pem", client_cert.pem()),
-        write("client.key", client_key.serialize_pem()),
+        write_pem(dir, "ca.pem", ca.cert.pem()),
+        write_pem(dir, "server.pem", server_cert.pem()),
+        write_pem(dir, "server.key", server_key.serialize_pem()),
+        write_pem(dir, "client.pem", client_cert.pem()),
+        write_pem(dir, "client.key", client_key.serialize_pem()),
     ]
 }
 

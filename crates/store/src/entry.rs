@@ -432,46 +432,39 @@ impl Entry {
 
     /// This entry with other attributes (same id, DN and parent).
     pub fn with_attrs<'a>(&self, attrs: impl IntoIterator<Item = &'a Attr>) -> Entry {
-        // The name part (DN, normalized DN, RDNs) is copied as it is.
-        let name = &self.packed[..self.name_end()];
-        SCRATCH.with_borrow_mut(|(out, part)| {
-            out.clear();
-            out.extend_from_slice(name);
-            pack_attrs(out, part, attrs);
-            Entry {
-                id: self.id,
-                parent: self.parent,
-                depth: self.depth,
-                packed: Box::from(&out[..]),
-            }
-        })
+        self.repacked(|out, part| pack_attrs(out, part, attrs))
     }
 
     /// This entry with the attributes `parts` (same id, DN and parent): `with_attrs` where
     /// some attributes are kept from this entry as they are stored, with a few values left
     /// out or added (`Part::Kept`).
     pub fn with_parts(&self, parts: &[Part<'_>]) -> Entry {
-        let name = &self.packed[..self.name_end()];
-        SCRATCH.with_borrow_mut(|(out, part)| {
-            out.clear();
-            out.extend_from_slice(name);
+        self.repacked(|out, part| {
             let count_at = out.len();
             out.push(0);
             let mut count = 0usize;
             for p in parts {
-                match p {
+                let packed = match p {
                     Part::New(a) => {
                         pack_attrs_one(out, part, a);
-                        count += 1;
+                        true
                     }
-                    Part::Kept { attr, drop, add } => {
-                        if pack_kept(out, part, attr, drop, add) {
-                            count += 1;
-                        }
-                    }
-                }
+                    Part::Kept { attr, drop, add } => pack_kept(out, part, attr, drop, add),
+                };
+                count += usize::from(packed);
             }
             put_count(out, count_at, count);
+        })
+    }
+
+    /// This entry (same id, DN and parent) with the attribute part `attrs` writes after the
+    /// name part, which is copied as it is (`attrs` gets the buffer and a scratch buffer).
+    fn repacked(&self, attrs: impl FnOnce(&mut Vec<u8>, &mut Vec<u8>)) -> Entry {
+        let name = &self.packed[..self.name_end()];
+        SCRATCH.with_borrow_mut(|(out, part)| {
+            out.clear();
+            out.extend_from_slice(name);
+            attrs(out, part);
             Entry {
                 id: self.id,
                 parent: self.parent,

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 mod common;
 
-use common::{attr, ndn};
+use common::{add_suffix, attr, ndn};
 use proptest::prelude::*;
 use schema::Schema;
 use store::{Entry, Filter, IndexKinds, Indexes, Part, Store, ValueDelta, Version};
@@ -47,15 +47,7 @@ fn group(s: &Arc<Schema>, members: &BTreeSet<u32>, descriptions: &BTreeSet<u32>)
     store
         .write_blocking(move |txn| {
             let s = &*s2;
-            txn.add(
-                "dc=example,dc=com".into(),
-                ndn(s, "dc=example,dc=com"),
-                vec![
-                    attr(s, "objectClass", &["top", "domain"]),
-                    attr(s, "dc", &["example"]),
-                ],
-                true,
-            )?;
+            add_suffix(txn, s)?;
             txn.add(
                 GROUP.into(),
                 ndn(s, GROUP),
