@@ -243,6 +243,16 @@ fn client_pki(dir: &Path) -> (String, String, String) {
     )
 }
 
+/// `ldapwhoami -Y EXTERNAL -ZZ` against `url` with the client certificate `cert` and its key.
+fn external_whoami(url: &str, cert: &str, key: &str) -> (i32, String, String) {
+    tool_env(
+        "ldapwhoami",
+        &["-Y", "EXTERNAL", "-ZZ", "-H", url],
+        None,
+        &[("LDAPTLS_CERT", cert), ("LDAPTLS_KEY", key)],
+    )
+}
+
 #[test]
 fn sasl_external_maps_the_client_certificate_to_its_entry() {
     let pki = tempfile::tempdir().expect("tmp");
@@ -269,12 +279,7 @@ fn sasl_external_maps_the_client_certificate_to_its_entry() {
         ("LDAPTLS_CERT", cert.as_str()),
         ("LDAPTLS_KEY", key.as_str()),
     ];
-    let (rc, out, err) = tool_env(
-        "ldapwhoami",
-        &["-Y", "EXTERNAL", "-ZZ", "-H", &srv.url],
-        None,
-        &env,
-    );
+    let (rc, out, err) = external_whoami(&srv.url, &cert, &key);
     assert_eq!(rc, 0, "{err}");
     assert_eq!(out.trim(), format!("dn:{CERT_USER}"));
     let (rc, out, err) = tool_env(
@@ -554,16 +559,7 @@ fn python_ldaps_external_test_case_with_certificate_mapping() {
         );
 
         // OpenLDAP's ldapwhoami shows the same DN.
-        let env = [
-            ("LDAPTLS_CERT", cert.as_str()),
-            ("LDAPTLS_KEY", key.as_str()),
-        ];
-        let (rc, out, err) = tool_env(
-            "ldapwhoami",
-            &["-Y", "EXTERNAL", "-ZZ", "-H", &srv.url],
-            None,
-            &env,
-        );
+        let (rc, out, err) = external_whoami(&srv.url, &cert, &key);
         assert_eq!(
             (rc, out.trim().to_lowercase()),
             (0, format!("dn:{expected}").to_lowercase()),
