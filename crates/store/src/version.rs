@@ -14,7 +14,7 @@ use imbl::OrdMap;
 use roaring::RoaringBitmap;
 use schema::{AttrId, NormDn, Schema};
 
-use crate::entry::{Entry, EntryId};
+use crate::entry::{AttrRef, Entry, EntryId};
 use crate::hashtrie::HashTrie;
 use crate::idmap::IdMap;
 use crate::index::{entry_keys, type_keys, IndexKinds, Indexes, Keys};
@@ -565,18 +565,21 @@ impl Version {
     fn changed_keys(&self, old: &Entry, new: &Entry, deltas: &[ValueDelta<'_>]) -> (Keys, Keys) {
         // The indexed types with an attribute that is not stored the same in both.
         let mut types: Vec<AttrId> = Vec::new();
-        let unchanged = |a: &crate::entry::AttrRef<'_>, other: &Entry| {
-            other
-                .attrs()
-                .any(|b| b.ty == a.ty && b.options == a.options && a.same_stored(&b))
-        };
-        for (e, other) in [(old, new), (new, old)] {
-            for a in e.attrs() {
-                if !types.contains(&a.ty)
-                    && !self.indexes.kinds(a.ty).is_empty()
-                    && !unchanged(&a, other)
-                {
-                    types.push(a.ty);
+        let (olds, news): (Vec<AttrRef<'_>>, Vec<AttrRef<'_>>) =
+            (old.attrs().collect(), new.attrs().collect());
+        for (from, to) in [(&olds, &news), (&news, &olds)] {
+            // The attributes are mostly in the same order in both (a modify moves the ones it
+            // rewrites to the end), so each search starts after the last match.
+            let mut at = 0;
+            for a in from {
+                if types.contains(&a.ty) || self.indexes.kinds(a.ty).is_empty() {
+                    continue;
+                }
+                let same =
+                    |b: &AttrRef<'_>| b.ty == a.ty && b.options == a.options && a.same_stored(b);
+                match (at..to.len()).chain(0..at).find(|&j| same(&to[j])) {
+                    Some(j) => at = j + 1,
+                    None => types.push(a.ty),
                 }
             }
         }
