@@ -252,13 +252,7 @@ impl Dn {
 
     /// Resolves every attribute type and normalizes every value with its equality rule.
     pub fn normalize(&self, schema: &Schema) -> Result<NormDn, DnError> {
-        let len: usize = self
-            .rdns
-            .iter()
-            .flat_map(|r| &r.avas)
-            .map(|a| a.attr.len() + a.value.len() + 2)
-            .sum();
-        let mut norm = String::with_capacity(len);
+        let mut norm = String::with_capacity(self.spelled_len());
         let mut rdns = Vec::with_capacity(self.rdns.len());
         for (i, rdn) in self.rdns.iter().enumerate() {
             if let [ava] = &rdn.avas[..] {
@@ -509,15 +503,19 @@ impl Dn {
         })
     }
 
-    /// The RDNs joined by `,` and each RDN's AVAs by `+`, every AVA written by `ava`.
-    fn joined(&self, mut ava: impl FnMut(&crate::Ava, &mut String)) -> String {
-        let len: usize = self
-            .rdns
+    /// About the length of the DN as a string (each AVA's type, value and separators): the
+    /// capacity to start its spellings with.
+    fn spelled_len(&self) -> usize {
+        self.rdns
             .iter()
             .flat_map(|r| &r.avas)
             .map(|a| a.attr.len() + a.value.len() + 2)
-            .sum();
-        let mut out = String::with_capacity(len);
+            .sum()
+    }
+
+    /// The RDNs joined by `,` and each RDN's AVAs by `+`, every AVA written by `ava`.
+    fn joined(&self, mut ava: impl FnMut(&crate::Ava, &mut String)) -> String {
+        let mut out = String::with_capacity(self.spelled_len());
         for (i, rdn) in self.rdns.iter().enumerate() {
             if i > 0 {
                 out.push(',');
