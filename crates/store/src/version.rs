@@ -478,6 +478,12 @@ impl Version {
     /// change: every path copied in these persistent maps is memory copied once per batch, so a
     /// modify of an unindexed attribute must not rewrite the indexes.
     pub(crate) fn put(&mut self, entry: Entry) {
+        self.put_arc(Arc::new(entry));
+    }
+
+    /// `put` of an entry already shared (the writer's undo log puts back the very entry it
+    /// replaced).
+    pub(crate) fn put_arc(&mut self, entry: Arc<Entry>) {
         let id = entry.id;
         let new = self.index_keys(&entry);
         match self.entries.get(id).cloned() {
@@ -524,7 +530,7 @@ impl Version {
                 }
             }
         }
-        self.entries.insert(id, Arc::new(entry));
+        self.entries.insert(id, entry);
     }
 
     fn unlink_child(&mut self, parent: EntryId, id: EntryId) {
