@@ -12,7 +12,6 @@ use proto::{Control, ResultCode};
 use crate::controls::RequestControls;
 use crate::error::{wire_result, LdapError, LdapResult};
 pub(crate) use crate::ops::state::Audit;
-use crate::overlays::Applied;
 use crate::reply::{AccessLine, Conn};
 use crate::state::Identity;
 use dit::write::denied;
@@ -56,10 +55,6 @@ impl Drop for Op {
     }
 }
 
-/// A write handed to the writer, answered when its batch is durable (`Op::finish_later`).
-pub(crate) type Pending =
-    std::pin::Pin<Box<dyn std::future::Future<Output = LdapResult<Applied>> + Send>>;
-
 impl Op {
     pub fn shared(&self) -> &Arc<crate::state::Shared> {
         &self.conn.shared
@@ -81,6 +76,25 @@ impl Op {
     pub async fn finish(self, tag: u8, r: Result<(), &LdapError>, entries: Option<u64>) {
         let pdu = self.result_pdu(tag, r);
         self.finish_with(pdu, code_of(r), entries).await;
+    }
+
+    /// `finish` without waiting, from any thread (the store's writer answers writes this way):
+    /// `None` when the response is queued; otherwise the future that waits for room on the
+    /// connection, to be spawned.
+    pub fn finish_now(
+        mut self,
+        tag: u8,
+        r: Result<(), &LdapError>,
+    ) -> Option<impl std::future::Future<Output = ()> + Send + 'static> {
+        let pdu = self.result_pdu(tag, r);
+        let rc = code_of(r);
+        match self.conn.try_send(pdu) {
+            Ok(()) => {
+                self.conn.log_end(self.log.take(), rc, None);
+                None
+            }
+            Err(pdu) => Some(self.finish_with(pdu, rc, None)),
+        }
     }
 
     /// Sends an already encoded final response carrying result code `rc`.

@@ -67,7 +67,7 @@ pub trait Journal: Send {
 }
 
 /// The reply of one operation, sent once its batch is published, or with the reason the batch
-/// could not be made durable.
+/// could not be made durable. Runs on the writer thread (see `Store::write_then`).
 type Reply = Box<dyn FnOnce(Option<StoreError>) + Send>;
 
 /// Operations handed to the writer thread: run against the working version, return the reply.
@@ -83,7 +83,28 @@ pub struct Store {
     stats: Arc<WriterStats>,
 }
 
-/// Wraps an operation so that it is all-or-nothing and answers through `send`.
+/// An operation's callback, called exactly once: with its outcome, or with `WriterStopped` when
+/// it is dropped uncalled (the job never reached the writer, or the writer stopped first).
+struct Done<T, D: FnOnce(Result<T, StoreError>)>(Option<D>, std::marker::PhantomData<fn(T)>);
+
+impl<T, D: FnOnce(Result<T, StoreError>)> Done<T, D> {
+    fn call(mut self, r: Result<T, StoreError>) {
+        if let Some(d) = self.0.take() {
+            d(r);
+        }
+    }
+}
+
+impl<T, D: FnOnce(Result<T, StoreError>)> Drop for Done<T, D> {
+    fn drop(&mut self) {
+        if let Some(d) = self.0.take() {
+            d(Err(StoreError::WriterStopped));
+        }
+    }
+}
+
+/// Wraps an operation so that it is all-or-nothing and answers through `send` (once, whatever
+/// happens: see `Done`).
 fn make_job<R, E, F>(
     f: F,
     send: impl FnOnce(Result<Result<R, E>, StoreError>) + Send + 'static,
@@ -93,6 +114,7 @@ where
     E: Send + 'static,
     F: FnOnce(&mut Txn) -> Result<R, E> + Send + 'static,
 {
+    let send = Done(Some(send), std::marker::PhantomData);
     Box::new(move |txn: &mut Txn| {
         let saved = txn.savepoint();
         // A panic in one operation fails that operation only: the working copy is restored
@@ -101,11 +123,7 @@ where
         let r = match r {
             Ok(r) => Ok(r),
             Err(p) => {
-                let why = p
-                    .downcast_ref::<&str>()
-                    .map(|s| s.to_string())
-                    .or_else(|| p.downcast_ref::<String>().cloned())
-                    .unwrap_or_else(|| "panic".to_string());
+                let why = panic_message(&*p);
                 tracing::error!(
                     "a write operation panicked in the writer and was rolled back: {why}"
                 );
@@ -116,8 +134,8 @@ where
             txn.roll_back(saved);
         }
         Box::new(move |failed: Option<StoreError>| match (failed, r) {
-            (None, r) => send(r),
-            (Some(e), _) => send(Err(e)),
+            (None, r) => send.call(r),
+            (Some(e), _) => send.call(Err(e)),
         })
     })
 }
@@ -216,19 +234,31 @@ impl Store {
         F: FnOnce(&mut Txn) -> Result<R, E> + Send + 'static,
     {
         let (tx, rx) = oneshot::channel();
+        self.write_then(f, move |r| {
+            let _ = tx.send(r);
+        });
+        async move { rx.await.map_err(|_| StoreError::WriterStopped)? }
+    }
+
+    /// `write` with a callback instead of a future: `done` gets the outcome on the writer
+    /// thread, right after the batch is published (before the next batch starts), in the order
+    /// the operations were queued. For answers that cost about as little as waking a task to
+    /// give them (the server queues a write's response on its connection from here: one task
+    /// woken per connection and batch instead of one per operation); anything that may block
+    /// must move elsewhere. A panic in `done` is caught and logged. `done` is called exactly
+    /// once: with `WriterStopped`, on this thread, if the writer has stopped.
+    pub fn write_then<R, E, F>(
+        &self,
+        f: F,
+        done: impl FnOnce(Result<Result<R, E>, StoreError>) + Send + 'static,
+    ) where
+        R: Send + 'static,
+        E: Send + 'static,
+        F: FnOnce(&mut Txn) -> Result<R, E> + Send + 'static,
+    {
         self.stats.queued();
-        let sent = self
-            .jobs
-            .send(make_job(f, move |r| {
-                let _ = tx.send(r);
-            }))
-            .is_ok();
-        async move {
-            if !sent {
-                return Err(StoreError::WriterStopped);
-            }
-            rx.await.map_err(|_| StoreError::WriterStopped)?
-        }
+        // A job the writer cannot take is dropped here, which answers it (`Done`).
+        let _ = self.jobs.send(make_job(f, done));
     }
 
     /// Blocking variant of `write` for start-up code outside an async context.
@@ -239,12 +269,9 @@ impl Store {
         F: FnOnce(&mut Txn) -> Result<R, E> + Send + 'static,
     {
         let (tx, rx) = mpsc::channel();
-        self.stats.queued();
-        self.jobs
-            .send(make_job(f, move |r| {
-                let _ = tx.send(r);
-            }))
-            .map_err(|_| StoreError::WriterStopped)?;
+        self.write_then(f, move |r| {
+            let _ = tx.send(r);
+        });
         rx.recv().map_err(|_| StoreError::WriterStopped)?
     }
 }
@@ -333,11 +360,27 @@ fn writer_loop(
             // for every subscriber.
             feed.publish(prepared, &touched, &prev, &now, txn_now);
         }
-        drop(prev);
         for r in replies.drain(..) {
-            r(failed.clone());
+            let f = failed.clone();
+            if let Err(p) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| r(f))) {
+                tracing::error!(
+                    "answering a committed write panicked; its client gets no answer: {}",
+                    panic_message(&*p)
+                );
+            }
         }
+        // After the replies: the last reference to the previous version may be this one, and
+        // dropping it frees every node the batch copied.
+        drop(prev);
     }
+}
+
+/// What a caught panic said.
+fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "panic".to_string())
 }
 
 /// The view an operation has on the writer: the working version and the means to change it.
