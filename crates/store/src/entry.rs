@@ -601,6 +601,15 @@ impl<'a> AttrRef<'a> {
         self.norm().position(|n| n == norm)
     }
 
+    /// Whether `other` is the same attribute with the same values, stored alike (compared as
+    /// packed bytes: an attribute copied unchanged from one entry to the next).
+    pub fn same_as(&self, other: &AttrRef<'_>) -> bool {
+        self.ty == other.ty
+            && self.options == other.options
+            && self.count == other.count
+            && self.body == other.body
+    }
+
     /// This attribute in owned, editable form.
     pub fn to_attr(&self) -> Attr {
         let (values, norm) = self

@@ -152,10 +152,20 @@ pub(crate) struct Keys {
 }
 
 pub(crate) fn entry_keys(indexes: &Indexes, schema: &Schema, e: &Entry) -> Keys {
+    entry_keys_of(indexes, schema, e, |_| true)
+}
+
+/// The keys of `e`'s attributes of the types `only` accepts.
+pub(crate) fn entry_keys_of(
+    indexes: &Indexes,
+    schema: &Schema,
+    e: &Entry,
+    only: impl Fn(AttrId) -> bool,
+) -> Keys {
     let mut k = Keys::default();
     for a in e.attrs() {
         let kinds = indexes.kinds(a.ty);
-        if kinds.is_empty() {
+        if kinds.is_empty() || !only(a.ty) {
             continue;
         }
         if kinds.contains(IndexKinds::PRES) {
@@ -187,6 +197,27 @@ pub(crate) fn entry_keys(indexes: &Indexes, schema: &Schema, e: &Entry) -> Keys 
     k.ord.sort_unstable();
     k.ord.dedup();
     k
+}
+
+/// The indexed types whose attributes (any options) differ between `old` and `new`: the only
+/// ones whose keys can differ. A modify usually changes no indexed attribute, and then this
+/// spares computing (hashing, sorting) every key of the entry twice.
+pub(crate) fn changed_indexed_types(indexes: &Indexes, old: &Entry, new: &Entry) -> Vec<AttrId> {
+    fn indexed<'e>(indexes: &Indexes, e: &'e Entry) -> Vec<crate::entry::AttrRef<'e>> {
+        e.attrs()
+            .filter(|a| !indexes.kinds(a.ty).is_empty())
+            .collect()
+    }
+    let mut changed = Vec::new();
+    let (a, b) = (indexed(indexes, old), indexed(indexes, new));
+    for (this, other) in [(&a, &b), (&b, &a)] {
+        for x in this {
+            if !changed.contains(&x.ty) && !other.iter().any(|y| y.same_as(x)) {
+                changed.push(x.ty);
+            }
+        }
+    }
+    changed
 }
 
 /// The substring keys of one prepared value.

@@ -17,7 +17,7 @@ use schema::{AttrId, NormDn, Schema};
 use crate::entry::{Entry, EntryId};
 use crate::hashtrie::HashTrie;
 use crate::idmap::IdMap;
-use crate::index::{entry_keys, IndexKinds, Indexes, Keys};
+use crate::index::{changed_indexed_types, entry_keys, entry_keys_of, IndexKinds, Indexes, Keys};
 
 /// Equality index key: a 64-bit hash of the attribute type and the equality-normalized value
 /// (`index_key`). Index lookups only propose candidates, and every candidate is checked against
@@ -485,10 +485,14 @@ impl Version {
     /// replaced).
     pub(crate) fn put_arc(&mut self, entry: Arc<Entry>) {
         let id = entry.id;
-        let new = self.index_keys(&entry);
         match self.entries.get(id).cloned() {
             Some(old_entry) => {
-                let old = self.index_keys(&old_entry);
+                // Only the keys of types whose attributes changed can differ.
+                let changed = changed_indexed_types(&self.indexes, &old_entry, &entry);
+                let keys = |e: &Entry| {
+                    entry_keys_of(&self.indexes, &self.schema, e, |ty| changed.contains(&ty))
+                };
+                let (old, new) = (keys(&old_entry), keys(&entry));
                 // Only the keys that differ are touched (both lists are sorted).
                 fn gone<K: Ord + Clone>(old: &[K], new: &[K]) -> Vec<K> {
                     old.iter()
@@ -523,6 +527,7 @@ impl Version {
                 }
             }
             None => {
+                let new = self.index_keys(&entry);
                 self.index_add(id, &new.pres, &new.hashed, &new.ord);
                 self.by_dn.insert(dn_key(entry.ndn_str()), id);
                 if let Some(p) = entry.parent {
