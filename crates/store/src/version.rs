@@ -492,7 +492,11 @@ impl Version {
                 let keys = |e: &Entry| {
                     entry_keys_of(&self.indexes, &self.schema, e, |ty| changed.contains(&ty))
                 };
-                let (old, new) = (keys(&old_entry), keys(&entry));
+                let (old, new) = if changed.is_empty() {
+                    (Keys::default(), Keys::default())
+                } else {
+                    (keys(&old_entry), keys(&entry))
+                };
                 // Only the keys that differ are touched (both lists are sorted).
                 fn gone<K: Ord + Clone>(old: &[K], new: &[K]) -> Vec<K> {
                     old.iter()
