@@ -5,7 +5,7 @@
 
 use proto::{ModOp, ModifyRequest, ResultCode};
 use schema::{AttrId, NormDn};
-use store::{Attr, Txn};
+use store::{Attr, AttrView, Txn};
 
 use crate::acl::Rights;
 use crate::error::{LdapError, LdapResult};
@@ -40,7 +40,7 @@ fn context(op: ModOp) -> &'static str {
 /// `hash_passwords_of`.
 pub fn prepare(shared: &Dit, req: &ModifyRequest<'_>) -> LdapResult<(NormDn, Vec<Mod>)> {
     let schema = &*shared.schema();
-    let (_, ndn) = shared.parse_dn(&req.dn)?;
+    let ndn = shared.parse_ndn(&req.dn)?;
     check_attribute_count(shared, "changes", req.changes.len())?;
     let mut mods = Vec::with_capacity(req.changes.len());
     for ch in &req.changes {
@@ -122,16 +122,14 @@ pub fn apply(
     let e = v.lookup(ndn).ok_or_else(|| shared.no_such_object(v, ndn))?;
     check_assertion(assertion, shared, v, e)?;
     let before = e.clone();
-    let id = e.id;
-    let old_structural = e
+    let old_structural = before
         .attr(k.structural_object_class)
         .and_then(|a| a.first().map(Box::<[u8]>::from));
-    let mut attrs = e.to_attrs();
+    // The attributes the changes leave alone stay packed, and are copied as they are.
+    let mut attrs = before.edit();
     for m in mods {
         let ctx = context(m.op);
-        let pos = attrs
-            .iter()
-            .position(|a| a.ty == m.ty && *a.options == *m.options);
+        let pos = attrs.position(m.ty, &m.options);
         match m.op {
             ModOp::Add => {
                 let new = Attr::new(schema, m.ty, &m.options, m.values).map_err(|e| {
@@ -139,7 +137,7 @@ pub fn apply(
                 })?;
                 match pos {
                     Some(p) => {
-                        let a = &mut attrs[p];
+                        let mut a = attrs.take(p);
                         check_value_count(shared, &m.name, a.values.len() + new.values.len())?;
                         let mut set = ValueSet::from_parts(
                             std::mem::take(&mut a.values),
@@ -154,6 +152,7 @@ pub fn apply(
                             }
                         }
                         (a.values, a.norm) = set.into_parts();
+                        attrs.replace(p, a);
                     }
                     None => attrs.push(new),
                 }
@@ -171,7 +170,7 @@ pub fn apply(
                 if m.values.is_empty() {
                     attrs.remove(p);
                 } else {
-                    let a = &mut attrs[p];
+                    let mut a = attrs.take(p);
                     let mut set = ValueSet::from_parts(
                         std::mem::take(&mut a.values),
                         std::mem::take(&mut a.norm),
@@ -196,6 +195,8 @@ pub fn apply(
                     (a.values, a.norm) = set.into_parts();
                     if a.values.is_empty() {
                         attrs.remove(p);
+                    } else {
+                        attrs.replace(p, a);
                     }
                 }
             }
@@ -223,8 +224,8 @@ pub fn apply(
                         format!("{ctx}{}: increment value is not an integer", m.name),
                     )
                 })?;
-                let mut out = Vec::with_capacity(attrs[p].values.len());
-                for val in &attrs[p].values {
+                let mut out = Vec::with_capacity(attrs.slots()[p].value_count());
+                for val in attrs.slots()[p].raw_values() {
                     let n = parse_int(val).ok_or_else(|| {
                         LdapError::new(
                             ResultCode::ConstraintViolation,
@@ -236,13 +237,13 @@ pub fn apply(
                 let new = Attr::new(schema, m.ty, &m.options, out).map_err(|e| {
                     LdapError::new(ResultCode::ConstraintViolation, format!("{ctx}{e}"))
                 })?;
-                attrs[p] = new;
+                attrs.replace(p, new);
             }
         }
     }
-    rdn_values_present(shared, ndn, &attrs)?;
+    rdn_values_present(shared, ndn, attrs.slots())?;
     // Changing the structural class is refused before the entry is checked as a whole (slapd).
-    if let (Some(old), Some(new)) = (old_structural, structural_of(shared, &attrs)) {
+    if let (Some(old), Some(new)) = (old_structural, structural_of(shared, attrs.slots())) {
         let old_id = std::str::from_utf8(&old)
             .ok()
             .and_then(|o| schema.class_by_name(o));
@@ -261,9 +262,10 @@ pub fn apply(
             ));
         }
     }
-    check_entry(shared, &attrs)?;
+    check_entry(shared, attrs.slots())?;
     stamp_modified(shared, &mut attrs, &who.dn, txn.now());
-    txn.replace_attrs(id, attrs)?;
+    let id = before.id;
+    txn.replace_entry(attrs.finish())?;
     Ok(Applied {
         before: Some(before),
         after: txn.version().get(id).cloned(),

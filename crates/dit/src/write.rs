@@ -9,7 +9,7 @@ use std::time::SystemTime;
 
 use proto::ResultCode;
 use schema::{AttrId, Schema};
-use store::{Attr, Txn};
+use store::{Attr, AttrView, Edit, Txn};
 
 use crate::acl::Rights;
 use crate::error::{LdapError, LdapResult};
@@ -169,29 +169,53 @@ pub fn detached(dn: String, ndn: schema::NormDn, attrs: Vec<Attr>) -> store::Ent
 
 pub use crate::csn::generalized_time;
 
+/// What stamps are set in: the attributes of an entry being built (`Vec<Attr>`) or edited
+/// (`Edit`).
+pub trait Stamped {
+    /// Removes every attribute of type `ty` (with any options).
+    fn remove_type(&mut self, ty: AttrId);
+    fn push_attr(&mut self, a: Attr);
+}
+
+impl Stamped for Vec<Attr> {
+    fn remove_type(&mut self, ty: AttrId) {
+        self.retain(|a| a.ty != ty);
+    }
+    fn push_attr(&mut self, a: Attr) {
+        self.push(a);
+    }
+}
+
+impl Stamped for Edit<'_> {
+    fn remove_type(&mut self, ty: AttrId) {
+        while let Some(i) = self.slots().iter().position(|a| a.attr_type() == ty) {
+            self.remove(i);
+        }
+    }
+    fn push_attr(&mut self, a: Attr) {
+        self.push(a);
+    }
+}
+
 /// Sets (replaces) a single-valued server-kept attribute.
-pub fn set_operational(schema: &Schema, attrs: &mut Vec<Attr>, ty: AttrId, value: &[u8]) {
-    attrs.retain(|a| a.ty != ty);
+pub fn set_operational(schema: &Schema, attrs: &mut impl Stamped, ty: AttrId, value: &[u8]) {
+    attrs.remove_type(ty);
     if let Ok(a) = Attr::new(schema, ty, "", vec![value.into()]) {
-        attrs.push(a);
+        attrs.push_attr(a);
     }
 }
 
 /// Records who changed an entry and when (modifiersName, modifyTimestamp, entryCSN).
-pub fn stamp_modified(shared: &Dit, attrs: &mut Vec<Attr>, who: &str, now: SystemTime) {
+pub fn stamp_modified(shared: &Dit, attrs: &mut impl Stamped, who: &str, now: SystemTime) {
     let schema = &*shared.schema();
-    set_operational(
-        schema,
-        attrs,
-        shared.known.entry_csn,
-        shared.csn.next(now).as_bytes(),
-    );
+    let (csn, time) = shared.csn.stamps(now);
+    set_operational(schema, attrs, shared.known.entry_csn, csn.as_bytes());
     set_operational(schema, attrs, shared.known.modifiers_name, who.as_bytes());
     set_operational(
         schema,
         attrs,
         shared.known.modify_timestamp,
-        generalized_time(now).as_bytes(),
+        time.as_bytes(),
     );
 }
 
@@ -308,14 +332,17 @@ pub fn check_user_modifiable(schema: &Schema, ty: AttrId, name: &str) -> LdapRes
 }
 
 /// Checks the whole entry against the schema and returns the structural object class name.
-pub fn check_entry(shared: &Dit, attrs: &[Attr]) -> LdapResult<String> {
+pub fn check_entry(shared: &Dit, attrs: &[impl AttrView]) -> LdapResult<String> {
     let schema = &*shared.schema();
     let oc: Vec<&[u8]> = attrs
         .iter()
-        .filter(|a| a.ty == shared.known.object_class)
-        .flat_map(|a| a.values.iter().map(|v| &**v))
+        .filter(|a| a.attr_type() == shared.known.object_class)
+        .flat_map(|a| a.raw_values())
         .collect();
-    let counts: Vec<(AttrId, usize)> = attrs.iter().map(|a| (a.ty, a.values.len())).collect();
+    let counts: Vec<(AttrId, usize)> = attrs
+        .iter()
+        .map(|a| (a.attr_type(), a.value_count()))
+        .collect();
     let structural = schema.check_entry(&oc, &counts)?;
     Ok(schema
         .class(structural)
@@ -353,13 +380,17 @@ pub fn join_rdn_value(
 }
 
 /// Every value of each RDN AVA must be in the entry (RFC 4512 §2.3).
-pub fn rdn_values_present(shared: &Dit, ndn: &schema::NormDn, attrs: &[Attr]) -> LdapResult<()> {
+pub fn rdn_values_present(
+    shared: &Dit,
+    ndn: &schema::NormDn,
+    attrs: &[impl AttrView],
+) -> LdapResult<()> {
     if let Some(rdn) = ndn.rdns.first() {
         for (ty, raw) in rdn {
             let norm = shared.schema().normalize_eq(*ty, raw).unwrap_or_default();
-            let present = attrs
-                .iter()
-                .any(|a| a.ty == *ty && a.options.is_empty() && a.find(&norm).is_some());
+            let present = attrs.iter().any(|a| {
+                a.attr_type() == *ty && a.attr_options().is_empty() && a.find_norm(&norm).is_some()
+            });
             if !present {
                 return Err(LdapError::new(
                     ResultCode::NamingViolation,
@@ -376,12 +407,12 @@ pub fn rdn_values_present(shared: &Dit, ndn: &schema::NormDn, attrs: &[Attr]) ->
 
 /// The structural object class an objectClass value set names: the most specific structural
 /// class among them (the others must be its superclasses for the entry to be valid).
-pub fn structural_of(shared: &Dit, attrs: &[Attr]) -> Option<schema::ClassId> {
+pub fn structural_of(shared: &Dit, attrs: &[impl AttrView]) -> Option<schema::ClassId> {
     let schema = &*shared.schema();
     let ids: Vec<schema::ClassId> = attrs
         .iter()
-        .filter(|a| a.ty == shared.known.object_class)
-        .flat_map(|a| a.values.iter())
+        .filter(|a| a.attr_type() == shared.known.object_class)
+        .flat_map(|a| a.raw_values())
         .filter_map(|v| {
             std::str::from_utf8(v)
                 .ok()

@@ -227,23 +227,51 @@ fn put_count(out: &mut Vec<u8>, count_at: usize, count: usize) {
     }
 }
 
+/// An attribute that can be packed into an entry: owned (`Attr`) or an edited entry's `Slot`.
+trait Pack {
+    /// Appends the attribute (`body`: scratch).
+    fn pack(&self, out: &mut Vec<u8>, body: &mut Vec<u8>);
+}
+
+impl Pack for Attr {
+    fn pack(&self, out: &mut Vec<u8>, body: &mut Vec<u8>) {
+        let pairs = self
+            .values
+            .iter()
+            .enumerate()
+            .map(|(i, raw)| (&**raw, self.norm.get(i).map_or(&**raw, |n| &**n)));
+        pack_attr(out, body, self.ty, &self.options, pairs);
+    }
+}
+
+impl Pack for Slot<'_> {
+    fn pack(&self, out: &mut Vec<u8>, body: &mut Vec<u8>) {
+        match self {
+            // As it was packed: its body's bytes (interned ids included: the entry is this
+            // process's) are copied as they are.
+            Slot::Stored(a) => {
+                put_varint(out, a.ty.0 as usize);
+                put_bytes(out, a.options.as_bytes());
+                put_varint(out, a.count);
+                put_bytes(out, a.body);
+            }
+            Slot::Changed(a) => a.pack(out, body),
+        }
+    }
+}
+
 /// Appends the attribute count and the attributes to `out` (`body`: scratch).
-fn pack_attrs<'a>(
+fn pack_attrs<'a, A: Pack + 'a>(
     out: &mut Vec<u8>,
     body: &mut Vec<u8>,
-    attrs: impl IntoIterator<Item = &'a Attr>,
+    attrs: impl IntoIterator<Item = &'a A>,
 ) {
     let count_at = out.len();
     out.push(0);
     let mut count = 0usize;
     for a in attrs {
         count += 1;
-        let pairs = a
-            .values
-            .iter()
-            .enumerate()
-            .map(|(i, raw)| (&**raw, a.norm.get(i).map_or(&**raw, |n| &**n)));
-        pack_attr(out, body, a.ty, &a.options, pairs);
+        a.pack(out, body);
     }
     put_count(out, count_at, count);
 }
@@ -328,6 +356,11 @@ impl Entry {
 
     /// This entry with other attributes (same id, DN and parent).
     pub fn with_attrs<'a>(&self, attrs: impl IntoIterator<Item = &'a Attr>) -> Entry {
+        self.with_packed(attrs)
+    }
+
+    /// `with_attrs` of owned attributes or of an edit's slots.
+    fn with_packed<'a, A: Pack + 'a>(&self, attrs: impl IntoIterator<Item = &'a A>) -> Entry {
         // The name part (DN, normalized DN, RDNs) is copied as it is.
         let name = &self.packed[..self.name_end()];
         SCRATCH.with_borrow_mut(|(out, part)| {
@@ -502,6 +535,167 @@ impl Entry {
     /// The attributes in owned, editable form.
     pub fn to_attrs(&self) -> Vec<Attr> {
         self.attrs().map(|a| a.to_attr()).collect()
+    }
+
+    /// Starts changing this entry's attributes without unpacking them (`Edit`).
+    pub fn edit(&self) -> Edit<'_> {
+        Edit {
+            base: self,
+            slots: self.attrs().map(Slot::Stored).collect(),
+        }
+    }
+}
+
+/// An entry whose attributes are being changed, without unpacking the entry: a modify changes
+/// one attribute of twenty, and unpacking all of them into owned `Attr`s (two allocations per
+/// attribute and two per value) and packing them again was most of its cost. The attributes
+/// stay in stored order, each a view of the entry (`Slot::Stored`) until it is changed
+/// (`Slot::Changed`); `finish` packs the result, copying the unchanged attributes' bytes.
+pub struct Edit<'e> {
+    base: &'e Entry,
+    slots: Vec<Slot<'e>>,
+}
+
+/// One attribute of an `Edit`.
+pub enum Slot<'e> {
+    /// As the entry holds it.
+    Stored(AttrRef<'e>),
+    /// Changed (or new), in owned form.
+    Changed(Attr),
+}
+
+impl<'e> Edit<'e> {
+    /// The attributes, in order.
+    pub fn slots(&self) -> &[Slot<'e>] {
+        &self.slots
+    }
+
+    /// Where the attribute of exactly this type and these options is.
+    pub fn position(&self, ty: AttrId, options: &str) -> Option<usize> {
+        self.slots
+            .iter()
+            .position(|a| a.attr_type() == ty && a.attr_options() == options)
+    }
+
+    /// Takes the attribute at `i` out to change it, in owned form; `replace` or `remove` must
+    /// follow (until then the slot holds an attribute without values).
+    pub fn take(&mut self, i: usize) -> Attr {
+        let empty = Slot::Changed(Attr {
+            ty: self.slots[i].attr_type(),
+            options: Box::default(),
+            values: Vec::new(),
+            norm: Vec::new(),
+        });
+        match std::mem::replace(&mut self.slots[i], empty) {
+            Slot::Stored(a) => a.to_attr(),
+            Slot::Changed(a) => a,
+        }
+    }
+
+    /// Replaces the attribute at `i`.
+    pub fn replace(&mut self, i: usize, a: Attr) {
+        self.slots[i] = Slot::Changed(a);
+    }
+
+    /// Removes the attribute at `i`.
+    pub fn remove(&mut self, i: usize) {
+        self.slots.remove(i);
+    }
+
+    /// Adds an attribute at the end.
+    pub fn push(&mut self, a: Attr) {
+        self.slots.push(Slot::Changed(a));
+    }
+
+    /// The entry with the changed attributes (same id, DN and parent).
+    pub fn finish(&self) -> Entry {
+        self.base.with_packed(&self.slots)
+    }
+}
+
+/// What the write path's checks read of an attribute, whether owned (`Attr`), stored
+/// (`AttrRef`) or being edited (`Slot`).
+pub trait AttrView {
+    fn attr_type(&self) -> AttrId;
+    /// As `Attr::options`.
+    fn attr_options(&self) -> &str;
+    fn value_count(&self) -> usize;
+    /// The values as the client sent them.
+    fn raw_values(&self) -> impl Iterator<Item = &[u8]>;
+    /// Position of a value with the equality-normalized form `norm`.
+    fn find_norm(&self, norm: &[u8]) -> Option<usize>;
+}
+
+impl AttrView for Attr {
+    fn attr_type(&self) -> AttrId {
+        self.ty
+    }
+    fn attr_options(&self) -> &str {
+        &self.options
+    }
+    fn value_count(&self) -> usize {
+        self.values.len()
+    }
+    fn raw_values(&self) -> impl Iterator<Item = &[u8]> {
+        self.values.iter().map(|v| &**v)
+    }
+    fn find_norm(&self, norm: &[u8]) -> Option<usize> {
+        self.find(norm)
+    }
+}
+
+impl AttrView for AttrRef<'_> {
+    fn attr_type(&self) -> AttrId {
+        self.ty
+    }
+    fn attr_options(&self) -> &str {
+        self.options
+    }
+    fn value_count(&self) -> usize {
+        self.count
+    }
+    fn raw_values(&self) -> impl Iterator<Item = &[u8]> {
+        self.values()
+    }
+    fn find_norm(&self, norm: &[u8]) -> Option<usize> {
+        self.find(norm)
+    }
+}
+
+impl AttrView for Slot<'_> {
+    fn attr_type(&self) -> AttrId {
+        match self {
+            Slot::Stored(a) => a.ty,
+            Slot::Changed(a) => a.ty,
+        }
+    }
+    fn attr_options(&self) -> &str {
+        match self {
+            Slot::Stored(a) => a.options,
+            Slot::Changed(a) => &a.options,
+        }
+    }
+    fn value_count(&self) -> usize {
+        match self {
+            Slot::Stored(a) => a.count,
+            Slot::Changed(a) => a.values.len(),
+        }
+    }
+    fn raw_values(&self) -> impl Iterator<Item = &[u8]> {
+        let (stored, changed) = match self {
+            Slot::Stored(a) => (Some(a.values()), None),
+            Slot::Changed(a) => (None, Some(a.values.iter().map(|v| &**v))),
+        };
+        stored
+            .into_iter()
+            .flatten()
+            .chain(changed.into_iter().flatten())
+    }
+    fn find_norm(&self, norm: &[u8]) -> Option<usize> {
+        match self {
+            Slot::Stored(a) => a.find(norm),
+            Slot::Changed(a) => a.find(norm),
+        }
     }
 }
 
@@ -958,6 +1152,57 @@ mod tests {
             prop_assert_eq!(e.ndn_str(), n.norm.as_str());
             prop_assert_eq!(e.to_attrs(), attrs);
             prop_assert!(unpack(e.packed(), 300).is_ok());
+        }
+
+        /// Editing an entry in place (`Edit`) packs exactly what unpacking it, changing the
+        /// owned attributes the same way and packing them again does.
+        #[test]
+        fn an_edit_packs_what_unpacking_would(
+            attrs in proptest::collection::vec(any_attr(), 0..30),
+            ops in proptest::collection::vec((0u8..4, any::<prop::sample::Index>(), any_attr()), 0..8),
+        ) {
+            let n = ndn("x=y", vec![vec![(AttrId(299), b"y".to_vec())]]);
+            let e = Entry::new(7, Some(3), "x=Y", &n, &attrs);
+            let mut edit = e.edit();
+            let mut owned = e.to_attrs();
+            for (op, at, new) in ops {
+                if owned.is_empty() && op != 3 {
+                    continue;
+                }
+                let i = if owned.is_empty() { 0 } else { at.index(owned.len()) };
+                match op {
+                    0 => {
+                        edit.remove(i);
+                        owned.remove(i);
+                    }
+                    1 => {
+                        let mut a = edit.take(i);
+                        prop_assert_eq!(&a, &owned[i]);
+                        a.values.push(b"more".to_vec().into());
+                        a.norm.push(b"more".to_vec().into());
+                        owned[i] = a.clone();
+                        edit.replace(i, a);
+                    }
+                    2 => {
+                        edit.replace(i, new.clone());
+                        owned[i] = new;
+                    }
+                    _ => {
+                        edit.push(new.clone());
+                        owned.push(new);
+                    }
+                }
+                prop_assert_eq!(edit.slots().len(), owned.len());
+                for (s, a) in edit.slots().iter().zip(&owned) {
+                    prop_assert_eq!(s.attr_type(), a.ty);
+                    prop_assert_eq!(s.attr_options(), &*a.options);
+                    prop_assert_eq!(s.raw_values().collect::<Vec<_>>(), a.raw_values().collect::<Vec<_>>());
+                }
+            }
+            let (edited, repacked) = (edit.finish(), e.with_attrs(&owned));
+            prop_assert_eq!(edited.packed(), repacked.packed());
+            prop_assert_eq!((edited.id, edited.parent, edited.depth()), (7, Some(3), 1));
+            prop_assert_eq!(edited.to_attrs(), owned);
         }
 
         #[test]

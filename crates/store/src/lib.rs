@@ -34,7 +34,7 @@ pub mod stats;
 pub mod version;
 pub mod writer;
 
-pub use entry::{Attr, Entry, EntryId};
+pub use entry::{Attr, AttrView, Edit, Entry, EntryId, Slot};
 pub use feed::{Batch, Change, ChangeKind, FeedEnd, Subscription};
 pub use filter::{Filter, Tri};
 pub use index::{IndexKinds, Indexes};

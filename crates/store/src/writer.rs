@@ -506,6 +506,14 @@ impl Txn {
     pub fn replace_attrs(&mut self, id: EntryId, attrs: Vec<Attr>) -> Result<(), StoreError> {
         let old = self.work.get(id).ok_or(StoreError::NoSuchEntry)?;
         let e = old.with_attrs(&attrs);
+        self.replace_entry(e)
+    }
+
+    /// Replaces the entry of `e`'s id by `e`, a new state of it (e.g. `Edit::finish`; index
+    /// keys, DN and parent follow whatever changed).
+    pub fn replace_entry(&mut self, e: Entry) -> Result<(), StoreError> {
+        let id = e.id;
+        let old = self.work.get(id).ok_or(StoreError::NoSuchEntry)?;
         self.undo.push(Undo::Put(old.clone()));
         self.work.put(e);
         self.touched.push(id);
