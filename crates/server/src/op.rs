@@ -45,13 +45,16 @@ pub(crate) struct Op {
     pub log: Option<AccessLine>,
     /// What it is, for the completed-operations counter bumped when the context ends.
     pub kind: crate::state::OpType,
+    /// Whether it was counted as completed already: just before its result is sent, so that
+    /// a client holding the result finds it counted (cn=Monitor, /metrics).
+    pub counted: bool,
 }
 
 /// An operation is complete when its context ends, whatever the way: result sent, abandoned,
 /// connection gone (cn=Operations,cn=Monitor counts it then).
 impl Drop for Op {
     fn drop(&mut self) {
-        crate::state::Counters::bump(self.conn.shared.counters.completed(self.kind));
+        self.count_completed();
     }
 }
 
@@ -88,6 +91,7 @@ impl Op {
     ) -> Option<impl std::future::Future<Output = ()> + Send + 'static> {
         let pdu = self.result_pdu(tag, r);
         let rc = code_of(r);
+        self.count_completed();
         match self.conn.try_send(pdu) {
             Ok(()) => {
                 self.conn.log_end(self.log.take(), rc, None);
@@ -97,8 +101,17 @@ impl Op {
         }
     }
 
+    /// Counts the operation as completed (once).
+    fn count_completed(&mut self) {
+        if !self.counted {
+            self.counted = true;
+            crate::state::Counters::bump(self.conn.shared.counters.completed(self.kind));
+        }
+    }
+
     /// Sends an already encoded final response carrying result code `rc`.
     pub async fn finish_with(mut self, pdu: Vec<u8>, rc: ResultCode, entries: Option<u64>) {
+        self.count_completed();
         if let Some(n) = entries {
             let sent = &self.conn.shared.counters.traffic.entries_sent;
             sent.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
