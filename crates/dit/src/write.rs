@@ -9,7 +9,7 @@ use std::time::SystemTime;
 
 use proto::ResultCode;
 use schema::{AttrId, Schema};
-use store::{Attr, AttrView, Edit, Txn};
+use store::{Attr, Txn};
 
 use crate::acl::Rights;
 use crate::error::{LdapError, LdapResult};
@@ -169,44 +169,16 @@ pub fn detached(dn: String, ndn: schema::NormDn, attrs: Vec<Attr>) -> store::Ent
 
 pub use crate::csn::generalized_time;
 
-/// What stamps are set in: the attributes of an entry being built (`Vec<Attr>`) or edited
-/// (`Edit`).
-pub trait Stamped {
-    /// Removes every attribute of type `ty` (with any options).
-    fn remove_type(&mut self, ty: AttrId);
-    fn push_attr(&mut self, a: Attr);
-}
-
-impl Stamped for Vec<Attr> {
-    fn remove_type(&mut self, ty: AttrId) {
-        self.retain(|a| a.ty != ty);
-    }
-    fn push_attr(&mut self, a: Attr) {
-        self.push(a);
-    }
-}
-
-impl Stamped for Edit<'_> {
-    fn remove_type(&mut self, ty: AttrId) {
-        while let Some(i) = self.slots().iter().position(|a| a.attr_type() == ty) {
-            self.remove(i);
-        }
-    }
-    fn push_attr(&mut self, a: Attr) {
-        self.push(a);
-    }
-}
-
 /// Sets (replaces) a single-valued server-kept attribute.
-pub fn set_operational(schema: &Schema, attrs: &mut impl Stamped, ty: AttrId, value: &[u8]) {
-    attrs.remove_type(ty);
+pub fn set_operational(schema: &Schema, attrs: &mut Vec<Attr>, ty: AttrId, value: &[u8]) {
+    attrs.retain(|a| a.ty != ty);
     if let Ok(a) = Attr::new(schema, ty, "", vec![value.into()]) {
-        attrs.push_attr(a);
+        attrs.push(a);
     }
 }
 
 /// Records who changed an entry and when (modifiersName, modifyTimestamp, entryCSN).
-pub fn stamp_modified(shared: &Dit, attrs: &mut impl Stamped, who: &str, now: SystemTime) {
+pub fn stamp_modified(shared: &Dit, attrs: &mut Vec<Attr>, who: &str, now: SystemTime) {
     let schema = &*shared.schema();
     let (csn, time) = shared.csn.stamps(now);
     set_operational(schema, attrs, shared.known.entry_csn, csn.as_bytes());
@@ -332,16 +304,27 @@ pub fn check_user_modifiable(schema: &Schema, ty: AttrId, name: &str) -> LdapRes
 }
 
 /// Checks the whole entry against the schema and returns the structural object class name.
-pub fn check_entry(shared: &Dit, attrs: &[impl AttrView]) -> LdapResult<String> {
+pub fn check_entry(shared: &Dit, attrs: &[Attr]) -> LdapResult<String> {
+    check_entry_with(shared, attrs, &[])
+}
+
+/// `check_entry` for an entry that also has the attributes (type, value count) `more` (kept
+/// as stored, not unpacked: never objectClass).
+pub fn check_entry_with(
+    shared: &Dit,
+    attrs: &[Attr],
+    more: &[(AttrId, usize)],
+) -> LdapResult<String> {
     let schema = &*shared.schema();
     let oc: Vec<&[u8]> = attrs
         .iter()
-        .filter(|a| a.attr_type() == shared.known.object_class)
-        .flat_map(|a| a.raw_values())
+        .filter(|a| a.ty == shared.known.object_class)
+        .flat_map(|a| a.values.iter().map(|v| &**v))
         .collect();
     let counts: Vec<(AttrId, usize)> = attrs
         .iter()
-        .map(|a| (a.attr_type(), a.value_count()))
+        .map(|a| (a.ty, a.values.len()))
+        .chain(more.iter().copied().filter(|(_, n)| *n > 0))
         .collect();
     let structural = schema.check_entry(&oc, &counts)?;
     Ok(schema
@@ -380,17 +363,13 @@ pub fn join_rdn_value(
 }
 
 /// Every value of each RDN AVA must be in the entry (RFC 4512 §2.3).
-pub fn rdn_values_present(
-    shared: &Dit,
-    ndn: &schema::NormDn,
-    attrs: &[impl AttrView],
-) -> LdapResult<()> {
+pub fn rdn_values_present(shared: &Dit, ndn: &schema::NormDn, attrs: &[Attr]) -> LdapResult<()> {
     if let Some(rdn) = ndn.rdns.first() {
         for (ty, raw) in rdn {
             let norm = shared.schema().normalize_eq(*ty, raw).unwrap_or_default();
-            let present = attrs.iter().any(|a| {
-                a.attr_type() == *ty && a.attr_options().is_empty() && a.find_norm(&norm).is_some()
-            });
+            let present = attrs
+                .iter()
+                .any(|a| a.ty == *ty && a.options.is_empty() && a.find(&norm).is_some());
             if !present {
                 return Err(LdapError::new(
                     ResultCode::NamingViolation,
@@ -407,12 +386,12 @@ pub fn rdn_values_present(
 
 /// The structural object class an objectClass value set names: the most specific structural
 /// class among them (the others must be its superclasses for the entry to be valid).
-pub fn structural_of(shared: &Dit, attrs: &[impl AttrView]) -> Option<schema::ClassId> {
+pub fn structural_of(shared: &Dit, attrs: &[Attr]) -> Option<schema::ClassId> {
     let schema = &*shared.schema();
     let ids: Vec<schema::ClassId> = attrs
         .iter()
-        .filter(|a| a.attr_type() == shared.known.object_class)
-        .flat_map(|a| a.raw_values())
+        .filter(|a| a.ty == shared.known.object_class)
+        .flat_map(|a| a.values.iter())
         .filter_map(|v| {
             std::str::from_utf8(v)
                 .ok()

@@ -22,7 +22,7 @@
 
 use schema::{AttrId, Schema};
 
-use crate::entry::Entry;
+use crate::entry::{AttrRef, Entry};
 
 /// Shortest initial/final key (slapd's `index_substr_if_minlen`, default 2).
 pub const SUBSTR_IF_MIN_LEN: usize = 2;
@@ -158,72 +158,64 @@ pub(crate) struct Keys {
 }
 
 pub(crate) fn entry_keys(indexes: &Indexes, schema: &Schema, e: &Entry) -> Keys {
-    entry_keys_of(indexes, schema, e, |_| true)
-}
-
-/// The keys of `e`'s attributes of the types `only` accepts.
-pub(crate) fn entry_keys_of(
-    indexes: &Indexes,
-    schema: &Schema,
-    e: &Entry,
-    only: impl Fn(AttrId) -> bool,
-) -> Keys {
     let mut k = Keys::default();
     for a in e.attrs() {
-        let kinds = indexes.kinds(a.ty);
-        if kinds.is_empty() || !only(a.ty) {
-            continue;
-        }
-        if kinds.contains(IndexKinds::PRES) {
-            k.pres.push(a.ty);
-        }
-        if kinds.contains(IndexKinds::EQ) {
-            k.hashed
-                .extend(a.norm().map(|n| crate::version::index_key(a.ty, n)));
-        }
-        if kinds.intersects(IndexKinds::SUB) {
-            for v in a.values() {
-                if let Some(s) = schema.substr_value(a.ty, v) {
-                    value_sub_keys(a.ty, kinds, &s, &mut k.hashed);
-                }
-            }
-        }
-        if kinds.contains(IndexKinds::ORD) {
-            for v in a.values() {
-                if let Some(o) = schema.ord_key(a.ty, v) {
-                    k.ord.push((a.ty, o));
-                }
-            }
-        }
+        attr_keys(indexes, schema, &a, &mut k);
     }
-    k.pres.sort_unstable();
-    k.pres.dedup();
-    k.hashed.sort_unstable();
-    k.hashed.dedup();
-    k.ord.sort_unstable();
-    k.ord.dedup();
+    k.finish();
     k
 }
 
-/// The indexed types whose attributes (any options) differ between `old` and `new`: the only
-/// ones whose keys can differ. A modify usually changes no indexed attribute, and then this
-/// spares computing (hashing, sorting) every key of the entry twice.
-pub(crate) fn changed_indexed_types(indexes: &Indexes, old: &Entry, new: &Entry) -> Vec<AttrId> {
-    fn indexed<'e>(indexes: &Indexes, e: &'e Entry) -> Vec<crate::entry::AttrRef<'e>> {
-        e.attrs()
-            .filter(|a| !indexes.kinds(a.ty).is_empty())
-            .collect()
+/// The index keys of the attributes of `e` of type `ty` (any options), as `entry_keys` gives
+/// them.
+pub(crate) fn type_keys(indexes: &Indexes, schema: &Schema, e: &Entry, ty: AttrId) -> Keys {
+    let mut k = Keys::default();
+    for a in e.attrs().filter(|a| a.ty == ty) {
+        attr_keys(indexes, schema, &a, &mut k);
     }
-    let mut changed = Vec::new();
-    let (a, b) = (indexed(indexes, old), indexed(indexes, new));
-    for (this, other) in [(&a, &b), (&b, &a)] {
-        for x in this {
-            if !changed.contains(&x.ty) && !other.iter().any(|y| y.same_as(x)) {
-                changed.push(x.ty);
+    k.finish();
+    k
+}
+
+/// Adds the keys of one attribute's values to `k` (unsorted).
+fn attr_keys(indexes: &Indexes, schema: &Schema, a: &AttrRef<'_>, k: &mut Keys) {
+    let kinds = indexes.kinds(a.ty);
+    if kinds.is_empty() {
+        return;
+    }
+    if kinds.contains(IndexKinds::PRES) {
+        k.pres.push(a.ty);
+    }
+    if kinds.contains(IndexKinds::EQ) {
+        k.hashed
+            .extend(a.norm().map(|n| crate::version::index_key(a.ty, n)));
+    }
+    if kinds.intersects(IndexKinds::SUB) {
+        for v in a.values() {
+            if let Some(s) = schema.substr_value(a.ty, v) {
+                value_sub_keys(a.ty, kinds, &s, &mut k.hashed);
             }
         }
     }
-    changed
+    if kinds.contains(IndexKinds::ORD) {
+        for v in a.values() {
+            if let Some(o) = schema.ord_key(a.ty, v) {
+                k.ord.push((a.ty, o));
+            }
+        }
+    }
+}
+
+impl Keys {
+    /// Sorts each list and drops repeats.
+    pub(crate) fn finish(&mut self) {
+        self.pres.sort_unstable();
+        self.pres.dedup();
+        self.hashed.sort_unstable();
+        self.hashed.dedup();
+        self.ord.sort_unstable();
+        self.ord.dedup();
+    }
 }
 
 /// The substring keys of one prepared value.
