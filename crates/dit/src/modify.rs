@@ -264,25 +264,28 @@ pub fn apply(
             add: Vec::new(),
         })
         .collect();
-    // So do the attributes no change names and no check or stamp reads (most of an entry:
-    // a modify usually changes one attribute of twenty), copied as they are stored instead
-    // of unpacked (two allocations per attribute and two per value) and packed again.
+    // So do the attributes no change names and no check reads (most of an entry: a modify
+    // usually changes one attribute of twenty), copied as they are stored instead of unpacked
+    // (two allocations per attribute and two per value) and packed again. The stamps no
+    // change names are left out: `stamp_modified` sets them afresh.
+    let named = |ty: AttrId| mods.iter().any(|m| m.ty == ty);
+    let restamped = |ty: AttrId| {
+        [k.entry_csn, k.modifiers_name, k.modify_timestamp].contains(&ty) && !named(ty)
+    };
     let untouched = |a: &AttrRef<'_>| {
         !kept.iter().any(|k| k.is(a.ty, a.options))
-            && !mods.iter().any(|m| m.ty == a.ty)
-            && ![
-                k.object_class,
-                k.entry_csn,
-                k.modifiers_name,
-                k.modify_timestamp,
-            ]
-            .contains(&a.ty)
+            && !named(a.ty)
+            && a.ty != k.object_class
             && !ndn
                 .rdns
                 .first()
                 .is_some_and(|r| r.iter().any(|(t, _)| *t == a.ty))
     };
-    let stored: Vec<(AttrRef<'_>, bool)> = before.attrs().map(|a| (a, untouched(&a))).collect();
+    let stored: Vec<(AttrRef<'_>, bool)> = before
+        .attrs()
+        .filter(|a| !restamped(a.ty))
+        .map(|a| (a, untouched(&a)))
+        .collect();
     let mut attrs: Vec<Attr> = stored
         .iter()
         .filter(|(a, same)| !same && !kept.iter().any(|k| k.is(a.ty, a.options)))
@@ -466,7 +469,12 @@ pub fn apply(
     let kept_counts: Vec<(AttrId, usize)> = kept
         .iter()
         .map(|k| (k.attr.ty, k.len()))
-        .chain(stored.iter().filter(|(_, same)| *same).map(|(a, _)| (a.ty, a.len())))
+        .chain(
+            stored
+                .iter()
+                .filter(|(_, same)| *same)
+                .map(|(a, _)| (a.ty, a.len())),
+        )
         .collect();
     check_entry_with(shared, &attrs, &kept_counts)?;
     stamp_modified(shared, &mut attrs, &who.dn, txn.now());
