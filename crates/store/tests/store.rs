@@ -422,16 +422,20 @@ fn three_valued_logic() {
 
 /// After a random mix of adds, attribute changes (indexed and not, with option variants),
 /// renames and deletes, every index answer equals a full scan.
-#[test]
-fn indexes_agree_with_a_scan_after_random_changes() {
-    let (schema, store) = setup(0);
-    let mut seed: u64 = 0x9e3779b97f4a7c15;
-    let mut next = move |n: u64| {
+/// A repeatable pseudo-random source (xorshift64): `next(n)` is below `n`.
+fn xorshift(mut seed: u64) -> impl FnMut(u64) -> u64 {
+    move |n| {
         seed ^= seed << 13;
         seed ^= seed >> 7;
         seed ^= seed << 17;
         seed % n
-    };
+    }
+}
+
+#[test]
+fn indexes_agree_with_a_scan_after_random_changes() {
+    let (schema, store) = setup(0);
+    let mut next = xorshift(0x9e3779b97f4a7c15);
     let values = ["a", "b", "c", "d"];
     for round in 0..40 {
         let ops: Vec<(u64, u64, u64, u64, u64)> = (0..25)
@@ -586,13 +590,7 @@ type Change5 = (u64, u64, u64, u64, u64);
 fn failed_operations_in_a_batch_are_undone_exactly() {
     let (schema, all) = setup(0);
     let (_, only_ok) = setup(0);
-    let mut seed: u64 = 0x2545f4914f6cdd1d;
-    let mut next = move |n: u64| {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed % n
-    };
+    let mut next = xorshift(0x2545f4914f6cdd1d);
     for round in 0..30 {
         let ops: Vec<(Vec<Change5>, u8)> = (0..12)
             .map(|_| {
