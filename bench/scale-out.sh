@@ -21,8 +21,8 @@
 #
 # Everything runs on this machine, so the servers and the client share its cores: the read
 # rate cannot grow with k beyond what the cores give (see BENCHMARKS.md).
-# Environment: LINDEN (prebuilt binary; else a release build), LLOADD, BASE_PORT (14389),
-# KEEP=1 (keep the work directory).
+# Environment: LINDEN (prebuilt binary; else a release build), LLOADD, LLOADD_IO_THREADS
+# (lloadd's io-threads; its default is 1), BASE_PORT (14389), KEEP=1 (keep the work directory).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -82,8 +82,8 @@ LLOADD_PID=
 LLOADD_URL=
 start_lloadd() { # k: backends are servers 0..k-1; sets LLOADD_PID and LLOADD_URL
   local conf="$WORK/lloadd-$1.conf" lport=$((BASE_PORT + 50))
-  printf 'pidfile %s/lloadd.pid\nargsfile %s/lloadd.args\n\nbindconf\n    bindmethod=simple\n    binddn=%s\n    credentials=%s\n' \
-    "$WORK" "$WORK" "$ADMIN" "$SECRET" >"$conf"
+  printf 'pidfile %s/lloadd.pid\nargsfile %s/lloadd.args\nloglevel 0\n%s\nbindconf\n    bindmethod=simple\n    binddn=%s\n    credentials=%s\n' \
+    "$WORK" "$WORK" "${LLOADD_IO_THREADS:+io-threads $LLOADD_IO_THREADS}" "$ADMIN" "$SECRET" >"$conf"
   for i in $(seq 0 $(($1 - 1))); do
     printf '\nbackend-server\n    uri=ldap://127.0.0.1:%d\n    numconns=4\n    bindconns=2\n    retry=1000\n    max-pending-ops=128\n    conn-max-pending=32\n' "$(port $i)" >>"$conf"
   done
