@@ -398,18 +398,29 @@ impl Lloadd {
     }
 }
 
+/// A provider, two replicas persisting, and lloadd (with `features`) in front of the replicas;
+/// `None` (skipped) without lloadd.
+fn behind_lloadd(
+    test: &str,
+    features: &str,
+) -> Option<(TestServer, TestServer, TestServer, Lloadd)> {
+    let bin = lloadd(test)?;
+    let p = provider();
+    let (r1, r2) = (replica(&p), replica(&p));
+    persisting(&[&r1, &r2]);
+    let lb = Lloadd::start(&bin, features, &[&r1, &r2]);
+    Some((p, r1, r2, lb))
+}
+
 /// lloadd in front of two replicas: every read through it succeeds, both replicas serve some
 /// (lloadd spreads operations, not connections), and they follow the writes made on the
 /// provider.
 #[test]
 fn reads_through_lloadd_reach_both_replicas() {
-    let Some(bin) = lloadd("reads_through_lloadd_reach_both_replicas") else {
+    let Some((p, r1, r2, lb)) = behind_lloadd("reads_through_lloadd_reach_both_replicas", "")
+    else {
         return;
     };
-    let p = provider();
-    let (r1, r2) = (replica(&p), replica(&p));
-    persisting(&[&r1, &r2]);
-    let lb = Lloadd::start(&bin, "", &[&r1, &r2]);
     let fronts = vec![lb.url.clone(); 4];
     let served = scale_out(&p, &[&r1, &r2], &fronts, false);
     assert_eq!(
@@ -497,13 +508,12 @@ fn plain_bind(c: &mut RawClient, authcid: &str, pw: &str) {
 /// backend connection of the bind.
 #[test]
 fn users_through_lloadd_keep_their_identity() {
-    let Some(bin) = lloadd("users_through_lloadd_keep_their_identity") else {
+    let Some((p, r1, r2, lb)) = behind_lloadd(
+        "users_through_lloadd_keep_their_identity",
+        "feature proxyauthz\n",
+    ) else {
         return;
     };
-    let p = provider();
-    let (r1, r2) = (replica(&p), replica(&p));
-    persisting(&[&r1, &r2]);
-    let lb = Lloadd::start(&bin, "feature proxyauthz\n", &[&r1, &r2]);
     let before = [searches(&r1), searches(&r2)];
     let alice_dn = format!("dn:{ALICE}");
 
