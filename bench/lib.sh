@@ -37,8 +37,8 @@ linden_binary() {
   [ -x "$LINDEN" ] || die "no linden binary at $LINDEN"
 }
 
-wait_ldap() { # url
-  for _ in $(seq 1 300); do
+wait_ldap() { # url [tries, 0.1 s apart; default 300]
+  for _ in $(seq 1 "${2:-300}"); do
     ldapsearch -x -H "$1" -s base -b "" 1.1 >/dev/null 2>&1 && return 0
     sleep 0.1
   done

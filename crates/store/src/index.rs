@@ -24,7 +24,7 @@ use std::collections::HashMap;
 
 use schema::{AttrId, Schema};
 
-use crate::entry::Entry;
+use crate::entry::{AttrRef, Entry};
 
 /// Shortest initial/final key (slapd's `index_substr_if_minlen`, default 2).
 pub const SUBSTR_IF_MIN_LEN: usize = 2;
@@ -154,39 +154,62 @@ pub(crate) struct Keys {
 pub(crate) fn entry_keys(indexes: &Indexes, schema: &Schema, e: &Entry) -> Keys {
     let mut k = Keys::default();
     for a in e.attrs() {
-        let kinds = indexes.kinds(a.ty);
-        if kinds.is_empty() {
-            continue;
-        }
-        if kinds.contains(IndexKinds::PRES) {
-            k.pres.push(a.ty);
-        }
-        if kinds.contains(IndexKinds::EQ) {
-            k.hashed
-                .extend(a.norm().map(|n| crate::version::index_key(a.ty, n)));
-        }
-        if kinds.intersects(IndexKinds::SUB) {
-            for v in a.values() {
-                if let Some(s) = schema.substr_value(a.ty, v) {
-                    value_sub_keys(a.ty, kinds, &s, &mut k.hashed);
-                }
-            }
-        }
-        if kinds.contains(IndexKinds::ORD) {
-            for v in a.values() {
-                if let Some(o) = schema.ord_key(a.ty, v) {
-                    k.ord.push((a.ty, o));
-                }
+        attr_keys(indexes, schema, &a, &mut k);
+    }
+    k.finish();
+    k
+}
+
+/// The index keys of the attributes of `e` of type `ty` (any options), as `entry_keys` gives
+/// them.
+pub(crate) fn type_keys(indexes: &Indexes, schema: &Schema, e: &Entry, ty: AttrId) -> Keys {
+    let mut k = Keys::default();
+    for a in e.attrs().filter(|a| a.ty == ty) {
+        attr_keys(indexes, schema, &a, &mut k);
+    }
+    k.finish();
+    k
+}
+
+/// Adds the keys of one attribute's values to `k` (unsorted).
+fn attr_keys(indexes: &Indexes, schema: &Schema, a: &AttrRef<'_>, k: &mut Keys) {
+    let kinds = indexes.kinds(a.ty);
+    if kinds.is_empty() {
+        return;
+    }
+    if kinds.contains(IndexKinds::PRES) {
+        k.pres.push(a.ty);
+    }
+    if kinds.contains(IndexKinds::EQ) {
+        k.hashed
+            .extend(a.norm().map(|n| crate::version::index_key(a.ty, n)));
+    }
+    if kinds.intersects(IndexKinds::SUB) {
+        for v in a.values() {
+            if let Some(s) = schema.substr_value(a.ty, v) {
+                value_sub_keys(a.ty, kinds, &s, &mut k.hashed);
             }
         }
     }
-    k.pres.sort_unstable();
-    k.pres.dedup();
-    k.hashed.sort_unstable();
-    k.hashed.dedup();
-    k.ord.sort_unstable();
-    k.ord.dedup();
-    k
+    if kinds.contains(IndexKinds::ORD) {
+        for v in a.values() {
+            if let Some(o) = schema.ord_key(a.ty, v) {
+                k.ord.push((a.ty, o));
+            }
+        }
+    }
+}
+
+impl Keys {
+    /// Sorts each list and drops repeats.
+    pub(crate) fn finish(&mut self) {
+        self.pres.sort_unstable();
+        self.pres.dedup();
+        self.hashed.sort_unstable();
+        self.hashed.dedup();
+        self.ord.sort_unstable();
+        self.ord.dedup();
+    }
 }
 
 /// The substring keys of one prepared value.

@@ -477,7 +477,7 @@ pub fn apply_delete(
     Ok(Some(Applied {
         before: Some(before),
         after: None,
-        also: Vec::new(),
+        ..Default::default()
     }))
 }
 
@@ -528,7 +528,7 @@ pub fn delete_absent(
         let a = Applied {
             before: Some(before),
             after: None,
-            also: Vec::new(),
+            ..Default::default()
         };
         dit::overlays::run(dit, txn, &a)?;
         applied.push(a);

@@ -289,3 +289,15 @@ pub fn tool_env(
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+/// Reads `path` until `done` holds for its text (the writer thread flushes asynchronously).
+pub fn wait_for(path: &std::path::Path, done: impl Fn(&str) -> bool) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        if done(&text) || std::time::Instant::now() > deadline {
+            return text;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
