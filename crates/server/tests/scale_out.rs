@@ -57,8 +57,8 @@ fn replica(provider: &TestServer) -> TestServer {
 
 /// Runs `op` until its result code is not busy (bounded), and returns that code and what
 /// `op` gave with it: a client of lloadd gets busy while lloadd's connections to the
-/// backends are all taken or not yet open, and tries again. Linden itself never answers busy,
-/// so on a direct connection this runs `op` once.
+/// backends are all taken or not yet open, and tries again. Linden never answers busy to these
+/// tests' binds, searches and Who am I?, so on a direct connection this runs `op` once.
 fn unless_busy<T>(what: &str, mut op: impl FnMut() -> (u32, T)) -> (u32, T) {
     for _ in 0..400 {
         let (rc, out) = op();
