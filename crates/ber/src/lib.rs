@@ -272,6 +272,8 @@ pub fn decode_integer(contents: &[u8]) -> Result<i64> {
 #[derive(Debug)]
 pub struct Mark {
     len_pos: usize,
+    /// Length bytes reserved: 1 (`start`) or 3 (`start_large`).
+    reserved: usize,
 }
 
 /// One-pass encoder appending to a `Vec<u8>`.
@@ -281,6 +283,9 @@ pub struct Mark {
 /// right by the 1..=4 extra bytes with `copy_within` (a memmove, no allocation beyond `Vec`
 /// growth). A fixed-width reservation would avoid the move but make every small element 4 bytes
 /// longer and non-canonical; exact-byte compatibility with other LDAP implementations wins.
+/// Elements known to be usually long (a search entry and its attribute list) use
+/// `start_large`, which reserves the three bytes of a 128..=65535-byte length: those end
+/// without a move, and the length is still written in its shortest form.
 #[derive(Debug)]
 pub struct Writer<'a> {
     out: &'a mut Vec<u8>,
@@ -297,30 +302,54 @@ impl<'a> Writer<'a> {
         self.out.push(0);
         Mark {
             len_pos: self.out.len() - 1,
+            reserved: 1,
         }
     }
 
-    /// Patches the length reserved by `mark` to cover everything written since.
+    /// `start` for an element that is usually 128..=65535 bytes long: three length bytes are
+    /// reserved, so `end` only moves the contents when the element turns out shorter or longer.
+    pub fn start_large(&mut self, tag: u8) -> Mark {
+        self.out.extend_from_slice(&[tag, 0, 0, 0]);
+        Mark {
+            len_pos: self.out.len() - 3,
+            reserved: 3,
+        }
+    }
+
+    /// Patches the length reserved by `mark` to cover everything written since, in its
+    /// shortest form (moving the contents if that is not the reserved size).
     pub fn end(&mut self, mark: Mark) {
-        let content_start = mark.len_pos + 1;
+        let content_start = mark.len_pos + mark.reserved;
         let len = self.out.len().saturating_sub(content_start);
-        if len < 0x80 {
+        if len < 0x80 && mark.reserved == 1 {
             if let Some(b) = self.out.get_mut(mark.len_pos) {
                 *b = len as u8;
             }
             return;
         }
-        let be = (len as u64).to_be_bytes();
-        let skip = be.iter().take_while(|&&b| b == 0).count();
-        let len_bytes = &be[skip..];
-        let n = len_bytes.len();
+        let mut octets = [0u8; 9];
+        let n = if len < 0x80 {
+            octets[0] = len as u8;
+            1
+        } else {
+            let be = (len as u64).to_be_bytes();
+            let skip = be.iter().take_while(|&&b| b == 0).count();
+            octets[0] = 0x80 | (8 - skip) as u8;
+            octets[1..=8 - skip].copy_from_slice(&be[skip..]);
+            9 - skip
+        };
         let old_end = self.out.len();
-        self.out.resize(old_end + n, 0);
-        self.out
-            .copy_within(content_start..old_end, content_start + n);
-        if let Some(slot) = self.out.get_mut(mark.len_pos..content_start + n) {
-            slot[0] = 0x80 | n as u8;
-            slot[1..].copy_from_slice(len_bytes);
+        if n > mark.reserved {
+            self.out.resize(old_end + n - mark.reserved, 0);
+            self.out
+                .copy_within(content_start..old_end, mark.len_pos + n);
+        } else if n < mark.reserved {
+            self.out
+                .copy_within(content_start..old_end, mark.len_pos + n);
+            self.out.truncate(old_end - (mark.reserved - n));
+        }
+        if let Some(slot) = self.out.get_mut(mark.len_pos..mark.len_pos + n) {
+            slot.copy_from_slice(&octets[..n]);
         }
     }
 
@@ -426,6 +455,45 @@ mod tests {
             let inner = r.read_tagged(0x30).map(<[u8]>::len);
             assert_eq!(inner, Ok(len));
             assert_eq!(r.finish(), Ok(()));
+        }
+    }
+
+    /// Writes `sizes` as nested elements (the first outermost), each opened with `start` or
+    /// `start_large` as `large` says, with a filler before each inner one.
+    fn nested(sizes: &[usize], large: &[bool]) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut w = Writer::new(&mut out);
+        let mut marks = Vec::new();
+        for (i, n) in sizes.iter().enumerate() {
+            marks.push(if large[i] {
+                w.start_large(0x30)
+            } else {
+                w.start(0x30)
+            });
+            w.write_raw(&vec![i as u8; *n]);
+        }
+        while let Some(m) = marks.pop() {
+            w.end(m);
+        }
+        out
+    }
+
+    #[test]
+    fn large_start_writes_the_same_bytes() {
+        for len in [0usize, 1, 127, 128, 255, 256, 65535, 65536, 70000] {
+            let small = nested(&[len], &[false]);
+            assert_eq!(nested(&[len], &[true]), small, "length {len}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn large_and_small_starts_agree_when_nested(
+            sizes in proptest::collection::vec(0usize..300, 1..4),
+            large in proptest::collection::vec(any::<bool>(), 4),
+        ) {
+            let small = nested(&sizes, &[false; 4]);
+            prop_assert_eq!(nested(&sizes, &large), small);
         }
     }
 

@@ -48,24 +48,13 @@ impl Selection {
         s
     }
 
-    /// Appends to `out` the values of an attribute of type `ty` to return: all of them, or
-    /// those the matched values filter selects; returns how many. One buffer serves every
-    /// attribute of an entry, so selecting allocates nothing per attribute.
-    pub fn select_into<'v>(
-        &self,
-        schema: &Schema,
-        ty: AttrId,
-        values: impl Iterator<Item = &'v [u8]>,
-        out: &mut Vec<&'v [u8]>,
-    ) -> usize {
-        let before = out.len();
+    /// Whether a value of an attribute of type `ty` is returned: every value, or with a
+    /// matched values filter those some item of it matches.
+    pub fn keeps(&self, schema: &Schema, ty: AttrId, value: &[u8]) -> bool {
         match &self.values {
-            None => out.extend(values),
-            Some(items) => {
-                out.extend(values.filter(|v| items.iter().any(|f| f.matches_value(schema, ty, v))))
-            }
+            None => true,
+            Some(items) => items.iter().any(|f| f.matches_value(schema, ty, value)),
         }
-        out.len() - before
     }
 
     pub fn wants(&self, schema: &Schema, ty: AttrId) -> bool {

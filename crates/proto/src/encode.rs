@@ -233,11 +233,7 @@ where
     A: IntoIterator<Item = (&'v [u8], V)>,
     V: IntoIterator<Item = &'v [u8]>,
 {
-    let mut w = Writer::new(out);
-    let m = w.start(SEQUENCE);
-    w.write_integer(INTEGER, i64::from(msg_id));
-    search_entry_op(&mut w, dn, attrs);
-    w.end(m);
+    encode_search_entry_with_controls(out, msg_id, dn, attrs, &[]);
 }
 
 /// Appends a bare SearchResultEntry (`[APPLICATION 4]`, no LDAPMessage around it): the value
@@ -247,26 +243,15 @@ where
     A: IntoIterator<Item = (&'v [u8], V)>,
     V: IntoIterator<Item = &'v [u8]>,
 {
-    search_entry_op(&mut Writer::new(out), dn, attrs);
-}
-
-fn search_entry_op<'v, A, V>(w: &mut Writer<'_>, dn: &[u8], attrs: A)
-where
-    A: IntoIterator<Item = (&'v [u8], V)>,
-    V: IntoIterator<Item = &'v [u8]>,
-{
-    let op = w.start(constructed(tags::SEARCH_RESULT_ENTRY));
-    w.write_octets(OCTET_STRING, dn);
-    let list = w.start(SEQUENCE);
+    let mut e = EntryWriter::start(out, None, dn);
     for (name, values) in attrs {
-        attribute(w, name, values);
+        e.attribute(name, values);
     }
-    w.end(list);
-    w.end(op);
+    e.finish(&[]);
 }
 
 /// [`encode_search_entry`] with response controls (e.g. Entry Change Notification) after the
-/// entry. A separate function so the plain search path stays as it is.
+/// entry.
 pub fn encode_search_entry_with_controls<'v, A, V>(
     out: &mut Vec<u8>,
     msg_id: i32,
@@ -277,12 +262,78 @@ pub fn encode_search_entry_with_controls<'v, A, V>(
     A: IntoIterator<Item = (&'v [u8], V)>,
     V: IntoIterator<Item = &'v [u8]>,
 {
-    let mut w = Writer::new(out);
-    let m = w.start(SEQUENCE);
-    w.write_integer(INTEGER, i64::from(msg_id));
-    search_entry_op(&mut w, dn, attrs);
-    crate::controls::encode_controls(&mut w, controls);
-    w.end(m);
+    let mut e = EntryWriter::start(out, Some(msg_id), dn);
+    for (name, values) in attrs {
+        e.attribute(name, values);
+    }
+    e.finish(controls);
+}
+
+/// A SearchResultEntry written attribute by attribute straight into the output buffer, for
+/// callers that decide per attribute what to send (the search hot path). The entry, its
+/// message and its attribute list reserve long-form lengths (`Writer::start_large`): an
+/// entry is nearly always 128 bytes to 64 KiB, so ending them moves nothing.
+pub struct EntryWriter<'a> {
+    w: Writer<'a>,
+    msg: Option<ber::Mark>,
+    op: ber::Mark,
+    list: ber::Mark,
+}
+
+impl<'a> EntryWriter<'a> {
+    /// Starts the entry `dn` in a message with id `msg_id`, or with `None` a bare
+    /// SearchResultEntry (the value of a pre/post-read control, RFC 4527).
+    pub fn start(out: &'a mut Vec<u8>, msg_id: Option<i32>, dn: &[u8]) -> EntryWriter<'a> {
+        let mut w = Writer::new(out);
+        let msg = msg_id.map(|id| {
+            let m = w.start_large(SEQUENCE);
+            w.write_integer(INTEGER, i64::from(id));
+            m
+        });
+        let op = w.start_large(constructed(tags::SEARCH_RESULT_ENTRY));
+        w.write_octets(OCTET_STRING, dn);
+        let list = w.start_large(SEQUENCE);
+        EntryWriter { w, msg, op, list }
+    }
+
+    /// Appends an attribute with `values` (none for typesOnly).
+    pub fn attribute<'v>(&mut self, name: &[u8], values: impl IntoIterator<Item = &'v [u8]>) {
+        attribute(&mut self.w, name, values);
+    }
+
+    /// Appends an attribute with `values` if there is at least one (an attribute that matched
+    /// values leave without any is not sent, RFC 3876); whether it was written.
+    pub fn attribute_if_any<'v>(
+        &mut self,
+        name: &[u8],
+        values: impl IntoIterator<Item = &'v [u8]>,
+    ) -> bool {
+        let at = self.w.buf().len();
+        let s = self.w.start(SEQUENCE);
+        self.w.write_octets(OCTET_STRING, name);
+        let set = self.w.start(SET);
+        let mut any = false;
+        for v in values {
+            self.w.write_octets(OCTET_STRING, v);
+            any = true;
+        }
+        self.w.end(set);
+        self.w.end(s);
+        if !any {
+            self.w.buf().truncate(at);
+        }
+        any
+    }
+
+    /// Ends the entry, with response `controls` in its message (a bare entry has none).
+    pub fn finish(mut self, controls: &[Control<'_>]) {
+        self.w.end(self.list);
+        self.w.end(self.op);
+        if let Some(m) = self.msg {
+            crate::controls::encode_controls(&mut self.w, controls);
+            self.w.end(m);
+        }
+    }
 }
 
 /// Appends a response PDU made of an LDAPResult only. `op_tag` is the application tag

@@ -8,7 +8,8 @@
 //!   (trailing bytes are an error).
 //! - `LdapMessage::encode(&self, out: &mut Vec<u8>)` appends one PDU.
 //! - `encode_search_entry(out, msg_id, dn, attrs)` streams an entry without building a message;
-//!   `encode_search_entry_with_controls` does the same with response controls.
+//!   `encode_search_entry_with_controls` does the same with response controls; `EntryWriter`
+//!   writes one attribute at a time, for callers that choose them as they go.
 //! - `Filter::parse(&str) -> Result<Filter<'static>, FilterParseError>` (RFC 4515) and
 //!   `Display for Filter` writes the string form.
 //!
@@ -51,7 +52,7 @@ pub mod txn;
 pub use encode::{
     encode_extended_response, encode_extended_response_with, encode_intermediate_response,
     encode_result, encode_result_with, encode_search_entry, encode_search_entry_op,
-    encode_search_entry_with_controls,
+    encode_search_entry_with_controls, EntryWriter,
 };
 pub use error::{DecodeError, DecodeErrorKind, FilterParseError, FrameError};
 pub use frame::frame;

@@ -287,6 +287,37 @@ proptest! {
         prop_assert_eq!(Filter::parse(&text), Ok(f), "text: {}", text);
     }
 
+    /// An entry written attribute by attribute, with attributes whose filtered values came
+    /// out empty skipped by `attribute_if_any`, is the message holding the others.
+    #[test]
+    fn entry_writer_skips_attributes_left_without_values(
+        id in 0..=i32::MAX,
+        dn in bytes(),
+        attrs in vec(attribute(), 0..4),
+        long in vec(any::<u8>(), 0..400),
+    ) {
+        let mut streamed = Vec::new();
+        let mut e = EntryWriter::start(&mut streamed, Some(id), &dn);
+        let mut kept = Vec::new();
+        for a in &attrs {
+            let values = a.values.iter().map(|v| &v[..]);
+            if e.attribute_if_any(&a.name, values) {
+                kept.push(a.clone());
+            }
+            prop_assert!(!e.attribute_if_any(b"skipped", std::iter::empty()));
+        }
+        e.attribute(b"description", [&long[..]]);
+        kept.push(PartialAttribute { name: Cow::Borrowed(b"description"), values: vec![Cow::Borrowed(&long[..])] });
+        e.finish(&[]);
+        prop_assert!(kept.iter().all(|a| !a.values.is_empty()));
+        let msg = LdapMessage {
+            id,
+            op: ProtocolOp::SearchResultEntry { dn: dn.clone(), attributes: kept },
+            controls: vec![],
+        };
+        prop_assert_eq!(&streamed, &msg.to_vec());
+    }
+
     #[test]
     fn streaming_encoders_match_message_encode(
         id in 0..=i32::MAX,

@@ -80,7 +80,8 @@ impl Parser<'_> {
         if !ok {
             return err(format!("bad attribute type at offset {start}"));
         }
-        Ok(String::from_utf8_lossy(t).into_owned())
+        // Checked above: ASCII letters, digits, `-`, `.` and `_` only.
+        Ok(t.iter().map(|&c| char::from(c)).collect())
     }
 
     /// An escape after `\`: a special character or two hex digits.
@@ -150,6 +151,19 @@ impl Parser<'_> {
                 Ok(out)
             }
             _ => {
+                // A value without escapes (nearly every one) is copied in one piece; trailing
+                // spaces drop off as in the loop below.
+                let rest = &self.b[self.i..];
+                let end = rest
+                    .iter()
+                    .position(|c| matches!(c, b',' | b';' | b'+' | b'\\' | 0))
+                    .unwrap_or(rest.len());
+                if !matches!(rest.get(end), Some(b'\\' | 0)) {
+                    let v = &rest[..end];
+                    let sig = v.len() - v.iter().rev().take_while(|c| **c == b' ').count();
+                    self.i += end;
+                    return Ok(v[..sig].to_vec());
+                }
                 let mut out = Vec::new();
                 // Length up to the last significant byte: unescaped trailing spaces drop off.
                 let mut sig = 0;
@@ -238,32 +252,26 @@ impl Dn {
 
     /// Resolves every attribute type and normalizes every value with its equality rule.
     pub fn normalize(&self, schema: &Schema) -> Result<NormDn, DnError> {
-        let mut norm = String::new();
+        let mut norm = String::with_capacity(self.spelled_len());
         let mut rdns = Vec::with_capacity(self.rdns.len());
         for (i, rdn) in self.rdns.iter().enumerate() {
+            if let [ava] = &rdn.avas[..] {
+                // One AVA (nearly every RDN): written straight into the normalized string.
+                if i > 0 {
+                    norm.push(',');
+                }
+                let ty = normalize_ava(schema, ava, &mut norm)?;
+                rdns.push(vec![(ty, ava.value.clone())]);
+                continue;
+            }
             if rdn.avas.is_empty() {
                 return err("empty RDN");
             }
             let mut parts: Vec<(String, (crate::AttrId, Vec<u8>))> =
                 Vec::with_capacity(rdn.avas.len());
             for ava in &rdn.avas {
-                let Some(ty) = schema.attr_by_name(&ava.attr) else {
-                    return err(format!("attribute type '{}' undefined", ava.attr));
-                };
-                let at = schema.attr(ty);
-                if at.equality.is_none() {
-                    return err(format!(
-                        "attribute type '{}' has no equality matching rule",
-                        at.name()
-                    ));
-                }
-                let key = schema
-                    .validate(ty, &ava.value)
-                    .and_then(|()| schema.normalize_eq(ty, &ava.value))
-                    .map_err(|_| DnError(format!("value of '{}' invalid per syntax", at.name())))?;
-                let mut s = at.name().to_ascii_lowercase();
-                s.push('=');
-                escape_value(&key, &mut s);
+                let mut s = String::new();
+                let ty = normalize_ava(schema, ava, &mut s)?;
                 parts.push((s, (ty, ava.value.clone())));
             }
             parts.sort_by(|a, b| a.0.cmp(&b.0));
@@ -279,6 +287,31 @@ impl Dn {
         }
         Ok(NormDn { norm, rdns })
     }
+}
+
+/// Appends the normalized form of one AVA to `out` (`<lower-case name>=<escaped equality
+/// key>`) and returns its attribute type.
+fn normalize_ava(schema: &Schema, ava: &Ava, out: &mut String) -> Result<crate::AttrId, DnError> {
+    let Some(ty) = schema.attr_by_name(&ava.attr) else {
+        return err(format!("attribute type '{}' undefined", ava.attr));
+    };
+    let at = schema.attr(ty);
+    if at.equality.is_none() {
+        return err(format!(
+            "attribute type '{}' has no equality matching rule",
+            at.name()
+        ));
+    }
+    let key = schema
+        .validate(ty, &ava.value)
+        .and_then(|()| schema.normalize_eq(ty, &ava.value))
+        .map_err(|_| DnError(format!("value of '{}' invalid per syntax", at.name())))?;
+    let start = out.len();
+    out.push_str(at.name());
+    out[start..].make_ascii_lowercase();
+    out.push('=');
+    escape_value(&key, out);
+    Ok(ty)
 }
 
 /// A DN parsed for a new entry: its string form as stored (`Dn::pretty`), the
@@ -419,6 +452,11 @@ impl Schema {
 /// Appends a value in RFC 4514 form. Values that are not UTF-8 are written as `#` and the
 /// hex of a BER OCTET STRING, which parses back to the same bytes.
 pub(crate) fn escape_value(v: &[u8], out: &mut String) {
+    if plain_ascii(v) {
+        out.reserve(v.len());
+        out.extend(v.iter().map(|&c| char::from(c)));
+        return;
+    }
     let Ok(s) = std::str::from_utf8(v) else {
         out.push_str("#04");
         let len = v.len();
@@ -461,6 +499,16 @@ pub(crate) fn escape_value(v: &[u8], out: &mut String) {
     }
 }
 
+/// Whether `escape_value` writes `v` unchanged: printable ASCII without a character RFC 4514
+/// escapes, and no leading `#` or space nor trailing space (most values).
+fn plain_ascii(v: &[u8]) -> bool {
+    let special = |c: &u8| {
+        !(0x20..0x7f).contains(c)
+            || matches!(c, b'"' | b'+' | b',' | b';' | b'<' | b'>' | b'\\' | b'=')
+    };
+    !(v.iter().any(special) || matches!(v.first(), Some(b' ' | b'#')) || v.last() == Some(&b' '))
+}
+
 /// Appends a value as slapd writes it in the DN it stores (its "pretty" form): the characters
 /// RFC 4514 requires escaped, and `=`, as `\` and two upper-case hex digits (a leading space
 /// or `#` and a trailing space too); everything else, non-ASCII characters included, as it is.
@@ -499,9 +547,19 @@ impl Dn {
         })
     }
 
+    /// About the length of the DN as a string (each AVA's type, value and separators): the
+    /// capacity to start its spellings with.
+    fn spelled_len(&self) -> usize {
+        self.rdns
+            .iter()
+            .flat_map(|r| &r.avas)
+            .map(|a| a.attr.len() + a.value.len() + 2)
+            .sum()
+    }
+
     /// The RDNs joined by `,` and each RDN's AVAs by `+`, every AVA written by `ava`.
     fn joined(&self, mut ava: impl FnMut(&crate::Ava, &mut String)) -> String {
-        let mut out = String::new();
+        let mut out = String::with_capacity(self.spelled_len());
         for (i, rdn) in self.rdns.iter().enumerate() {
             if i > 0 {
                 out.push(',');
@@ -528,9 +586,9 @@ impl fmt::Display for Dn {
 }
 
 /// Byte offsets of the commas that separate RDNs in a normalized string (escapes skipped).
-fn rdn_commas(norm: &str) -> impl Iterator<Item = usize> + '_ {
+fn rdn_commas(norm: &[u8]) -> impl Iterator<Item = usize> + '_ {
     let mut escaped = false;
-    norm.bytes().enumerate().filter_map(move |(i, b)| {
+    norm.iter().copied().enumerate().filter_map(move |(i, b)| {
         if escaped {
             escaped = false;
         } else if b == b'\\' {
@@ -576,6 +634,11 @@ impl NormDn {
 /// Whether the normalized DN `dn` is strictly below the normalized DN `base` (as
 /// `NormDn::is_descendant_of`, on the strings alone).
 pub fn norm_is_descendant(dn: &str, base: &str) -> bool {
+    norm_is_descendant_bytes(dn.as_bytes(), base.as_bytes())
+}
+
+/// `norm_is_descendant` on the bytes of the two strings.
+pub fn norm_is_descendant_bytes(dn: &[u8], base: &[u8]) -> bool {
     if base.is_empty() {
         return !dn.is_empty();
     }
@@ -583,7 +646,7 @@ pub fn norm_is_descendant(dn: &str, base: &str) -> bool {
         return false;
     }
     let cut = dn.len() - base.len() - 1;
-    dn.as_bytes()[cut] == b',' && rdn_commas(dn).take_while(|&i| i <= cut).any(|i| i == cut)
+    dn[cut] == b',' && rdn_commas(dn).take_while(|&i| i <= cut).any(|i| i == cut)
 }
 
 /// The normalized DN of the superior of the normalized DN `dn` (as `NormDn::parent`, on the
@@ -592,7 +655,11 @@ pub fn norm_parent(dn: &str) -> Option<&str> {
     if dn.is_empty() {
         return None;
     }
-    Some(rdn_commas(dn).next().map_or("", |i| &dn[i + 1..]))
+    Some(
+        rdn_commas(dn.as_bytes())
+            .next()
+            .map_or("", |i| &dn[i + 1..]),
+    )
 }
 
 impl fmt::Display for NormDn {
@@ -788,7 +855,51 @@ mod tests {
         }
     }
 
+    #[test]
+    fn normalized_forms() {
+        let schema = Schema::builtin();
+        let norm = |s: &str| Dn::parse(s).expect(s).normalize(&schema).expect(s).norm;
+        assert_eq!(
+            norm("UID=User.1 , OU=People,DC=Example,dc=com"),
+            "uid=user.1,ou=people,dc=example,dc=com"
+        );
+        assert_eq!(norm("sn=X+CN=A\\,B,dc=com"), "cn=a\\,b+sn=x,dc=com");
+        assert_eq!(norm("cn=\\ a \\ ,dc=com"), "cn=a,dc=com");
+        assert_eq!(norm("uid=\\ a ,dc=com"), "uid=a,dc=com");
+        assert_eq!(norm("cn=\\#a,dc=com"), "cn=\\#a,dc=com");
+        assert_eq!(norm("cn=a=b\\<c,dc=com"), "cn=a\\=b\\<c,dc=com");
+        assert_eq!(norm("2.5.4.3=x"), "cn=x");
+    }
+
     proptest! {
+        /// Values without escapes are copied in one piece; hex-escaping one of their
+        /// characters sends them through the byte-by-byte loop, which must agree.
+        #[test]
+        fn a_value_parses_the_same_with_a_character_escaped(
+            v in "[a-zA-Z0-9 .=<>_-]{1,12}",
+            at in any::<prop::sample::Index>(),
+            rest in prop::sample::select(vec!["", ",dc=com", "+sn=x", " , o=y"]),
+        ) {
+            let plain = format!("cn={v}{rest}");
+            let i = at.index(v.len());
+            if v.as_bytes()[i] != b' ' {
+                let escaped = format!("cn={}\\{:02x}{}{rest}", &v[..i], v.as_bytes()[i], &v[i + 1..]);
+                prop_assert_eq!(Dn::parse(&escaped), Dn::parse(&plain), "{:?} vs {:?}", escaped, plain);
+            }
+        }
+
+        /// Printable ASCII that needs no escape is written as it is.
+        #[test]
+        fn plain_values_are_written_unescaped(v in "[ -~]{0,12}") {
+            let mut out = String::new();
+            escape_value(v.as_bytes(), &mut out);
+            if plain_ascii(v.as_bytes()) {
+                prop_assert_eq!(&out, &v);
+            }
+            let dn = Dn { rdns: vec![Rdn { avas: vec![Ava { attr: "cn".into(), value: v.clone().into_bytes() }] }] };
+            prop_assert_eq!(Dn::parse(&dn.to_string()), Ok(dn));
+        }
+
         #[test]
         fn parse_new_dn_matches_uncached(
             first in "[a-zA-Z]{1,3}=[ -~]{0,6}",

@@ -59,7 +59,7 @@ pub use bundles::{bundle, bundles, Bundle, BundleError};
 mod cache;
 mod check;
 mod dn;
-pub use dn::{norm_is_descendant, norm_parent, NewDn};
+pub use dn::{norm_is_descendant, norm_is_descendant_bytes, norm_parent, NewDn};
 mod parse;
 mod rules;
 mod syntax;
@@ -274,10 +274,10 @@ pub struct Schema {
     /// Value check of each syntax, parallel to `syntaxes`.
     syntax_checks: Vec<syntax::Check>,
     /// Lowercased names and numeric OIDs.
-    attr_index: HashMap<String, AttrId>,
-    class_index: HashMap<String, ClassId>,
-    rule_index: HashMap<String, RuleId>,
-    syntax_index: HashMap<String, SyntaxId>,
+    attr_index: NameIndex<AttrId>,
+    class_index: NameIndex<ClassId>,
+    rule_index: NameIndex<RuleId>,
+    syntax_index: NameIndex<SyntaxId>,
     /// `objectidentifier` macros, lowercased name to numeric OID.
     macros: HashMap<String, String>,
     /// For each attribute: itself and all its descendants.
@@ -354,10 +354,10 @@ impl Schema {
             rule_impls: Vec::new(),
             syntaxes: Vec::new(),
             syntax_checks: Vec::new(),
-            attr_index: HashMap::new(),
-            class_index: HashMap::new(),
-            rule_index: HashMap::new(),
-            syntax_index: HashMap::new(),
+            attr_index: NameIndex::default(),
+            class_index: NameIndex::default(),
+            rule_index: NameIndex::default(),
+            syntax_index: NameIndex::default(),
             macros: HashMap::new(),
             subtypes: Vec::new(),
             subclasses: Vec::new(),
@@ -734,7 +734,12 @@ impl Schema {
     }
 }
 
-fn lookup<T: Copy>(index: &HashMap<String, T>, name: &str) -> Option<T> {
+/// Names and OIDs to ids. Looked up for every attribute a request names, so hashed with FxHash
+/// (the tables are built from schema files, never from clients, so a hostile key can only miss).
+pub(crate) type NameIndex<T> =
+    HashMap<String, T, std::hash::BuildHasherDefault<rustc_hash::FxHasher>>;
+
+fn lookup<T: Copy>(index: &NameIndex<T>, name: &str) -> Option<T> {
     let name = name.trim();
     if let Some(v) = index.get(name) {
         return Some(*v);

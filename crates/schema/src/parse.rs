@@ -7,8 +7,6 @@
 //! `( ... )` whose kind is told by its keywords. The published `definition` strings are
 //! regenerated from the parsed form, so macros never leak into cn=Subschema.
 
-use std::collections::HashMap;
-
 use crate::{
     syntax, AttrId, AttributeType, ClassId, ClassKind, ObjectClass, RuleId, Schema, SchemaError,
     SchemaErrorKind, Usage,
@@ -647,7 +645,7 @@ impl Schema {
     }
 
     fn check_new_names<T>(
-        index: &HashMap<String, T>,
+        index: &crate::NameIndex<T>,
         oid: &str,
         names: &[String],
         at: usize,

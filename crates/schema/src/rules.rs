@@ -331,6 +331,15 @@ fn prep(s: &str, fold: bool) -> String {
     }
 }
 
+/// `prep` of a value that must be UTF-8 (`None` if it is not); ASCII needs no UTF-8 check.
+fn prep_bytes(v: &[u8], fold: bool) -> Option<String> {
+    if v.is_ascii() {
+        Some(prep_ascii(v, fold))
+    } else {
+        Some(prep_chars(utf8(v)?, fold))
+    }
+}
+
 fn prep_chars(s: &str, fold: bool) -> String {
     let mut out = String::with_capacity(s.len());
     let mut pending = false;
@@ -741,10 +750,10 @@ impl Schema {
 
     pub(crate) fn normalize_family(&self, f: Family, v: &[u8]) -> Option<Vec<u8>> {
         Some(match f {
-            F::CaseIgnore => prep(utf8(v)?, true).into_bytes(),
-            F::CaseExact => prep(utf8(v)?, false).into_bytes(),
-            F::CaseIgnoreIa5 if v.is_ascii() => prep(utf8(v)?, true).into_bytes(),
-            F::CaseExactIa5 if v.is_ascii() => prep(utf8(v)?, false).into_bytes(),
+            F::CaseIgnore => prep_bytes(v, true)?.into_bytes(),
+            F::CaseExact => prep_bytes(v, false)?.into_bytes(),
+            F::CaseIgnoreIa5 if v.is_ascii() => prep_ascii(v, true).into_bytes(),
+            F::CaseExactIa5 if v.is_ascii() => prep_ascii(v, false).into_bytes(),
             F::CaseIgnoreIa5 | F::CaseExactIa5 => return None,
             F::CaseIgnoreList => {
                 let s = utf8(v)?;

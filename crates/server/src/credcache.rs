@@ -61,13 +61,7 @@ impl Credentials {
     ///
     /// Every value is checked on a miss (not only until the first match), as before, so the
     /// work does not tell which value matched.
-    pub async fn verify(
-        &self,
-        ndn: &str,
-        stored: Vec<Vec<u8>>,
-        password: &[u8],
-        cache: bool,
-    ) -> bool {
+    pub async fn verify(&self, ndn: &str, stored: &[&[u8]], password: &[u8], cache: bool) -> bool {
         if stored.iter().all(|s| pwhash::is_cheap(s)) {
             self.inline.fetch_add(1, Ordering::Relaxed);
             return stored
@@ -85,6 +79,7 @@ impl Credentials {
         }
         self.slow.fetch_add(1, Ordering::Relaxed);
         let pw = password.to_vec();
+        let stored: Vec<Vec<u8>> = stored.iter().map(|s| s.to_vec()).collect();
         let matched = tokio::task::spawn_blocking(move || {
             stored.iter().enumerate().fold(None, |found, (i, s)| {
                 let ok = pwhash::verify(s, &pw);

@@ -127,9 +127,15 @@ impl<K: Eq + Hash + Clone + std::fmt::Display> Table<K> {
         r.failures.checked_sub(self.limit)
     }
 
-    fn clear(&self, k: &K) {
+    fn clear<Q: Hash + Eq + ?Sized>(&self, k: &Q)
+    where
+        K: std::borrow::Borrow<Q>,
+    {
         if let Ok(mut map) = self.map.lock() {
-            map.remove(k);
+            // Every successful bind lands here: nothing to hash while nobody failed.
+            if !map.is_empty() {
+                map.remove(k);
+            }
         }
     }
 }
@@ -183,7 +189,7 @@ impl Lockout {
 
     /// Records a successful bind: the DN's count starts over.
     pub fn succeeded(&self, ndn: &str) {
-        self.dns.clear(&ndn.to_string());
+        self.dns.clear(ndn);
     }
 }
 

@@ -1,29 +1,41 @@
 //! The reply half of a connection: the state its operations share (`Conn`), the queue of
-//! encoded responses with its back-pressure, the write task that coalesces them into few
-//! syscalls, and the access-log lines of operations. Operations send through it; the read
+//! encoded responses with its back-pressure (`Outbox`), the write task that coalesces them into
+//! few syscalls, and the access-log lines of operations. Operations send through it; the read
 //! loop (`session`) owns it. It knows nothing of operations.
+//!
+//! Who writes: while the read loop runs the requests it just read (`Outbox::defer`), what they
+//! answer stays queued, and the read loop writes it itself when it has run them all
+//! (`flush_now`): one syscall for a batch of requests and no hand-off to another task, which is
+//! what a synchronous client's request costs most (its wake-up and the switch). Bytes queued at
+//! any other time (searches on the blocking pool, writes answered when their batch commits, a
+//! read loop waiting on something) wake the write task, which writes whatever is queued then.
+//! Either writes only with the socket's write half in hand (`Slot`), so bytes leave in the
+//! order they were queued.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 
 use proto::ResultCode;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
-use tokio::sync::{mpsc, oneshot, Semaphore};
+use tokio::sync::{oneshot, Notify, Semaphore};
 
 use crate::error::{wire_result, LdapError};
 use crate::state::{Identity, Shared};
 use crate::tls::TlsInfo;
 
-/// Response bytes queued per connection before producers wait (back-pressure on slow readers).
-pub(crate) const OUT_QUEUE: usize = 256;
 /// Bytes a search encodes before handing them to the write task.
 pub(crate) const FLUSH_BYTES: usize = 32 * 1024;
+/// Bytes one write of the write task takes from the queue at most.
+const BATCH_BYTES: usize = 256 * 1024;
 /// State shared between a connection's read loop and the tasks it starts.
 pub(crate) struct Conn {
     pub shared: Arc<Shared>,
-    pub out: mpsc::Sender<Vec<u8>>,
+    /// Encoded responses on their way to the socket.
+    pub(crate) out: Arc<Outbox>,
     /// Running searches by message id, for Abandon.
     pub running: Mutex<HashMap<i32, Arc<AtomicBool>>>,
     pub permits: Arc<Semaphore>,
@@ -53,6 +65,14 @@ pub(crate) struct Conn {
     /// The last bind found the password reset and to be changed: operations other than
     /// changing it are refused (`ppolicy::restriction`).
     pub(crate) must_change: std::sync::atomic::AtomicBool,
+}
+
+/// The last holder of the connection's state is gone (the read loop and every operation it
+/// started): nothing more can be queued.
+impl Drop for Conn {
+    fn drop(&mut self) {
+        self.out.end();
+    }
 }
 
 /// Queue permits (KiB) a response of `len` bytes takes; at most the whole budget, so that one
@@ -139,27 +159,24 @@ impl Conn {
             Ok(p) => p.forget(),
             Err(_) => return false,
         }
-        self.out.send(bytes).await.is_ok()
+        self.out.push(bytes, n)
     }
 
     /// `send` without waiting, from any thread (the store's writer answers writes with it):
     /// `Err` gives the bytes back when the connection's buffer or queue has no room now, for
     /// `send` to wait for it. Bytes for a connection that is gone are dropped, as `send` does.
     pub fn try_send(&self, bytes: Vec<u8>) -> Result<(), Vec<u8>> {
-        use tokio::sync::{mpsc::error::TrySendError, TryAcquireError};
+        use tokio::sync::TryAcquireError;
         let n = kib(bytes.len(), self.shared.config.max_buffered_bytes / 1024);
         match self.buffered.try_acquire_many(n) {
             Ok(p) => p.forget(),
             Err(TryAcquireError::Closed) => return Ok(()),
             Err(TryAcquireError::NoPermits) => return Err(bytes),
         }
-        match self.out.try_send(bytes) {
-            Ok(()) | Err(TrySendError::Closed(_)) => Ok(()),
-            Err(TrySendError::Full(bytes)) => {
-                self.buffered.add_permits(n as usize);
-                Err(bytes)
-            }
-        }
+        // The queue itself has no length limit (its room is the permits above); false means
+        // the write side failed, and the bytes go nowhere.
+        self.out.push(bytes, n);
+        Ok(())
     }
 
     /// `send` from a blocking-pool thread (searches run there).
@@ -198,9 +215,187 @@ pub(crate) fn notice_of_disconnection(code: ResultCode, message: &str) -> Vec<u8
     );
     out
 }
-/// Writes what the connection's channel carries, coalescing whatever is waiting into one
+/// The queue of encoded responses of one connection, in the order they are to be written.
+pub(crate) struct Outbox {
+    state: Mutex<Queued>,
+    /// Wakes the write task: bytes were queued that nobody else will write.
+    kick: Notify,
+    /// Wakes those waiting for the write side to fail (`closed`).
+    failed: Notify,
+}
+
+#[derive(Default)]
+struct Queued {
+    /// PDUs (or runs of them) with the queue permits (KiB of `buffered`) each holds.
+    pdus: VecDeque<(Vec<u8>, u32)>,
+    /// The read loop is running requests and writes what they queue when it is done.
+    deferred: bool,
+    /// The write side failed: nothing more is queued or written.
+    failed: bool,
+    /// Nobody can queue anything more (the connection state is gone): the write task
+    /// writes what is left and closes the socket.
+    ended: bool,
+}
+
+impl Outbox {
+    pub(crate) fn new() -> Outbox {
+        Outbox {
+            state: Mutex::new(Queued::default()),
+            kick: Notify::new(),
+            failed: Notify::new(),
+        }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, Queued> {
+        // Nothing panics while holding the lock; a poisoned one still holds a usable queue.
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Queues a PDU (or several, encoded back to back) holding `permits`; false once the write
+    /// side failed.
+    fn push(&self, bytes: Vec<u8>, permits: u32) -> bool {
+        let mut q = self.state();
+        if q.failed {
+            return false;
+        }
+        q.pdus.push_back((bytes, permits));
+        let kick = !q.deferred;
+        drop(q);
+        if kick {
+            self.kick.notify_one();
+        }
+        true
+    }
+
+    /// While `on`, what is queued waits for the read loop's `flush_now` instead of waking the
+    /// write task; turning it off wakes the write task if anything is waiting.
+    pub(crate) fn defer(&self, on: bool) {
+        let mut q = self.state();
+        q.deferred = on;
+        let kick = !on && !q.pdus.is_empty();
+        drop(q);
+        if kick {
+            self.kick.notify_one();
+        }
+    }
+
+    /// Moves queued PDUs into `batch` (up to `BATCH_BYTES`, at least one); returns the queue
+    /// permits (KiB) they held and whether the queue has ended and is now empty.
+    fn take(&self, batch: &mut Vec<u8>) -> (usize, bool) {
+        let mut q = self.state();
+        let mut permits = 0;
+        while let Some((p, held)) = q.pdus.front() {
+            if !batch.is_empty() && batch.len() + p.len() > BATCH_BYTES {
+                break;
+            }
+            permits += *held as usize;
+            batch.extend_from_slice(p);
+            q.pdus.pop_front();
+        }
+        (permits, q.ended && q.pdus.is_empty())
+    }
+
+    /// The write side failed: producers give up, and so does the read loop (`closed`).
+    fn fail(&self) {
+        let mut q = self.state();
+        q.failed = true;
+        q.pdus.clear();
+        drop(q);
+        self.failed.notify_waiters();
+    }
+
+    /// The connection's state is gone: the write task finishes the queue and closes.
+    pub(crate) fn end(&self) {
+        self.state().ended = true;
+        self.kick.notify_one();
+    }
+
+    /// Resolves when the write side has failed (a client that leaves responses unread for
+    /// `write_timeout`, or a broken connection).
+    pub(crate) async fn closed(&self) {
+        loop {
+            let failed = self.failed.notified();
+            if self.state().failed {
+                return;
+            }
+            failed.await;
+        }
+    }
+}
+
+/// The write half of a connection, held by whoever writes: the read loop (`flush_now`) or the
+/// write task. Empty while one of them writes.
+pub(crate) type Slot<W> = Mutex<Option<W>>;
+
+fn take_slot<W>(slot: &Slot<W>) -> Option<W> {
+    slot.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .take()
+}
+
+fn put_slot<W>(slot: &Slot<W>, w: W) {
+    *slot
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(w);
+}
+
+/// Writes what is queued now, from the read loop, without waiting: as much as the socket takes
+/// (one vectored write). What it does not take stays first in the queue, for the write task.
+/// Only for transports whose writes complete in the call (plain TCP and Unix sockets: a TLS
+/// stream would keep the bytes it encrypts until it is polled again).
+pub(crate) fn flush_now<W: AsyncWrite + Unpin>(conn: &Conn, slot: &Slot<W>) {
+    let Some(mut w) = take_slot(slot) else {
+        // The write task is writing: it takes what is queued after that.
+        return;
+    };
+    let mut q = conn.out.state();
+    if q.failed || q.pdus.is_empty() {
+        drop(q);
+        put_slot(slot, w);
+        return;
+    }
+    // The queue stays locked during the write (producers wait for one syscall at most), so
+    // what is not written is still first in it.
+    let mut slices = [std::io::IoSlice::new(&[]); 32];
+    let n = q.pdus.len().min(slices.len());
+    for (s, (p, _)) in slices.iter_mut().zip(q.pdus.iter()) {
+        *s = std::io::IoSlice::new(p);
+    }
+    let mut cx = Context::from_waker(std::task::Waker::noop());
+    let written = match Pin::new(&mut w).poll_write_vectored(&mut cx, &slices[..n]) {
+        Poll::Ready(Ok(k)) => k,
+        // Not writable now, or an error the write task will meet and report.
+        Poll::Ready(Err(_)) | Poll::Pending => 0,
+    };
+    let mut left = written;
+    let mut permits = 0;
+    while let Some((p, held)) = q.pdus.front_mut() {
+        if left == 0 {
+            break;
+        }
+        if left < p.len() {
+            // Its permits return when the rest is written.
+            p.drain(..left);
+            break;
+        }
+        left -= p.len();
+        permits += *held as usize;
+        q.pdus.pop_front();
+    }
+    drop(q);
+    put_slot(slot, w);
+    if written > 0 {
+        let sent = &conn.shared.counters.traffic.bytes_sent;
+        sent.fetch_add(written as u64, std::sync::atomic::Ordering::Relaxed);
+        conn.buffered.add_permits(permits);
+    }
+}
+
+/// Writes what the write task is woken for (`Outbox`), coalescing whatever is queued into one
 /// `write_all`. When `handover` fires (StartTLS), it writes what is queued and returns the
-/// write half so the stream can be wrapped in TLS; otherwise it runs until the channel closes.
+/// write half so the stream can be wrapped in TLS; otherwise it runs until the queue ends.
 /// Every write must complete within `write_timeout` (a client that stops reading is
 /// disconnected); bytes written return their permits to `buffered`.
 #[allow(
@@ -209,11 +404,10 @@ pub(crate) fn notice_of_disconnection(code: ResultCode, message: &str) -> Vec<u8
 )]
 pub(crate) async fn write_loop<W: AsyncWrite + Unpin>(
     shared: Arc<Shared>,
-    mut wr: W,
-    mut rx: mpsc::Receiver<Vec<u8>>,
+    slot: Arc<Slot<W>>,
+    out: Arc<Outbox>,
     mut handover: oneshot::Receiver<()>,
     buffered: Arc<Semaphore>,
-    budget: usize,
     write_timeout: Option<std::time::Duration>,
     peer: SocketAddr,
 ) -> Option<W> {
@@ -235,49 +429,55 @@ pub(crate) async fn write_loop<W: AsyncWrite + Unpin>(
     let mut batch: Vec<u8> = Vec::with_capacity(64 * 1024);
     let mut may_hand_over = true;
     loop {
-        let first = tokio::select! {
+        tokio::select! {
             biased;
-            m = rx.recv() => match m {
-                Some(b) => b,
-                None => break,
-            },
+            () = out.kick.notified() => {}
             r = &mut handover, if may_hand_over => {
-                if r.is_err() {
-                    may_hand_over = false;
-                    continue;
-                }
-                while let Ok(b) = rx.try_recv() {
-                    buffered.add_permits(kib(b.len(), budget) as usize);
-                    if !written(&mut wr, &b).await {
-                        buffered.close();
-                        return None;
+                may_hand_over = false;
+                if r.is_ok() {
+                    // StartTLS: the read loop waits for this task, so the write half is here.
+                    let mut wr = take_slot(&slot)?;
+                    loop {
+                        batch.clear();
+                        let (permits, _) = out.take(&mut batch);
+                        if batch.is_empty() {
+                            return wr.flush().await.ok().map(|_| wr);
+                        }
+                        let ok = written(&mut wr, &batch).await;
+                        buffered.add_permits(permits);
+                        if !ok {
+                            buffered.close();
+                            out.fail();
+                            return None;
+                        }
                     }
                 }
-                return wr.flush().await.ok().map(|_| wr);
-            }
-        };
-        batch.clear();
-        batch.extend_from_slice(&first);
-        let mut permits = kib(first.len(), budget) as usize;
-        while batch.len() < 256 * 1024 {
-            match rx.try_recv() {
-                Ok(more) => {
-                    permits += kib(more.len(), budget) as usize;
-                    batch.extend_from_slice(&more)
-                }
-                Err(_) => break,
+                continue;
             }
         }
-        let ok = written(&mut wr, &batch).await;
-        buffered.add_permits(permits);
-        if !ok {
-            // Producers waiting for room give up; the read loop sees the closed channel.
-            buffered.close();
-            rx.close();
-            return None;
+        // Write until the queue is empty; the read loop holding the write half means it is
+        // writing, and it wakes this task again if it leaves anything.
+        while let Some(mut wr) = take_slot(&slot) {
+            batch.clear();
+            let (permits, ended) = out.take(&mut batch);
+            if batch.is_empty() {
+                if ended {
+                    buffered.close();
+                    let _ = wr.shutdown().await;
+                    return None;
+                }
+                put_slot(&slot, wr);
+                break;
+            }
+            let ok = written(&mut wr, &batch).await;
+            buffered.add_permits(permits);
+            put_slot(&slot, wr);
+            if !ok {
+                // Producers waiting for room give up; the read loop sees `closed`.
+                buffered.close();
+                out.fail();
+                return None;
+            }
         }
     }
-    buffered.close();
-    let _ = wr.shutdown().await;
-    None
 }

@@ -4,8 +4,10 @@
 //! earlier requests to finish: binds, compares and extended operations that only read are
 //! answered inline; searches run on the blocking pool (concurrently with each other, streaming
 //! entries as found); writes are queued to the store's writer in the order they arrived, and
-//! answered when their batch commits. All responses go through one channel to a write task that
-//! coalesces whatever is waiting into one `write_all`.
+//! answered when their batch commits. Responses are queued in the connection's `Outbox`: the
+//! read loop writes what the requests of one read answered in one syscall after running them
+//! (plain TCP and Unix sockets), and a write task writes whatever is queued at other times,
+//! coalesced into one `write_all` (see `reply`).
 //!
 //! Limits (style.md rule 6): `max_pdu_size` bytes per PDU (larger → Notice of Disconnection),
 //! `max_outstanding` requests in progress per connection (the loop stops reading until one ends).
@@ -17,13 +19,13 @@ use std::sync::{Arc, Mutex};
 use proto::{tags, LdapMessage, ProtocolOp, ResultCode};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::sync::{mpsc, oneshot, Semaphore};
+use tokio::sync::{oneshot, Semaphore};
 
 use crate::controls::OpKind;
 use crate::error::LdapError;
 use crate::op::{Next, Op};
 use crate::ops;
-use crate::reply::{notice_of_disconnection, result_pdu, write_loop, Conn, OUT_QUEUE};
+use crate::reply::{flush_now, notice_of_disconnection, result_pdu, write_loop, Conn, Outbox};
 use crate::state::{Counters, Identity, OpType, Shared};
 use crate::tls::{PeerCred, TlsInfo};
 
@@ -66,18 +68,18 @@ pub(crate) async fn run(shared: Arc<Shared>, stream: TcpStream, peer: SocketAddr
     if ldaps {
         if let Some((tls, info)) = handshake(&shared, stream, peer).await {
             let (rd, wr) = tokio::io::split(tls);
-            serve(shared, rd, wr, peer, Some(info)).await;
+            serve_tls(shared, rd, wr, peer, info).await;
         }
         return;
     }
     let (rd, wr) = stream.into_split();
-    if let Ended::StartTls(rd, wr) = serve(shared.clone(), rd, wr, peer, None).await {
+    if let Ended::StartTls(rd, wr) = serve_direct(shared.clone(), rd, wr, peer, None).await {
         let Ok(stream) = rd.reunite(wr) else {
             return;
         };
         if let Some((tls, info)) = handshake(&shared, stream, peer).await {
             let (rd, wr) = tokio::io::split(tls);
-            serve(shared, rd, wr, peer, Some(info)).await;
+            serve_tls(shared, rd, wr, peer, info).await;
         }
     }
 }
@@ -107,14 +109,14 @@ pub(crate) async fn run_local(shared: Arc<Shared>, stream: tokio::net::UnixStrea
     };
     // A local client stands for no network address; its log lines say `client=ldapi`.
     let peer = SocketAddr::from(([0, 0, 0, 0], 0));
-    if let Ended::StartTls(rd, wr) = serve(shared.clone(), rd, wr, peer, Some(info)).await {
+    if let Ended::StartTls(rd, wr) = serve_direct(shared.clone(), rd, wr, peer, Some(info)).await {
         let Ok(stream) = rd.reunite(wr) else {
             return;
         };
         if let Some((tls, mut info)) = handshake(&shared, stream, peer).await {
             info.local = Some(cred);
             let (rd, wr) = tokio::io::split(tls);
-            serve(shared, rd, wr, peer, Some(info)).await;
+            serve_tls(shared, rd, wr, peer, info).await;
         }
     }
 }
@@ -180,10 +182,23 @@ enum Ended<R, W> {
     StartTls(R, W),
 }
 
-/// The read loop of one connection over `rd`/`wr` (plain TCP or TLS).
-async fn serve<R, W>(
+/// `serve` over TLS: the write task writes every response (a TLS stream keeps the bytes it
+/// encrypts until it is polled again, so the read loop cannot write in passing).
+async fn serve_tls<R, W>(shared: Arc<Shared>, rd: R, wr: W, peer: SocketAddr, info: TlsInfo)
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let out = Arc::new(Outbox::new());
+    serve(shared, rd, wr, peer, Some(info), out, false).await;
+}
+
+/// `serve` over a transport whose writes complete in the call (plain TCP, Unix sockets): the
+/// read loop writes the answers to the requests of each read itself, and while it runs, what
+/// is queued waits for it (`Outbox::defer`) instead of waking the write task.
+async fn serve_direct<R, W>(
     shared: Arc<Shared>,
-    mut rd: R,
+    rd: R,
     wr: W,
     peer: SocketAddr,
     tls: Option<TlsInfo>,
@@ -192,7 +207,38 @@ where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let (tx, rx) = mpsc::channel(OUT_QUEUE);
+    let out = Arc::new(Outbox::new());
+    let read_loop = serve(shared, rd, wr, peer, tls, out.clone(), true);
+    let mut read_loop = std::pin::pin!(read_loop);
+    // Deferred while the read loop runs, not while it waits: anything queued while it waits
+    // (for input, the writer, room in the queue, a slow password check) must reach the socket
+    // without it.
+    std::future::poll_fn(|cx| {
+        out.defer(true);
+        let r = std::future::Future::poll(read_loop.as_mut(), cx);
+        out.defer(false);
+        r
+    })
+    .await
+}
+
+/// The read loop of one connection over `rd`/`wr` (plain TCP or TLS), queueing responses in
+/// `out`. With `direct` (see `serve_direct`), it writes what the requests of each read
+/// answered itself after running them.
+async fn serve<R, W>(
+    shared: Arc<Shared>,
+    mut rd: R,
+    wr: W,
+    peer: SocketAddr,
+    tls: Option<TlsInfo>,
+    out: Arc<Outbox>,
+    direct: bool,
+) -> Ended<R, W>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let slot = Arc::new(Mutex::new(Some(wr)));
     let (handover_tx, handover_rx) = oneshot::channel();
     let conn_id = shared
         .counters
@@ -204,11 +250,10 @@ where
         .then(|| std::time::Duration::from_secs(shared.config.write_timeout));
     let writer = tokio::spawn(write_loop(
         shared.clone(),
-        wr,
-        rx,
+        slot.clone(),
+        out.clone(),
         handover_rx,
         buffered.clone(),
-        budget,
         write_timeout,
         peer,
     ));
@@ -226,7 +271,7 @@ where
     let conn = Arc::new(Conn {
         permits: Arc::new(Semaphore::new(shared.config.max_outstanding.max(1))),
         shared,
-        out: tx,
+        out,
         running: Mutex::new(HashMap::new()),
         peer,
         log_tag,
@@ -296,6 +341,10 @@ where
                 }
             }
         }
+        // The answers to what was read: written now, by this task, in one syscall.
+        if direct {
+            flush_now(&conn, &slot);
+        }
         buf.drain(..start);
         if buf.capacity() - buf.len() < 4096 {
             buf.reserve(16 * 1024);
@@ -337,6 +386,7 @@ where
         }
     }
     // Let running operations finish writing; then the write task drains and closes.
+    conn.out.defer(false);
     conn.psearches.close();
     conn.txns.clear();
     conn.log_event(0, &identity, "CLOSED");

@@ -403,6 +403,10 @@ impl Packer {
 type Rdns = Vec<Vec<(AttrId, Vec<u8>)>>;
 
 fn str_of(b: &[u8]) -> &str {
+    // Attribute options are nearly always empty: no call to check them.
+    if b.is_empty() {
+        return "";
+    }
     // Only `Entry::new` writes these bytes, from `&str`s.
     std::str::from_utf8(b).unwrap_or_default()
 }
@@ -533,16 +537,27 @@ impl Entry {
 
     /// The DN in the form the client gave it (RFC 4514 string).
     pub fn dn(&self) -> &str {
-        str_of(self.cur().bytes())
+        str_of(self.dn_bytes())
+    }
+
+    /// `dn` as bytes, for encoders and comparisons that need no `str` (and so no UTF-8 check
+    /// on every call).
+    pub fn dn_bytes(&self) -> &[u8] {
+        self.cur().bytes()
     }
 
     /// The normalized DN string (`NormDn::norm`).
     pub fn ndn_str(&self) -> &str {
+        str_of(self.ndn_bytes())
+    }
+
+    /// `ndn_str` as bytes.
+    pub fn ndn_bytes(&self) -> &[u8] {
         let mut c = self.cur();
         let dn = c.bytes();
         match c.varint() {
-            0 => str_of(dn),
-            n => str_of(c.take(n - 1)),
+            0 => dn,
+            n => c.take(n - 1),
         }
     }
 

@@ -162,7 +162,7 @@ impl Version {
             Scope::Base => e.id == base.id,
             Scope::One => e.parent == Some(base.id),
             Scope::Subtree => {
-                e.id == base.id || schema::norm_is_descendant(e.ndn_str(), base.ndn_str())
+                e.id == base.id || schema::norm_is_descendant_bytes(e.ndn_bytes(), base.ndn_bytes())
             }
         }
     }

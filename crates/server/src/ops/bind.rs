@@ -128,33 +128,36 @@ pub(crate) async fn check_password(
     password: &[u8],
     peer: IpAddr,
 ) -> bool {
-    let stored: Vec<Vec<u8>> = if *ndn == shared.admin {
-        vec![shared.config.admin_password_hash.clone()]
+    let v = shared.store.read();
+    let stored: Vec<&[u8]> = if *ndn == shared.admin {
+        vec![&shared.config.admin_password_hash]
     } else {
-        let v = shared.store.read();
         // The entry's password counts only where the rules let an anonymous client use it
         // (`auth`); otherwise the bind fails like a wrong password.
-        let anonymous = shared.acl.view(&shared.schema(), &v, &Identity::default());
+        let schema = shared.schema();
+        let anonymous = shared.acl.view(&schema, &v, &Identity::default());
         v.lookup(ndn)
             .filter(|e| {
                 anonymous
-                    .entry(&shared.acl, &shared.schema(), e)
+                    .entry(&shared.acl, &schema, e)
                     .can(Some(shared.known.user_password), Rights::AUTH)
             })
             .and_then(|e| e.attr(shared.known.user_password))
-            .map(|a| a.values().map(<[u8]>::to_vec).collect())
+            .map(|a| a.values().collect())
             .unwrap_or_default()
     };
     // A DN without a password costs the same work as one with a wrong password.
     let (stored, real) = if stored.is_empty() {
-        (vec![shared.dummy_password.clone()], false)
+        (vec![&shared.dummy_password[..]], false)
     } else {
         (stored, true)
     };
     let matched = shared
         .credentials
-        .verify(&ndn.norm, stored, password, real)
+        .verify(&ndn.norm, &stored, password, real)
         .await;
+    drop(stored);
+    drop(v);
     let ok = matched && real;
     if ok {
         shared.lockout.succeeded(&ndn.norm);

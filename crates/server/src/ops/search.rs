@@ -5,7 +5,6 @@
 //! encoded entries go to the connection's write task every `FLUSH_BYTES`. The walk sees one
 //! version of the store from start to end.
 
-use std::borrow::Cow;
 use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -43,6 +42,8 @@ pub(crate) fn encode_entry(
 }
 
 /// `encode_entry` with response controls on the entry's PDU (e.g. Entry Change Notification).
+/// One pass over the entry: each attribute the selection and the access rules let through is
+/// written as it is found (`proto::EntryWriter`).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn encode_entry_with_controls(
     shared: &Shared,
@@ -57,109 +58,81 @@ pub(crate) fn encode_entry_with_controls(
     let schema = &*shared.schema();
     let k = &shared.known;
     let readable = |ty: AttrId| access.is_none_or(|a| a.can(Some(ty), Rights::READ));
-    let mut attrs: Vec<OutAttr<'_>> = Vec::with_capacity(e.attrs().len() + 4);
-    // The values of every attribute returned, in order; each attribute names its range.
-    let mut values: Vec<&[u8]> = Vec::with_capacity(2 * e.attrs().len() + 4);
+    let mut w = proto::EntryWriter::start(out, id, e.dn_bytes());
     for a in e.attrs() {
         if !sel.wants_with(schema, a.ty, a.options) || !readable(a.ty) {
             continue;
         }
         let name = schema.attr(a.ty).name();
-        let name: Cow<'_, [u8]> = if a.options.is_empty() {
-            Cow::Borrowed(name.as_bytes())
+        if a.options.is_empty() {
+            write_selected(&mut w, sel, schema, name.as_bytes(), a.ty, a.values());
         } else {
-            Cow::Owned(format!("{name}{}", a.options).into_bytes())
-        };
-        push_selected(&mut attrs, &mut values, sel, schema, name, a.ty, a.values());
+            let name = format!("{name}{}", a.options);
+            write_selected(&mut w, sel, schema, name.as_bytes(), a.ty, a.values());
+        }
     }
     // Computed operational attributes (only for stored entries).
-    let mut computed: Vec<(AttrId, Vec<u8>)> = Vec::new();
     if let Some(v) = v {
-        if sel.wants(schema, k.entry_dn) {
-            computed.push((k.entry_dn, e.dn().as_bytes().to_vec()));
+        let wanted = |ty: AttrId| sel.wants(schema, ty) && readable(ty);
+        let mut computed = |ty: AttrId, value: &[u8]| {
+            let name = schema.attr(ty).name().as_bytes();
+            write_selected(&mut w, sel, schema, name, ty, std::iter::once(value));
+        };
+        if wanted(k.entry_dn) {
+            computed(k.entry_dn, e.dn_bytes());
         }
-        // Children the requester cannot see are not counted: the count must not reveal them.
-        let kids = match access {
-            Some(a)
-                if sel.wants(schema, k.has_subordinates)
-                    || sel.wants(schema, k.num_subordinates) =>
-            {
-                v.children(e.id).map_or(0, |ids| {
+        let (has, num) = (wanted(k.has_subordinates), wanted(k.num_subordinates));
+        if has || num {
+            // Children the requester cannot see are not counted: the count must not reveal
+            // them.
+            let kids = match access {
+                Some(a) => v.children(e.id).map_or(0, |ids| {
                     ids.iter()
                         .filter_map(|id| v.get(id))
                         .filter(|c| a.sees(c))
                         .count() as u64
-                })
+                }),
+                None => v.num_children(e.id),
+            };
+            if has {
+                computed(
+                    k.has_subordinates,
+                    if kids > 0 { b"TRUE" } else { b"FALSE" },
+                );
             }
-            _ => v.num_children(e.id),
-        };
-        if sel.wants(schema, k.has_subordinates) {
-            computed.push((
-                k.has_subordinates,
-                if kids > 0 {
-                    b"TRUE".to_vec()
-                } else {
-                    b"FALSE".to_vec()
-                },
-            ));
+            if num {
+                computed(k.num_subordinates, kids.to_string().as_bytes());
+            }
         }
-        if sel.wants(schema, k.num_subordinates) {
-            computed.push((k.num_subordinates, kids.to_string().into_bytes()));
-        }
-        if sel.wants(schema, k.subschema_subentry) {
-            computed.push((k.subschema_subentry, b"cn=Subschema".to_vec()));
+        if wanted(k.subschema_subentry) {
+            computed(k.subschema_subentry, b"cn=Subschema");
         }
     }
-    computed.retain(|(ty, _)| readable(*ty));
-    for (ty, val) in &computed {
-        let name = Cow::Borrowed(schema.attr(*ty).name().as_bytes());
-        push_selected(
-            &mut attrs,
-            &mut values,
-            sel,
-            schema,
-            name,
-            *ty,
-            std::iter::once(&val[..]),
-        );
-    }
-    let attrs = attrs
-        .iter()
-        .map(|(n, at)| (&**n, values[at.clone()].iter().copied()));
-    match id {
-        Some(id) if controls.is_empty() => {
-            proto::encode_search_entry(out, id, e.dn().as_bytes(), attrs)
-        }
-        Some(id) => {
-            proto::encode_search_entry_with_controls(out, id, e.dn().as_bytes(), attrs, controls)
-        }
-        None => proto::encode_search_entry_op(out, e.dn().as_bytes(), attrs),
-    }
+    w.finish(controls);
 }
 
-/// An attribute on its way out: description and where its values are in the entry's values.
-type OutAttr<'a> = (Cow<'a, [u8]>, std::ops::Range<usize>);
-
-/// Adds an attribute to those an entry returns, with the values the selection keeps (none
-/// for typesOnly); left out when matched values leave it no value.
-fn push_selected<'a>(
-    attrs: &mut Vec<OutAttr<'a>>,
-    values: &mut Vec<&'a [u8]>,
+/// Writes an attribute an entry returns, with the values the selection keeps (none for
+/// typesOnly); left out when matched values leave it no value.
+fn write_selected<'v>(
+    w: &mut proto::EntryWriter<'_>,
     sel: &Selection,
     schema: &Schema,
-    name: Cow<'a, [u8]>,
+    name: &[u8],
     ty: AttrId,
-    these: impl Iterator<Item = &'a [u8]>,
+    mut values: impl Iterator<Item = &'v [u8]>,
 ) {
-    let start = values.len();
-    let n = sel.select_into(schema, ty, these, values);
-    if sel.values.is_some() && n == 0 {
-        return;
+    match (sel.values.is_some(), sel.types_only) {
+        (false, false) => w.attribute(name, values),
+        (false, true) => w.attribute(name, []),
+        (true, false) => {
+            w.attribute_if_any(name, values.filter(|v| sel.keeps(schema, ty, v)));
+        }
+        (true, true) => {
+            if values.any(|v| sel.keeps(schema, ty, v)) {
+                w.attribute(name, []);
+            }
+        }
     }
-    if sel.types_only {
-        values.truncate(start);
-    }
-    attrs.push((name, start..values.len()));
 }
 
 /// A search ready to run: everything resolved from the request.
@@ -750,7 +723,9 @@ pub(crate) fn execute(
     let mut ran = Ran {
         outcome: Ok(()),
         sent: 0,
-        out: Vec::with_capacity(16 * 1024),
+        // Most searches answer one small entry: a buffer that grows when it must costs
+        // less than a 16 KiB one each time (a large allocation for the allocator).
+        out: Vec::with_capacity(2 * 1024),
         sorted: None,
         vlv: None,
     };
