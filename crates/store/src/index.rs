@@ -137,7 +137,7 @@ const TAG_FINAL: u8 = 3;
 /// The hash of a substring key.
 pub(crate) fn sub_key(ty: AttrId, tag: u8, bytes: &[u8]) -> u64 {
     use std::hash::BuildHasher;
-    crate::version::hasher().hash_one((ty.0, tag, bytes))
+    crate::hashtrie::key_of(crate::version::hasher().hash_one((ty.0, tag, bytes)))
 }
 
 /// The index keys of an entry, each list sorted and without duplicates (option variants of a
@@ -151,35 +151,59 @@ pub(crate) struct Keys {
     pub ord: Vec<(AttrId, Vec<u8>)>,
 }
 
-pub(crate) fn entry_keys(indexes: &Indexes, schema: &Schema, e: &Entry) -> Keys {
-    let mut k = Keys::default();
+/// One index key of an entry (`each_key`).
+pub(crate) enum Key {
+    Pres(AttrId),
+    /// An equality or substring key (a hash).
+    Hashed(u64),
+    /// An ordering key: the type and the value's `Schema::ord_key`.
+    Ord(AttrId, Vec<u8>),
+}
+
+/// Calls `f` with every index key of `e`, in the order of its attributes; a key may come more
+/// than once (option variants of a type share keys).
+pub(crate) fn each_key(indexes: &Indexes, schema: &Schema, e: &Entry, f: &mut impl FnMut(Key)) {
+    let mut hashed = Vec::new();
     for a in e.attrs() {
         let kinds = indexes.kinds(a.ty);
         if kinds.is_empty() {
             continue;
         }
         if kinds.contains(IndexKinds::PRES) {
-            k.pres.push(a.ty);
+            f(Key::Pres(a.ty));
         }
         if kinds.contains(IndexKinds::EQ) {
-            k.hashed
-                .extend(a.norm().map(|n| crate::version::index_key(a.ty, n)));
+            for n in a.norm() {
+                f(Key::Hashed(crate::version::index_key(a.ty, n)));
+            }
         }
         if kinds.intersects(IndexKinds::SUB) {
             for v in a.values() {
                 if let Some(s) = schema.substr_value(a.ty, v) {
-                    value_sub_keys(a.ty, kinds, &s, &mut k.hashed);
+                    value_sub_keys(a.ty, kinds, &s, &mut hashed);
+                    for k in hashed.drain(..) {
+                        f(Key::Hashed(k));
+                    }
                 }
             }
         }
         if kinds.contains(IndexKinds::ORD) {
             for v in a.values() {
                 if let Some(o) = schema.ord_key(a.ty, v) {
-                    k.ord.push((a.ty, o));
+                    f(Key::Ord(a.ty, o));
                 }
             }
         }
     }
+}
+
+pub(crate) fn entry_keys(indexes: &Indexes, schema: &Schema, e: &Entry) -> Keys {
+    let mut k = Keys::default();
+    each_key(indexes, schema, e, &mut |key| match key {
+        Key::Pres(ty) => k.pres.push(ty),
+        Key::Hashed(h) => k.hashed.push(h),
+        Key::Ord(ty, o) => k.ord.push((ty, o)),
+    });
     k.pres.sort_unstable();
     k.pres.dedup();
     k.hashed.sort_unstable();
