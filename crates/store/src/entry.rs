@@ -186,19 +186,20 @@ fn depth_of(ndn: &NormDn) -> u32 {
 }
 
 /// Appends one attribute (`body`: scratch): type, options, and each (raw, normalized) value,
-/// interned where the type's values are.
+/// interned where the type's values are (or, with `intern_all`, wherever the table takes it).
 fn pack_attr<'a>(
     out: &mut Vec<u8>,
     body: &mut Vec<u8>,
     ty: AttrId,
     options: &str,
     values: impl ExactSizeIterator<Item = Pair<'a>>,
+    intern_all: bool,
 ) {
     put_varint(out, ty.0 as usize);
     put_bytes(out, options.as_bytes());
     put_varint(out, values.len());
     body.clear();
-    let interned = intern::is_interned_type(ty);
+    let interned = intern_all || intern::is_interned_type(ty);
     for (raw, norm) in values {
         if let Some(id) = interned.then(|| intern::intern(raw, norm)).flatten() {
             put_varint(body, 2 * id as usize + 1);
@@ -243,7 +244,7 @@ fn pack_attrs<'a>(
             .iter()
             .enumerate()
             .map(|(i, raw)| (&**raw, a.norm.get(i).map_or(&**raw, |n| &**n)));
-        pack_attr(out, body, a.ty, &a.options, pairs);
+        pack_attr(out, body, a.ty, &a.options, pairs, false);
     }
     put_count(out, count_at, count);
 }
@@ -279,7 +280,19 @@ impl Packer {
         options: &str,
         values: impl ExactSizeIterator<Item = Pair<'a>>,
     ) {
-        pack_attr(&mut self.out, &mut self.body, ty, options, values);
+        pack_attr(&mut self.out, &mut self.body, ty, options, values, false);
+        self.count += 1;
+    }
+
+    /// `attr` for values that the caller knows recur on many entries (a bulk load's one time
+    /// stamp and entryCSN): they are interned whatever their type, while the table has room.
+    pub fn attr_interned<'a>(
+        &mut self,
+        ty: AttrId,
+        options: &str,
+        values: impl ExactSizeIterator<Item = Pair<'a>>,
+    ) {
+        pack_attr(&mut self.out, &mut self.body, ty, options, values, true);
         self.count += 1;
     }
 

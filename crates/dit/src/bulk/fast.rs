@@ -308,10 +308,12 @@ impl FastBuild {
                 values.iter().map(|&(raw, s, e)| (raw, &norms[s..e])),
             );
         }
+        // The import's stamps are the same on every entry it stamps (one time, one entryCSN:
+        // the import is one batch), so they are interned: ~70 bytes less per entry.
         for a in stamps.attrs() {
             if !groups.iter().any(|(t, _)| *t == a.ty) {
                 let pairs = a.values.iter().zip(&a.norm).map(|(r, n)| (&**r, &**n));
-                self.packer.attr(a.ty, &a.options, pairs);
+                self.packer.attr_interned(a.ty, &a.options, pairs);
             }
         }
         Some(Prepared {
@@ -408,6 +410,12 @@ mod tests {
                 assert_eq!(
                     attrs_without_uuid(shared, &f.entry),
                     attrs_without_uuid(shared, &s.entry),
+                    "{dn}"
+                );
+                // The import's own stamps are interned, not carried by every entry.
+                let csn = b"20261124000000.000000Z#000000#000#000000";
+                assert!(
+                    !f.entry.packed().windows(csn.len()).any(|w| w == csn),
                     "{dn}"
                 );
             }
