@@ -195,7 +195,7 @@ pub(crate) fn entry_by_uid(shared: &Shared, uid: &str) -> Option<NormDn> {
             for id in ids.iter() {
                 if let Some(e) = v.get(id) {
                     if e.has_value(ty, &norm) {
-                        found.push(e.ndn());
+                        found.push(e.ndn(schema));
                     }
                 }
             }
@@ -203,7 +203,7 @@ pub(crate) fn entry_by_uid(shared: &Shared, uid: &str) -> Option<NormDn> {
         None => {
             for e in v.iter() {
                 if e.has_value(ty, &norm) {
-                    found.push(e.ndn());
+                    found.push(e.ndn(schema));
                 }
             }
         }

@@ -16,9 +16,10 @@ use crate::entry::{Entry, EntryId, Pair};
 
 pub const SNAP_MAGIC: [u8; 8] = *b"LNDNSNAP";
 pub const SNAP_END_MAGIC: [u8; 8] = *b"LNDNSEND";
-/// The version written. Version 1 (raw values named by type name, re-normalized on load) and
-/// version 2 (packed entries, no schema extensions) are still read.
-pub const SNAP_VERSION: u32 = 3;
+/// The version written. Version 1 (raw values named by type name, re-normalized on load),
+/// version 2 (packed entries, no schema extensions) and version 3 (packed entries of layout 1)
+/// are still read.
+pub const SNAP_VERSION: u32 = 4;
 /// magic, u32 version, u64 seq, u64 next_id.
 pub const SNAP_HEADER_LEN: usize = 28;
 /// u32 crc, u32 footer length, end magic.
@@ -579,6 +580,8 @@ struct Packing<'b> {
     /// The file's numbers are this process's (the usual case at start-up, the table being
     /// filled from the file in its order), so packed entries need no renumbering.
     same_ids: bool,
+    /// The entries' packed layout (`Entry::from_packed`): 1 in versions 2 and 3, 2 since 4.
+    layout: u8,
 }
 
 /// Reads and checks the schema section (`section`: the file's bytes from byte 28 to the
@@ -676,6 +679,7 @@ fn schema_section_parts(
                 names,
                 interned,
                 same_ids,
+                layout: if version >= 4 { 2 } else { 1 },
             },
             fingerprint,
         ),
@@ -699,6 +703,7 @@ fn decode_packed(
         id,
         parent,
         packed,
+        packing.layout,
         packing.names.len(),
         &packing.interned,
         packing.same_ids,
