@@ -42,8 +42,9 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/linden-authcache.XXXXXX")
 LINDEN_PID=
 SLAPD_PID=
 
-log() { printf '== %s\n' "$*" >&2; }
-die() { printf 'auth-cache.sh: %s\n' "$*" >&2; exit 1; }
+SCRIPT=auth-cache.sh
+# shellcheck source=bench/lib.sh
+. "$ROOT/bench/lib.sh"
 cleanup() {
   [ -n "$LINDEN_PID" ] && kill "$LINDEN_PID" 2>/dev/null || true
   [ -n "$SLAPD_PID" ] && kill "$SLAPD_PID" 2>/dev/null || true
@@ -58,16 +59,7 @@ if [ ! -x "$LINDEN" ]; then
   LINDEN=$ROOT/target/release/linden
 fi
 CLK_TCK=$(getconf CLK_TCK)
-ticks() { awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"; }
 busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat; }
-wait_ldap() {
-  for _ in $(seq 1 300); do
-    ldapsearch -x -H "$1" -b "" -s base "(objectClass=*)" 1.1 >/dev/null 2>&1 && return 0
-    sleep 0.1
-  done
-  die "no answer from $1"
-}
-
 # --- data ------------------------------------------------------------------------------------
 "$LINDEN" gen --count "$N" --strong -o "$WORK/strong.ldif"
 "$LINDEN" gen --count "$N" -o "$WORK/ssha.ldif"
@@ -78,31 +70,7 @@ t0=$(date +%s.%N)
 IMPORT_SECS=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
 log "import: ${IMPORT_SECS} s ($(awk -v n="$N" -v s="$IMPORT_SECS" 'BEGIN { printf "%.0f", n / s }') entries/s)"
 
-mkdir -p "$WORK/slapd/db"
-SCHEMA_DIR=/etc/ldap/schema
-cat >"$WORK/slapd/slapd.conf" <<EOF
-include $SCHEMA_DIR/core.schema
-include $SCHEMA_DIR/cosine.schema
-include $SCHEMA_DIR/inetorgperson.schema
-include $SCHEMA_DIR/nis.schema
-pidfile $WORK/slapd/slapd.pid
-loglevel 0
-modulepath /usr/lib/ldap
-moduleload back_mdb
-sizelimit unlimited
-
-database mdb
-maxsize 34359738368
-suffix "$SUFFIX"
-rootdn "$ADMIN"
-rootpw $SECRET
-directory $WORK/slapd/db
-index objectClass eq
-index uid eq
-index cn eq
-index sn eq
-index mail eq
-EOF
+slapd_conf "$WORK/slapd"
 slapadd -q -f "$WORK/slapd/slapd.conf" -l "$WORK/ssha.ldif"
 slapd -f "$WORK/slapd/slapd.conf" -h "ldap://127.0.0.1:$SLAPD_PORT/"
 wait_ldap "ldap://127.0.0.1:$SLAPD_PORT"
@@ -124,11 +92,11 @@ authrate() {
     >"$WORK/$tag.out" 2>&1 &
   local pid=$! s0 s1 m0 m1 c0 c1 t0 t1 x
   sleep "$WARMUP"; sleep 1   # JVM start and the warm-up intervals
-  s0=$(ticks "$spid"); m0=$(busy); c0=$(ticks "$pid"); t0=$(date +%s.%N)
+  s0=$(cpu_ticks "$spid"); m0=$(busy); c0=$(cpu_ticks "$pid"); t0=$(date +%s.%N)
   s1=$s0; m1=$m0; c1=$c0; t1=$t0
   while kill -0 "$pid" 2>/dev/null; do
-    x=$(ticks "$pid" 2>/dev/null) || break
-    c1=$x; s1=$(ticks "$spid"); m1=$(busy); t1=$(date +%s.%N)
+    x=$(cpu_ticks "$pid" 2>/dev/null) || break
+    c1=$x; s1=$(cpu_ticks "$spid"); m1=$(busy); t1=$(date +%s.%N)
     sleep 0.2
   done
   wait "$pid" || { cat "$WORK/$tag.out" >&2; die "$tag failed"; }

@@ -59,7 +59,8 @@ if ! command -v fuser >/dev/null; then
 fi
 
 # libsasl2-modules: the PLAIN mechanism for `ldapwhoami -Y PLAIN` in the TLS tests.
-apt_install ldap-utils slapd libsasl2-modules
+# curl: the monitoring test reads /metrics with it.
+apt_install ldap-utils slapd libsasl2-modules curl
 
 # python-ldap for the python3 that will run the tests.
 if "$PY" -c 'import ldap' >/dev/null 2>&1; then

@@ -22,6 +22,11 @@ ppolicy = true
 ppolicy_default = "cn=default,ou=ppolicy,dc=example,dc=com"
 ppolicy_use_lockout = true
 
+# As the reference slapd's memberof (groupOfNames and groupOfUniqueNames, memberof-refint) and
+# refint overlays (scripts/slapd-reference.sh; test_memberof.py).
+memberof = true
+refint = ["member", "uniqueMember", "owner", "manager", "seeAlso", "memberOf"]
+
 # The reference slapd indexes objectClass, uid, cn, sn and mail for equality; these add
 # substring and ordering indexes, so that test_search.py's substring and >=/<= filters are
 # answered through them and still match slapd's answers.

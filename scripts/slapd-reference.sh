@@ -73,6 +73,30 @@ moduleload unique"
 overlay unique
 unique_uri ldap:///ou=unique,$SUFFIX?uid,mail?sub"
     fi
+    if [ -e "$MODDIR/memberof.la" ] || [ -e "$MODDIR/memberof.so" ]; then
+        # Group membership, as Linden's memberof = true with its default memberof_groups
+        # (test_memberof.py): one instance per kind of group, each following deleted and
+        # renamed members into its groups (memberof-refint).
+        modules="$modules
+moduleload memberof"
+        overlays="$overlays
+overlay memberof
+memberof-refint TRUE
+overlay memberof
+memberof-group-oc groupOfUniqueNames
+memberof-member-ad uniqueMember
+memberof-refint TRUE"
+    fi
+    if [ -e "$MODDIR/refint.la" ] || [ -e "$MODDIR/refint.so" ]; then
+        # Referential integrity, as Linden's refint (run-conformance-linden.sh). memberOf is
+        # among the attributes so that a renamed parent of groups renames the memberOf values
+        # naming them (the memberof overlay follows renames of the group entry only).
+        modules="$modules
+moduleload refint"
+        overlays="$overlays
+overlay refint
+refint_attributes member uniqueMember owner manager seeAlso memberOf"
+    fi
     if [ -e "$MODDIR/sssvlv.la" ] || [ -e "$MODDIR/sssvlv.so" ]; then
         # Server-side sort and virtual list view (test_sort_vlv.py).
         modules="$modules

@@ -119,6 +119,11 @@ class Tree:
         return "%s%s" % (prefix, uuid.uuid4().hex[:10])
 
 
+def ou(name):
+    """The add modlist of an organizationalUnit called `name`."""
+    return ldap.modlist.addModlist({"objectClass": [b"organizationalUnit"], "ou": [name.encode()]})
+
+
 def person_attrs(uid, cn=None, sn=None, password=None, extra=None, uid_number="2000"):
     cn = cn or "%s Tester" % uid
     sn = sn or "Tester"

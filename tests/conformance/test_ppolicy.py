@@ -15,7 +15,7 @@ import ldap.modlist
 import pytest
 from ldap.controls.ppolicy import PasswordPolicyControl
 
-from conftest import LDAP_URL, SUFFIX, bind_as, connect, delete_subtree, person_attrs
+from conftest import LDAP_URL, SUFFIX, bind_as, connect, delete_subtree, ou, person_attrs
 
 PPOLICY_OID = "1.3.6.1.4.1.42.2.27.8.5.1"
 PPOLICY_BASE = "ou=ppolicy," + SUFFIX
@@ -24,10 +24,6 @@ DEFAULT_POLICY = "cn=default," + PPOLICY_BASE
 # The draft's error values.
 PASSWORD_EXPIRED, ACCOUNT_LOCKED, CHANGE_AFTER_RESET, MOD_NOT_ALLOWED = 0, 1, 2, 3
 MUST_SUPPLY_OLD, TOO_SHORT, TOO_YOUNG, IN_HISTORY, TOO_LONG = 4, 6, 7, 8, 9
-
-
-def ou(name):
-    return ldap.modlist.addModlist({"objectClass": [b"organizationalUnit"], "ou": [name.encode()]})
 
 
 class Area:

@@ -7,13 +7,9 @@ import ldap
 import ldap.modlist
 import pytest
 
-from conftest import SUFFIX, delete_subtree, person_attrs
+from conftest import SUFFIX, delete_subtree, ou, person_attrs
 
 UNIQUE_BASE = "ou=unique," + SUFFIX
-
-
-def ou(name):
-    return ldap.modlist.addModlist({"objectClass": [b"organizationalUnit"], "ou": [name.encode()]})
 
 
 @pytest.fixture

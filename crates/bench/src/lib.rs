@@ -12,15 +12,51 @@
 //! - `response` (private): the minimal response decoder of the hot path (message id, op tag,
 //!   result code, entry DN), borrowing from the read buffer.
 //! - `stats` (private): per-connection recorders and the [`Summary`](load::Summary).
+//! - [`sweep`]: `linden bench sweep`, latency against offered load (open-loop runs of `load`
+//!   at stepped rates, several servers); [`plot`] draws its page (HTML with inline SVG).
 //!
 //! The binary (`linden`) owns argument parsing: it flattens [`gen::GenArgs`] and
-//! [`load::BenchArgs`] into its subcommands and calls [`gen::run`] and [`load::run`].
+//! [`BenchCommand`] into its subcommands and calls [`gen::run`], [`load::run`] and
+//! [`sweep::run`].
 
 pub mod gen;
 pub mod load;
+pub mod plot;
 mod response;
 mod stats;
+pub mod sweep;
 mod template;
+
+/// `linden bench`: one run (`linden bench WORKLOAD [OPTIONS]`) or a sweep of offered loads
+/// (`linden bench sweep [OPTIONS]`).
+#[derive(Debug, Clone, clap::Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+pub struct BenchCommand {
+    #[command(subcommand)]
+    pub sub: Option<BenchSub>,
+    #[command(flatten)]
+    pub run: Option<load::BenchArgs>,
+}
+
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum BenchSub {
+    /// Latency under load: open-loop runs at stepped rates up to saturation, for several
+    /// servers, drawn on one chart per workload (a self-contained HTML page).
+    Sweep(sweep::SweepArgs),
+}
+
+impl BenchCommand {
+    /// Runs what was asked (blocking).
+    pub fn run(&self) -> Result<(), Error> {
+        match (&self.sub, &self.run) {
+            (Some(BenchSub::Sweep(a)), _) => sweep::run(a).map(|_| ()),
+            (None, Some(a)) => load::run(a).map(|_| ()),
+            (None, None) => Err(Error::Args(
+                "name a workload (linden bench search ...) or `sweep`".into(),
+            )),
+        }
+    }
+}
 
 use thiserror::Error;
 

@@ -77,7 +77,8 @@ pub enum Workload {
 }
 
 impl Workload {
-    fn name(self) -> &'static str {
+    /// The name the command line uses.
+    pub fn name(self) -> &'static str {
         match self {
             Workload::Search => "search",
             Workload::Addressing => "addressing",
@@ -182,6 +183,20 @@ pub struct BenchArgs {
     /// `credential_cache_entries`). Every one of these binds must succeed.
     #[arg(long)]
     pub warm_pass: bool,
+}
+
+/// `linden bench` arguments from the words of a command line (without the program name), with
+/// every default as the command line has it: how a sweep builds each of its runs.
+pub fn parse_args(words: &[&str]) -> Result<BenchArgs, Error> {
+    #[derive(clap::Parser)]
+    struct Words {
+        #[command(flatten)]
+        args: BenchArgs,
+    }
+    use clap::Parser;
+    Words::try_parse_from(std::iter::once("bench").chain(words.iter().copied()))
+        .map(|w| w.args)
+        .map_err(|e| Error::Args(e.to_string()))
 }
 
 /// Runs the benchmark on a runtime of its own, prints interval lines and the summary to standard

@@ -464,3 +464,137 @@ fn cpu_by_thread_name() -> Vec<(String, u64)> {
     }
     out
 }
+
+#[derive(Parser)]
+struct SweepCli {
+    #[command(flatten)]
+    args: bench::sweep::SweepArgs,
+}
+
+fn sweep(extra: &[&str]) -> bench::sweep::SweepArgs {
+    let mut argv = vec!["sweep"];
+    argv.extend_from_slice(extra);
+    SweepCli::try_parse_from(argv)
+        .expect("valid arguments")
+        .args
+}
+
+/// A sweep of two servers writes one chart per workload with both on it, and JSON with every
+/// point; the probe gives each server's maximum and the steps are fractions of it. (What the
+/// fake servers achieve depends on the machine, so only the shape is checked.)
+#[test]
+fn sweep_draws_every_server_on_one_chart_per_workload() {
+    let (a, counts_a) = fake_server();
+    let (b, counts_b) = fake_server();
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("sweep.html");
+    let json = dir.path().join("sweep.json");
+    let (ta, tb) = (format!("one=ldap://{a}"), format!("two=ldap://{b}"));
+    let args = sweep(&[
+        "--target",
+        &ta,
+        "--target",
+        &tb,
+        "--workloads",
+        "search,modify",
+        "--fractions",
+        "0.2,0.5",
+        "--connections",
+        "2",
+        "--depth",
+        "8",
+        "--probe-duration",
+        "0.3",
+        "--step-duration",
+        "0.3",
+        "--warmup",
+        "0",
+        "--out",
+        html.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let report = bench::sweep::run(&args).expect("sweep runs");
+
+    assert_eq!(report.workloads.len(), 2);
+    for w in &report.workloads {
+        let names: Vec<&str> = w.series.iter().map(|s| s.target.as_str()).collect();
+        assert_eq!(names, ["one", "two"]);
+        for s in &w.series {
+            let max = s.max_rate.expect("probed");
+            assert!(max > 0.0);
+            // The first step always runs; a later one only while the server keeps up.
+            assert!(!s.points.is_empty() && s.points.len() <= 2, "{s:?}");
+            let expected = [0.2 * max, 0.5 * max];
+            for (p, want) in s.points.iter().zip(expected) {
+                assert!(
+                    (p.offered - want).abs() < 1e-6,
+                    "{p:?} offered, {want} expected"
+                );
+                assert!(p.p50_us <= p.p99_us && p.p99_us <= p.p999_us);
+            }
+        }
+    }
+    for c in [&counts_a, &counts_b] {
+        assert!(c.get(&c.search) > 0 && c.get(&c.modify) > 0);
+    }
+
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.starts_with("<!DOCTYPE html>") && page.trim_end().ends_with("</html>"));
+    assert_eq!(page.matches("<svg ").count(), 2);
+    assert_eq!(page.matches("</svg>").count(), 2);
+    assert!(page.contains(">search</h2>") && page.contains(">modify</h2>"));
+    // Self-contained: nothing to fetch, nothing to run.
+    assert!(!page.contains("<script") && !page.contains("src=") && !page.contains("href="));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["workloads"][0]["series"][1]["target"], "two");
+}
+
+/// With `--rates` there is no probe: every server gets the same offered loads.
+#[test]
+fn sweep_at_given_rates_skips_the_probe() {
+    let (a, _) = fake_server();
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("s.html");
+    let ta = format!("only=ldap://{a}");
+    let args = sweep(&[
+        "--target",
+        &ta,
+        "--workloads",
+        "compare",
+        "--rates",
+        "100,200",
+        "--connections",
+        "2",
+        "--depth",
+        "4",
+        "--step-duration",
+        "0.3",
+        "--warmup",
+        "0",
+        "--out",
+        html.to_str().unwrap(),
+    ]);
+    let report = bench::sweep::run(&args).expect("sweep runs");
+    let s = &report.workloads[0].series[0];
+    assert_eq!(s.max_rate, None);
+    assert_eq!(s.points[0].offered, 100.0);
+    assert!(std::fs::read_to_string(&html).unwrap().contains("<svg "));
+}
+
+#[test]
+fn sweep_refuses_bad_arguments() {
+    let two_same = sweep(&[
+        "--target",
+        "x=ldap://127.0.0.1:1",
+        "--target",
+        "x=ldap://127.0.0.1:2",
+    ]);
+    let e = bench::sweep::run(&two_same).unwrap_err().to_string();
+    assert!(e.contains("same name"), "{e}");
+    let bad = sweep(&["--target", "x=ldap://127.0.0.1:1", "--fractions", "0.5,-1"]);
+    let e = bench::sweep::run(&bad).unwrap_err().to_string();
+    assert!(e.contains("--fractions"), "{e}");
+    assert!(SweepCli::try_parse_from(["sweep", "--target", "no-equals-sign"]).is_err());
+}

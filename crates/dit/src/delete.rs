@@ -47,6 +47,7 @@ pub fn apply(
         before: Some(before),
         after: None,
         also,
+        values: None,
     })
 }
 
@@ -95,7 +96,7 @@ fn delete_subordinates(
         let a = Applied {
             before: Some(before),
             after: None,
-            also: Vec::new(),
+            ..Default::default()
         };
         crate::overlays::run(shared, txn, &a)?;
         applied.push(a);

@@ -5,18 +5,23 @@
 
 use proto::{ModOp, ModifyRequest, ResultCode};
 use schema::{AttrId, NormDn};
-use store::{Attr, Txn};
+use store::{Attr, AttrRef, EntryId, Part, Txn, ValueDelta, Version};
 
 use crate::acl::Rights;
 use crate::error::{LdapError, LdapResult};
-use crate::overlays::Applied;
+use crate::overlays::{Applied, ValueChanges};
 use crate::values::ValueSet;
 use crate::write::{
-    authorize, check_assertion, check_attribute_count, check_entry, check_user_modifiable,
+    authorize, check_assertion, check_attribute_count, check_entry_with, check_user_modifiable,
     check_value_count, checked_values, rdn_values_present, stamp_modified, structural_of,
     Assertion,
 };
 use crate::{resolve_attr, Dit, Identity};
+
+/// An attribute with more values than this (a big group's members) has what a modify does to
+/// it recorded value by value (`Applied::values`), so that its index keys are updated by the
+/// values changed rather than worked out again from all of them.
+const MANY_VALUES: usize = 64;
 
 /// One change, resolved and syntax-checked.
 pub struct Mod {
@@ -96,6 +101,128 @@ pub fn needs(mods: &[Mod]) -> Vec<(Option<AttrId>, Rights)> {
     mods.iter().map(|m| (Some(m.ty), Rights::WRITE)).collect()
 }
 
+/// Values a request may name for an attribute it keeps as stored (`KeptAttr`): each is looked
+/// for among the attribute's values (by the equality index when there is one, else one pass).
+const FEW_VALUES: usize = 16;
+
+/// Whether the request `mods` leaves the attribute `a` of the entry `ndn` as stored but for a
+/// few values added or named values removed (`KeptAttr`): it has more than `MANY_VALUES`
+/// values, is not objectClass nor a naming attribute (whose values the checks read), and
+/// every change to it adds values or deletes named values, `FEW_VALUES` at most in all.
+fn keeps(shared: &Dit, ndn: &NormDn, mods: &[Mod], a: &AttrRef<'_>) -> bool {
+    if a.len() <= MANY_VALUES
+        || a.ty == shared.known.object_class
+        || ndn
+            .rdns
+            .first()
+            .is_some_and(|r| r.iter().any(|(t, _)| *t == a.ty))
+    {
+        return false;
+    }
+    let mut named = 0;
+    for m in mods
+        .iter()
+        .filter(|m| m.ty == a.ty && *m.options == *a.options)
+    {
+        match m.op {
+            ModOp::Add => {}
+            ModOp::Delete if !m.values.is_empty() => {}
+            _ => return false,
+        }
+        named += m.values.len();
+    }
+    named <= FEW_VALUES
+}
+
+/// An attribute a modify changes without unpacking it (`Part::Kept`): a group of 100,000
+/// members gaining one is one value looked up and the stored bytes copied once.
+struct KeptAttr<'e> {
+    attr: AttrRef<'e>,
+    /// Positions of the stored values removed.
+    drop: Vec<usize>,
+    /// Values added, `(raw, normalized)`.
+    add: Vec<store::OwnedPair>,
+}
+
+impl KeptAttr<'_> {
+    fn is(&self, ty: AttrId, options: &str) -> bool {
+        self.attr.ty == ty && self.attr.options == options
+    }
+
+    /// The values it holds after the changes so far.
+    fn len(&self) -> usize {
+        (self.attr.len() + self.add.len()).saturating_sub(self.drop.len())
+    }
+
+    /// The position of the stored value `norm`, unless it was removed: the equality index of
+    /// version `v` (where entry `id` is as stored) rules most values out without a look at
+    /// the values.
+    fn stored(&self, v: &Version, id: EntryId, norm: &[u8]) -> Option<(usize, Box<[u8]>)> {
+        if v.may_hold(id, self.attr.ty, norm) == Some(false) {
+            return None;
+        }
+        self.attr
+            .pairs()
+            .enumerate()
+            .find(|(_, (_, n))| *n == norm)
+            .filter(|(p, _)| !self.drop.contains(p))
+            .map(|(p, (raw, _))| (p, raw.into()))
+    }
+
+    /// Applies one change (an add, or a delete of named values) as `apply` would to the
+    /// unpacked attribute, recording the values in `changes`.
+    fn apply(
+        &mut self,
+        shared: &Dit,
+        v: &Version,
+        id: EntryId,
+        m: Mod,
+        permissive: bool,
+        changes: &mut ValueChanges,
+    ) -> LdapResult<()> {
+        let schema = v.schema();
+        let ctx = context(m.op);
+        if m.op == ModOp::Add {
+            let new = Attr::new(schema, m.ty, &m.options, m.values).map_err(|e| {
+                LdapError::new(ResultCode::InvalidAttributeSyntax, format!("{ctx}{e}"))
+            })?;
+            check_value_count(shared, &m.name, self.len() + new.values.len())?;
+            for (i, (raw, norm)) in new.values.into_iter().zip(new.norm).enumerate() {
+                let held =
+                    self.add.iter().any(|(_, n)| *n == norm) || self.stored(v, id, &norm).is_some();
+                if held {
+                    if permissive {
+                        continue;
+                    }
+                    return Err(LdapError::new(
+                        ResultCode::AttributeOrValueExists,
+                        format!("{ctx}{}: value #{i} already exists", m.name),
+                    ));
+                }
+                changes.record(m.ty, &m.options, &raw, &norm, true);
+                self.add.push((raw, norm));
+            }
+            return Ok(());
+        }
+        for (i, val) in m.values.iter().enumerate() {
+            let norm = schema.normalize_eq(m.ty, val).unwrap_or_default();
+            if let Some(j) = self.add.iter().position(|(_, n)| **n == *norm) {
+                let (raw, n) = self.add.remove(j);
+                changes.record(m.ty, &m.options, &raw, &n, false);
+            } else if let Some((p, raw)) = self.stored(v, id, &norm) {
+                changes.record(m.ty, &m.options, &raw, &norm, false);
+                self.drop.push(p);
+            } else if !permissive {
+                return Err(LdapError::new(
+                    ResultCode::NoSuchAttribute,
+                    format!("{ctx}{}: value #{i} not found", m.name),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Applies the changes to the entry named `ndn` for `who`, all or nothing, after checking
 /// `needs` (the rights `needs(&mods)` lists) on the version it changes: the rules may depend
 /// on entries (groups) that changed since the request was read. `permissive` (the permissive
@@ -126,12 +253,49 @@ pub fn apply(
     let old_structural = e
         .attr(k.structural_object_class)
         .and_then(|a| a.first().map(Box::<[u8]>::from));
-    let mut attrs = e.to_attrs();
+    // Attributes with many values that the request only adds a few values to or removes a
+    // few named values from stay as stored (`KeptAttr`); the others are unpacked to be edited.
+    let mut kept: Vec<KeptAttr<'_>> = before
+        .attrs()
+        .filter(|a| keeps(shared, ndn, &mods, a))
+        .map(|attr| KeptAttr {
+            attr,
+            drop: Vec::new(),
+            add: Vec::new(),
+        })
+        .collect();
+    let mut attrs: Vec<Attr> = before
+        .attrs()
+        .filter(|a| !kept.iter().any(|k| k.is(a.ty, a.options)))
+        .map(|a| a.to_attr())
+        .collect();
+    // What the changes do to the values of the types an overlay watches, and of the
+    // attributes with many values (`Applied::values`): the overlays read it, and the indexes
+    // are updated by those values only (`Txn::replace_attrs_with`).
+    let mut changes = ValueChanges::default();
+    let recorded = |ty: AttrId| {
+        shared.overlays.iter().any(|o| o.watches(ty))
+            || before.attrs().any(|a| a.ty == ty && a.len() > MANY_VALUES)
+    };
     for m in mods {
         let ctx = context(m.op);
         let pos = attrs
             .iter()
             .position(|a| a.ty == m.ty && *a.options == *m.options);
+        let watched = recorded(m.ty);
+        if let Some(k) = kept.iter_mut().find(|k| k.is(m.ty, &m.options)) {
+            k.apply(shared, txn.version(), id, m, permissive, &mut changes)?;
+            continue;
+        }
+        // The values of the attribute as it is before this change (replace, increment and a
+        // delete of the whole attribute remove them all).
+        if watched && matches!(m.op, ModOp::Replace | ModOp::Increment)
+            || watched && m.op == ModOp::Delete && m.values.is_empty()
+        {
+            if let Some(p) = pos {
+                changes.record_attr(&attrs[p], false);
+            }
+        }
         match m.op {
             ModOp::Add => {
                 let new = Attr::new(schema, m.ty, &m.options, m.values).map_err(|e| {
@@ -146,6 +310,9 @@ pub fn apply(
                             std::mem::take(&mut a.norm),
                         );
                         for (i, (val, norm)) in new.values.into_iter().zip(new.norm).enumerate() {
+                            if watched && set.find(&norm).is_none() {
+                                changes.record(m.ty, &m.options, &val, &norm, true);
+                            }
                             if !set.insert(val, norm) && !permissive {
                                 return Err(LdapError::new(
                                     ResultCode::AttributeOrValueExists,
@@ -155,7 +322,12 @@ pub fn apply(
                         }
                         (a.values, a.norm) = set.into_parts();
                     }
-                    None => attrs.push(new),
+                    None => {
+                        if watched {
+                            changes.record_attr(&new, true);
+                        }
+                        attrs.push(new)
+                    }
                 }
             }
             ModOp::Delete => {
@@ -182,7 +354,12 @@ pub fn apply(
                     for (i, val) in m.values.iter().enumerate() {
                         let norm = schema.normalize_eq(m.ty, val).unwrap_or_default();
                         match set.find(&norm) {
-                            Some(at) if !gone[at] => gone[at] = true,
+                            Some(at) if !gone[at] => {
+                                gone[at] = true;
+                                if watched {
+                                    changes.record(m.ty, &m.options, &set.values[at], &norm, false);
+                                }
+                            }
                             _ if permissive => {}
                             _ => {
                                 return Err(LdapError::new(
@@ -207,6 +384,9 @@ pub fn apply(
                     let new = Attr::new(schema, m.ty, &m.options, m.values).map_err(|e| {
                         LdapError::new(ResultCode::InvalidAttributeSyntax, format!("{ctx}{e}"))
                     })?;
+                    if watched {
+                        changes.record_attr(&new, true);
+                    }
                     attrs.push(new);
                 }
             }
@@ -236,6 +416,9 @@ pub fn apply(
                 let new = Attr::new(schema, m.ty, &m.options, out).map_err(|e| {
                     LdapError::new(ResultCode::ConstraintViolation, format!("{ctx}{e}"))
                 })?;
+                if watched {
+                    changes.record_attr(&new, true);
+                }
                 attrs[p] = new;
             }
         }
@@ -261,12 +444,38 @@ pub fn apply(
             ));
         }
     }
-    check_entry(shared, &attrs)?;
+    let kept_counts: Vec<(AttrId, usize)> = kept.iter().map(|k| (k.attr.ty, k.len())).collect();
+    check_entry_with(shared, &attrs, &kept_counts)?;
     stamp_modified(shared, &mut attrs, &who.dn, txn.now());
-    txn.replace_attrs(id, attrs)?;
+    let changes = changes.finish();
+    let deltas: Vec<ValueDelta<'_>> = changes
+        .iter()
+        .filter(|c| c.options.is_empty())
+        .map(|c| ValueDelta {
+            ty: c.ty,
+            added: c.added.iter().map(|(_, n)| &**n).collect(),
+            removed: c.removed.iter().map(|(_, n)| &**n).collect(),
+        })
+        .collect();
+    for k in &mut kept {
+        k.drop.sort_unstable();
+    }
+    let parts: Vec<Part<'_>> = attrs
+        .iter()
+        .map(Part::New)
+        .chain(kept.iter().map(|k| Part::Kept {
+            attr: k.attr,
+            drop: &k.drop,
+            add: &k.add,
+        }))
+        .collect();
+    txn.replace_parts(id, &parts, &deltas)?;
+    drop(parts);
+    drop(deltas);
     Ok(Applied {
         before: Some(before),
         after: txn.version().get(id).cloned(),
+        values: Some(changes),
         ..Default::default()
     })
 }

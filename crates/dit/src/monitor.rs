@@ -11,12 +11,15 @@
 //!
 //! Anything that runs beside the directory can show figures without the monitor knowing it:
 //!
-//! - **Replication agreements.** `registry.agreement(Role::Consumer, "rid=001", "ldap://p1")`
+//! - **Replication agreements.** `registry.agreement(Role::Consumer, "001", "ldap://p1")`
 //!   returns an [`Agreement`] handle; the replication code updates it as it goes
-//!   (`set_state`, `set_context_csn`, `set_lag`, `count_changes`), every update a relaxed
-//!   atomic or a short lock of its own. It shows as `cn=Consumer rid=001,cn=Replication,cn=Monitor`
-//!   (state, contextCSN, lag, changes, peer) and as `linden_replication_*` series in `/metrics`.
-//!   Dropping the last handle removes it.
+//!   (`set_state`, `set_context_csns`, `set_lag`, `count_changes`, `failed`, `contact` …),
+//!   every update a relaxed atomic or a short lock of its own. A consumer shows as
+//!   `cn=Consumer 001,cn=Replication,cn=Monitor` (slapd's `olmSyncReplInstance` attributes and
+//!   Linden's: state, contextCSN, lag, changes, refreshes, failures, last error) and as
+//!   `linden_replication_*` series in `/metrics`. Provider-side agreements (one per sync search
+//!   served) show under the provider's own entry, which the server builds. Dropping the last
+//!   handle removes an agreement.
 //! - **Any other figures.** Implement [`Source`] (its entries under cn=Monitor and its
 //!   `/metrics` samples, both built when read) and `registry.register(Arc::new(source))`; the
 //!   registry keeps a weak reference, so dropping the source unregisters it.
@@ -27,7 +30,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use schema::{Dn, NormDn, Schema};
 use store::{Attr, Entry};
@@ -264,21 +267,95 @@ impl ReplState {
 }
 
 /// The figures of one replication agreement (a consumer this server serves, or a provider it
-/// follows), updated by the replication code and read by the monitor.
+/// follows), updated by the replication code and read by the monitor. Counters are relaxed
+/// atomics; the texts (CSNs, cookies, the last error) each take a short lock of their own.
 #[derive(Debug)]
 pub struct Agreement {
     pub role: Role,
-    /// Unique among agreements of the same role (e.g. `rid=001`).
+    /// Unique among agreements of the same role: a consumer's rid (`001`, as slapd names its
+    /// `cn=Consumer 001` entry), a sync search's connection and message id.
     pub name: String,
     /// The other end (a URI, or a peer address).
     pub peer: String,
     state: AtomicU8,
-    context_csn: Mutex<String>,
+    context_csn: Mutex<Vec<String>>,
     lag_millis: AtomicU64,
-    changes: AtomicU64,
+    /// Entries added, replaced, renamed or deleted (a consumer), or sent (a provider).
+    pub changes: AtomicU64,
+    /// Refreshes completed (a consumer) or served (a provider) since start.
+    pub refreshes: AtomicU64,
+    /// Sessions that failed since start.
+    pub failures: AtomicU64,
+    /// Sessions that began with a kept cookie (resumed rather than refreshed in full).
+    pub resumed: AtomicU64,
+    /// Unix seconds of the last connection, the last message received and the next try (0:
+    /// never, or none planned).
+    last_connect: AtomicU64,
+    last_contact: AtomicU64,
+    next_connect: AtomicU64,
+    texts: Mutex<Texts>,
+}
+
+/// The texts of an agreement, behind one lock.
+#[derive(Debug, Default)]
+struct Texts {
+    last_error: String,
+    cookie_received: String,
+    cookie_sent: String,
+    /// The local end of the connection, while connected.
+    connection: String,
+}
+
+/// Seconds since the Unix epoch (0 for a time before it).
+fn unix_secs(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+/// What back-monitor shows for a time that never was.
+const ZERO_TIME: &str = "00000101000000Z";
+
+fn time_text(secs: u64) -> String {
+    if secs == 0 {
+        return ZERO_TIME.to_string();
+    }
+    crate::csn::generalized_time(UNIX_EPOCH + Duration::from_secs(secs))
+}
+
+/// The time of a CSN (`YYYYmmddHHMMSS.uuuuuuZ#…`), as Unix seconds.
+pub fn csn_unix_secs(csn: &str) -> Option<f64> {
+    let ts = csn.split('#').next()?;
+    let secs = crate::ppolicy::parse_time(ts.as_bytes())?;
+    let micros = ts
+        .split_once('.')
+        .and_then(|(_, f)| f.trim_end_matches('Z').parse::<u32>().ok())
+        .map_or(0.0, f64::from);
+    Some(secs as f64 + micros / 1e6)
 }
 
 impl Agreement {
+    fn new(role: Role, name: &str, peer: &str) -> Agreement {
+        Agreement {
+            role,
+            name: name.to_string(),
+            peer: peer.to_string(),
+            state: AtomicU8::new(ReplState::Connecting as u8),
+            context_csn: Mutex::new(Vec::new()),
+            lag_millis: AtomicU64::new(0),
+            changes: AtomicU64::new(0),
+            refreshes: AtomicU64::new(0),
+            failures: AtomicU64::new(0),
+            resumed: AtomicU64::new(0),
+            last_connect: AtomicU64::new(0),
+            last_contact: AtomicU64::new(0),
+            next_connect: AtomicU64::new(0),
+            texts: Mutex::new(Texts::default()),
+        }
+    }
+
+    fn texts(&self) -> std::sync::MutexGuard<'_, Texts> {
+        self.texts.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     pub fn set_state(&self, s: ReplState) {
         self.state.store(s as u8, Ordering::Relaxed);
     }
@@ -287,22 +364,28 @@ impl Agreement {
         ReplState::from_u8(self.state.load(Ordering::Relaxed))
     }
 
-    /// The newest CSN this agreement has seen (sent or applied).
-    pub fn set_context_csn(&self, csn: &str) {
+    /// A consumer: what the provider has sent, per server id (the CSNs of its cookies). A
+    /// provider: the contextCSN values of the last cookie sent.
+    pub fn set_context_csns(&self, csns: &[String]) {
         let mut c = self.context_csn.lock().unwrap_or_else(|p| p.into_inner());
         c.clear();
-        c.push_str(csn);
+        c.extend(csns.iter().cloned());
     }
 
-    pub fn context_csn(&self) -> String {
+    /// One CSN (an agreement with a single server id).
+    pub fn set_context_csn(&self, csn: &str) {
+        self.set_context_csns(&[csn.to_string()]);
+    }
+
+    pub fn context_csns(&self) -> Vec<String> {
         self.context_csn
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone()
     }
 
-    /// How far behind the other end this agreement is (for a consumer: the age of the newest
-    /// change applied when the provider has newer ones, zero when caught up).
+    /// How far behind the other end this agreement is (for a consumer: how old the newest
+    /// change was when it was applied; zero once it has applied everything the provider sent).
     pub fn set_lag(&self, lag: Duration) {
         let ms = u64::try_from(lag.as_millis()).unwrap_or(u64::MAX);
         self.lag_millis.store(ms, Ordering::Relaxed);
@@ -320,18 +403,100 @@ impl Agreement {
         self.changes.load(Ordering::Relaxed)
     }
 
-    fn node(&self) -> Node {
-        let role = match self.role {
-            Role::Provider => "Provider",
-            Role::Consumer => "Consumer",
+    /// A session failed: counted, and its reason kept.
+    pub fn failed(&self, why: &str) {
+        self.failures.fetch_add(1, Ordering::Relaxed);
+        self.set_last_error(why);
+    }
+
+    pub fn set_last_error(&self, why: &str) {
+        why.clone_into(&mut self.texts().last_error);
+    }
+
+    /// The last failure, as logged ("" if none).
+    pub fn last_error(&self) -> String {
+        self.texts().last_error.clone()
+    }
+
+    /// Connected, from local address `local`.
+    pub fn connected(&self, local: &str) {
+        self.last_connect
+            .store(unix_secs(SystemTime::now()), Ordering::Relaxed);
+        self.next_connect.store(0, Ordering::Relaxed);
+        local.clone_into(&mut self.texts().connection);
+    }
+
+    /// The connection is gone; the next try is at `next` (if one is planned).
+    pub fn disconnected(&self, next: Option<SystemTime>) {
+        self.next_connect
+            .store(next.map_or(0, unix_secs), Ordering::Relaxed);
+        self.texts().connection.clear();
+    }
+
+    /// A message came from the other end.
+    pub fn contact(&self) {
+        self.last_contact
+            .store(unix_secs(SystemTime::now()), Ordering::Relaxed);
+    }
+
+    pub fn set_cookie_received(&self, cookie: &str) {
+        cookie.clone_into(&mut self.texts().cookie_received);
+    }
+
+    pub fn set_cookie_sent(&self, cookie: &str) {
+        cookie.clone_into(&mut self.texts().cookie_sent);
+    }
+
+    /// The entry of a consumer, as slapd's syncrepl shows its own (`olmSyncReplInstance`,
+    /// `cn=Consumer 001`), with Linden's figures besides; of a provider's sync search, a
+    /// `monitoredObject`.
+    pub fn node(&self) -> Node {
+        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let t = self.texts();
+        let mut n = match self.role {
+            Role::Consumer => {
+                let phase = match self.state() {
+                    ReplState::Persisting | ReplState::Idle => "Persist",
+                    _ => "Refresh",
+                };
+                let mut n = Node::new(format!("Consumer {}", self.name), "olmSyncReplInstance")
+                    .attr("olmSRProviderURIList", &self.peer);
+                if !t.connection.is_empty() {
+                    n = n.attr("olmSRConnection", &t.connection);
+                }
+                n = n
+                    .attr("olmSRSyncPhase", phase)
+                    .attr("olmSRNextConnect", time_text(load(&self.next_connect)))
+                    .attr("olmSRLastConnect", time_text(load(&self.last_connect)))
+                    .attr("olmSRLastContact", time_text(load(&self.last_contact)));
+                if !t.cookie_received.is_empty() {
+                    n = n.attr("olmSRLastCookieRcvd", &t.cookie_received);
+                }
+                if !t.cookie_sent.is_empty() {
+                    n = n.attr("olmSRLastCookieSent", &t.cookie_sent);
+                }
+                n.linden("lindenReplicationRefreshes", load(&self.refreshes))
+                    .linden("lindenReplicationFailures", load(&self.failures))
+            }
+            Role::Provider => {
+                let mut n = Node::new(format!("Session {}", self.name), "monitoredObject")
+                    .attr("monitorConnectionPeerAddress", &self.peer)
+                    .attr("monitorTimestamp", time_text(load(&self.last_connect)))
+                    .linden("lindenReplicationRefreshes", load(&self.refreshes));
+                if !t.cookie_sent.is_empty() {
+                    n = n.attr("monitoredInfo", &t.cookie_sent);
+                }
+                n
+            }
         };
-        let mut n = Node::new(format!("{role} {}", self.name), "monitoredObject")
-            .attr("labeledURI", &self.peer)
+        n = n
             .linden("lindenReplicationState", self.state().name())
             .linden("lindenReplicationLagMillis", self.lag().as_millis())
             .linden("lindenReplicationChanges", self.changes());
-        let csn = self.context_csn();
-        if !csn.is_empty() {
+        if !t.last_error.is_empty() {
+            n = n.linden("lindenReplicationLastError", &t.last_error);
+        }
+        for csn in self.context_csns() {
             n = n.linden("contextCSN", csn);
         }
         n
@@ -343,20 +508,48 @@ impl Agreement {
             ("name", self.name.clone()),
             ("peer", self.peer.clone()),
         ];
-        out.push(Sample {
-            name: "replication_lag_seconds",
-            help: "How far behind the other end a replication agreement is.",
-            kind: Kind::Gauge,
-            labels: labels.clone(),
-            value: self.lag().as_secs_f64(),
-        });
-        out.push(Sample {
-            name: "replication_changes",
-            help: "Changes a replication agreement carried since start.",
-            kind: Kind::Counter,
-            labels: labels.clone(),
-            value: self.changes() as f64,
-        });
+        let mut push = |name, help, kind, value: f64| {
+            out.push(Sample {
+                name,
+                help,
+                kind,
+                labels: labels.clone(),
+                value,
+            })
+        };
+        push(
+            "replication_lag_seconds",
+            "How far behind the other end a replication agreement is.",
+            Kind::Gauge,
+            self.lag().as_secs_f64(),
+        );
+        push(
+            "replication_changes",
+            "Changes a replication agreement carried since start.",
+            Kind::Counter,
+            self.changes() as f64,
+        );
+        push(
+            "replication_refreshes",
+            "Refreshes a replication agreement completed since start.",
+            Kind::Counter,
+            self.refreshes.load(Ordering::Relaxed) as f64,
+        );
+        push(
+            "replication_failures",
+            "Sessions of a replication agreement that failed since start.",
+            Kind::Counter,
+            self.failures.load(Ordering::Relaxed) as f64,
+        );
+        let contact = self.last_contact.load(Ordering::Relaxed);
+        if contact > 0 {
+            push(
+                "replication_last_contact_timestamp_seconds",
+                "When the other end of a replication agreement last sent something (Unix time).",
+                Kind::Gauge,
+                contact as f64,
+            );
+        }
         let now = self.state();
         for s in ReplState::ALL {
             let mut l = labels.clone();
@@ -367,6 +560,20 @@ impl Agreement {
                 kind: Kind::Gauge,
                 labels: l,
                 value: if s == now { 1.0 } else { 0.0 },
+            });
+        }
+        for csn in self.context_csns() {
+            let (Some(t), Some(sid)) = (csn_unix_secs(&csn), csn.split('#').nth(2)) else {
+                continue;
+            };
+            let mut l = labels.clone();
+            l.push(("sid", sid.to_string()));
+            out.push(Sample {
+                name: "replication_context_csn_timestamp_seconds",
+                help: "The time of the newest CSN a replication agreement carried, per server id (Unix time).",
+                kind: Kind::Gauge,
+                labels: l,
+                value: t,
             });
         }
     }
@@ -403,15 +610,7 @@ impl Registry {
 
     /// A new replication agreement's handle, shown until the last clone is dropped.
     pub fn agreement(&self, role: Role, name: &str, peer: &str) -> Arc<Agreement> {
-        let a = Arc::new(Agreement {
-            role,
-            name: name.to_string(),
-            peer: peer.to_string(),
-            state: AtomicU8::new(ReplState::Connecting as u8),
-            context_csn: Mutex::new(String::new()),
-            lag_millis: AtomicU64::new(0),
-            changes: AtomicU64::new(0),
-        });
+        let a = Arc::new(Agreement::new(role, name, peer));
         let mut v = write(&self.agreements);
         v.retain(|w| w.strong_count() > 0);
         v.push(Arc::downgrade(&a));
@@ -438,9 +637,14 @@ impl Registry {
     pub fn nodes(&self) -> Vec<Node> {
         let repl = Node::container(
             "Replication",
-            "Replication agreements: the consumers this server serves and the providers it follows.",
+            "Replication: the providers this server follows (cn=Consumer NNN, one per syncrepl rid) and, with syncprov, the provider's figures and the sync searches it serves (cn=Provider).",
         )
-        .children(self.agreements().iter().map(|a| a.node()));
+        .children(
+            self.agreements()
+                .iter()
+                .filter(|a| a.role == Role::Consumer)
+                .map(|a| a.node()),
+        );
         let mut out = vec![repl];
         for s in self.sources() {
             out.extend(s.nodes());

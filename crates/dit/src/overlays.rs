@@ -23,6 +23,7 @@ use schema::{AttrId, Schema};
 use store::{Entry, Filter, Txn, Version};
 
 use crate::error::LdapResult;
+use crate::values::ValueSet;
 use crate::Dit;
 
 /// What one change did: the entry before and after it (`None` before an add, after a
@@ -34,12 +35,113 @@ pub struct Applied {
     /// The other entries the same operation changed, each already run through the overlay
     /// chain: a subtree delete's subordinates, deepest first. Audited before this one.
     pub also: Vec<Applied>,
+    /// For a modify (`modify::apply`): what it did to the values of the attribute types an
+    /// overlay watches (`Overlay::watches`), and of attributes that held many values, so that
+    /// an overlay need not compare `before` and `after` (a group of 100,000 members gaining
+    /// one: the change names one value). Every watched type whose values changed is listed.
+    /// `None` for other changes, and for changes applied another way (replicated ones):
+    /// compare `before` and `after` then.
+    pub values: Option<Vec<ValueChange>>,
+}
+
+/// What a modify did to the values of one attribute (type and options), net: the values it
+/// added that the entry did not hold, and those it removed that the entry held, by
+/// equality-normalized form (a value removed and added back, or added and removed again, is in
+/// neither list). Each value is `(raw, normalized)`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ValueChange {
+    pub ty: AttrId,
+    pub options: Box<str>,
+    pub added: Vec<store::OwnedPair>,
+    pub removed: Vec<store::OwnedPair>,
+}
+
+/// Collects `ValueChange`s as a modify applies its changes in order, netting a value added
+/// and removed within the same request. The work is proportional to the values the request
+/// names (and to an attribute's values where the request replaces or deletes it whole).
+#[derive(Default)]
+pub struct ValueChanges {
+    attrs: Vec<Recorded>,
+}
+
+/// One attribute's values recorded by `ValueChanges`: its type and options, the values, and
+/// for each whether it is added (`Some(true)`), removed (`Some(false)`) or back as it was
+/// (`None`).
+type Recorded = (AttrId, Box<str>, ValueSet, Vec<Option<bool>>);
+
+impl ValueChanges {
+    /// Records that `(raw, norm)` was added (`true`) to or removed (`false`) from the
+    /// attribute `ty` with `options`: the entry did not, resp. did, hold it just before.
+    pub fn record(&mut self, ty: AttrId, options: &str, raw: &[u8], norm: &[u8], added: bool) {
+        let i = match self
+            .attrs
+            .iter()
+            .position(|(t, o, _, _)| *t == ty && **o == *options)
+        {
+            Some(i) => i,
+            None => {
+                self.attrs
+                    .push((ty, options.into(), ValueSet::default(), Vec::new()));
+                self.attrs.len() - 1
+            }
+        };
+        let (_, _, set, state) = &mut self.attrs[i];
+        match set.find(norm) {
+            // The opposite of what was recorded for this value: the two cancel out.
+            Some(k) if state[k] == Some(!added) => state[k] = None,
+            Some(k) => {
+                state[k] = Some(added);
+                set.values[k] = raw.into();
+            }
+            None => {
+                set.insert(raw.into(), norm.into());
+                state.push(Some(added));
+            }
+        }
+    }
+
+    /// `record`s every value of `a`.
+    pub fn record_attr(&mut self, a: &store::Attr, added: bool) {
+        for (raw, norm) in a.values.iter().zip(&a.norm) {
+            self.record(a.ty, &a.options, raw, norm, added);
+        }
+    }
+
+    /// The net changes, attributes with none left out.
+    pub fn finish(self) -> Vec<ValueChange> {
+        let mut out = Vec::with_capacity(self.attrs.len());
+        for (ty, options, set, state) in self.attrs {
+            let mut change = ValueChange {
+                ty,
+                options,
+                added: Vec::new(),
+                removed: Vec::new(),
+            };
+            let (values, norms) = set.into_parts();
+            for ((raw, norm), s) in values.into_iter().zip(norms).zip(state) {
+                match s {
+                    Some(true) => change.added.push((raw, norm)),
+                    Some(false) => change.removed.push((raw, norm)),
+                    None => {}
+                }
+            }
+            if !change.added.is_empty() || !change.removed.is_empty() {
+                out.push(change);
+            }
+        }
+        out
+    }
 }
 
 /// One overlay of the chain.
 pub trait Overlay: Send + Sync {
     /// The name used in logs and messages.
     fn name(&self) -> &'static str;
+    /// Whether the overlay wants a modify's value changes of attribute type `ty` listed in
+    /// `Applied::values`.
+    fn watches(&self, _ty: AttrId) -> bool {
+        false
+    }
     /// Runs after `applied` is in `txn`'s working version, before the batch is logged and
     /// published. An error refuses the change.
     fn after(&self, shared: &Dit, txn: &mut Txn, applied: &Applied) -> LdapResult<()>;

@@ -5,12 +5,19 @@
 //! every earlier one is quadratic, and a single anonymous PDU once kept the server busy for
 //! minutes that way. Small sets (the usual case: a handful of values) are still compared
 //! pairwise, which is cheaper than hashing; past `INDEX_FROM` values an index of positions,
-//! keyed by a per-set random hash of the normalized form, takes over.
+//! keyed by a per-set random hash of the normalized form, takes over — once it pays: a set
+//! made of an attribute's existing values (`from_parts`, e.g. a group of 100,000 members)
+//! is scanned for the first `LINEAR_FINDS` lookups (a modify adding or removing one member
+//! looks up one value, and hashing every member would cost more than one pass of byte
+//! comparisons).
 
 use std::hash::BuildHasher;
 
 /// Values up to which a linear scan is used instead of the hash index.
 const INDEX_FROM: usize = 16;
+
+/// Lookups in a larger set answered by a scan before the index is built.
+const LINEAR_FINDS: usize = 8;
 
 /// Raw values and their normalized forms, position by position.
 pub type Parts = (Vec<Box<[u8]>>, Vec<Box<[u8]>>);
@@ -20,20 +27,22 @@ pub type Parts = (Vec<Box<[u8]>>, Vec<Box<[u8]>>);
 pub struct ValueSet {
     pub values: Vec<Box<[u8]>>,
     pub norms: Vec<Box<[u8]>>,
-    /// Positions in `norms`, once there are more than `INDEX_FROM` values.
+    /// Positions in `norms`, once there are more than `INDEX_FROM` values and more than
+    /// `LINEAR_FINDS` lookups were made.
     index: Option<(hashbrown::HashTable<usize>, std::hash::RandomState)>,
+    /// Lookups made without the index.
+    scans: usize,
 }
 
 impl ValueSet {
     /// A set holding an attribute's existing values (which are distinct already).
     pub fn from_parts(values: Vec<Box<[u8]>>, norms: Vec<Box<[u8]>>) -> ValueSet {
-        let mut s = ValueSet {
+        ValueSet {
             values,
             norms,
             index: None,
-        };
-        s.build_index();
-        s
+            scans: 0,
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -58,7 +67,13 @@ impl ValueSet {
     }
 
     /// Position of the value whose normalized form is `norm`.
-    pub fn find(&self, norm: &[u8]) -> Option<usize> {
+    pub fn find(&mut self, norm: &[u8]) -> Option<usize> {
+        if self.index.is_none() {
+            self.scans += 1;
+            if self.scans > LINEAR_FINDS {
+                self.build_index();
+            }
+        }
         match &self.index {
             None => self.norms.iter().position(|n| &**n == norm),
             Some((table, state)) => table
@@ -79,7 +94,6 @@ impl ValueSet {
         }
         self.values.push(raw);
         self.norms.push(norm);
-        self.build_index();
         true
     }
 
@@ -96,7 +110,6 @@ impl ValueSet {
             !gone[i - 1]
         });
         self.index = None;
-        self.build_index();
     }
 
     pub fn into_parts(self) -> Parts {

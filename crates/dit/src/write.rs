@@ -309,13 +309,27 @@ pub fn check_user_modifiable(schema: &Schema, ty: AttrId, name: &str) -> LdapRes
 
 /// Checks the whole entry against the schema and returns the structural object class name.
 pub fn check_entry(shared: &Dit, attrs: &[Attr]) -> LdapResult<String> {
+    check_entry_with(shared, attrs, &[])
+}
+
+/// `check_entry` for an entry that also has the attributes (type, value count) `more` (kept
+/// as stored, not unpacked: never objectClass).
+pub fn check_entry_with(
+    shared: &Dit,
+    attrs: &[Attr],
+    more: &[(AttrId, usize)],
+) -> LdapResult<String> {
     let schema = &*shared.schema();
     let oc: Vec<&[u8]> = attrs
         .iter()
         .filter(|a| a.ty == shared.known.object_class)
         .flat_map(|a| a.values.iter().map(|v| &**v))
         .collect();
-    let counts: Vec<(AttrId, usize)> = attrs.iter().map(|a| (a.ty, a.values.len())).collect();
+    let counts: Vec<(AttrId, usize)> = attrs
+        .iter()
+        .map(|a| (a.ty, a.values.len()))
+        .chain(more.iter().copied().filter(|(_, n)| *n > 0))
+        .collect();
     let structural = schema.check_entry(&oc, &counts)?;
     Ok(schema
         .class(structural)

@@ -40,8 +40,9 @@ pub enum Command {
     Schema(crate::schema_cmd::SchemaArgs),
     /// Write the reference data set (N inetOrgPerson entries) as LDIF.
     Gen(bench::gen::GenArgs),
-    /// Load-test an LDAP server (Linden or any other) and report throughput and latency.
-    Bench(Box<bench::load::BenchArgs>),
+    /// Load-test an LDAP server (Linden or any other) and report throughput and latency; or,
+    /// with `sweep`, draw latency against offered load for several servers.
+    Bench(Box<bench::BenchCommand>),
     /// Check every file of a data directory (snapshots, transaction logs) without changing it.
     ///
     /// Exit status 0 when usable (a torn last batch after a crash is normal), 1 when corrupt.

@@ -60,9 +60,7 @@ fn main() -> ExitCode {
         }
         // Verify has its own exit statuses (1 corrupt, 2 no such directory).
         Command::Verify(args) => return verify::run(&args),
-        Command::Bench(args) => bench::load::run(&args)
-            .map(|_| ())
-            .map_err(anyhow::Error::new),
+        Command::Bench(cmd) => cmd.run().map_err(anyhow::Error::new),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

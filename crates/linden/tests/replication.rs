@@ -639,8 +639,54 @@ fn two_providers_one_killed_while_clients_write_to_both() {
 /// later add holds it), an entry deleted on one and modified on the other (the modify the
 /// deleting server had not seen wins: the entry is back on both), and writes of their own on
 /// each. Restored, they converge.
+///
+/// The links come back one after the other, in both orders (two tests): the result must not
+/// depend on which server pulls the other's writes first, and each order takes other paths
+/// (the second to pull finds its own conflicting writes already at the other end).
 #[test]
-fn two_providers_cut_apart_take_conflicting_writes_and_converge() {
+fn two_providers_cut_apart_converge_b_pulling_first() {
+    partition_case(Side::A);
+}
+
+#[test]
+fn two_providers_cut_apart_converge_a_pulling_first() {
+    partition_case(Side::B);
+}
+
+/// A server of a two-server test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Side {
+    A,
+    B,
+}
+
+/// The CSN of server id `sid` among contextCSN values.
+fn csn_of_sid(csns: &[String], sid: &str) -> Option<String> {
+    csns.iter()
+        .find(|c| c.split('#').nth(2) == Some(sid))
+        .cloned()
+}
+
+/// Waits until `puller` holds everything `provider` (server id `sid`, taking no writes) wrote:
+/// its contextCSN value for `sid` is the provider's own.
+fn pulled(puller: &Node, provider: &Node, sid: &str) {
+    let want = csn_of_sid(&provider.context_csn(), sid).expect("the provider's own contextCSN");
+    for _ in 0..MAX_POLLS {
+        if csn_of_sid(&puller.context_csn(), sid).as_deref() == Some(want.as_str()) {
+            return;
+        }
+        std::thread::sleep(POLL_PAUSE);
+    }
+    panic!(
+        "{} never caught up with {} ({want}): {:?}",
+        puller.name,
+        provider.name,
+        puller.context_csn()
+    );
+}
+
+/// The partition test, restoring first the link to `first` (so the other server pulls first).
+fn partition_case(first: Side) {
     let tmp = tempfile::tempdir().expect("tmp");
     let mut a = Node::new(tmp.path(), "a");
     let mut b = Node::new(tmp.path(), "b");
@@ -710,8 +756,19 @@ fn two_providers_cut_apart_take_conflicting_writes_and_converge() {
     }
     assert_ne!(a.contents(), b.contents(), "the link was cut");
     let restored = Instant::now();
-    a.link.restore();
-    b.link.restore();
+    // b consumes through a's link, a through b's.
+    match first {
+        Side::A => {
+            a.link.restore();
+            pulled(&b, &a, "001");
+            b.link.restore();
+        }
+        Side::B => {
+            b.link.restore();
+            pulled(&a, &b, "002");
+            a.link.restore();
+        }
+    }
     let (took, end) = converge("partition healed", &[&a, &b]);
     println!(
         "partition healed: converged {} ms after the link was restored",

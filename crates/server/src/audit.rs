@@ -58,33 +58,40 @@ fn values(
 
 /// The change record of what a change applied (`overlays::Applied`): an add is the whole new
 /// entry, server-kept attributes included; a modify replaces or deletes each attribute whose
-/// values changed (modify-increment results, stamps); a delete is a delete. `None` for a
-/// rename, whose request says more than its result. The entry's DN comes with it.
+/// values changed (modify-increment results, stamps), except that the attributes whose value
+/// changes the modify listed (`Applied::values`: a group's members) get the values deleted
+/// and added, not all their values again; a delete is a delete. `None` for a rename, whose
+/// request says more than its result. The entry's DN comes with it.
 pub fn applied_change(
     shared: &crate::state::Shared,
     applied: &crate::overlays::Applied,
 ) -> Option<(String, ldif::ChangeRecord)> {
     use std::collections::BTreeMap;
     let schema = shared.schema();
+    let listed = applied.values.as_deref().unwrap_or_default();
+    let secret = |ty: schema::AttrId| schema.is_subtype(ty, shared.known.user_password);
+    let shown = |secret: bool, v: &[u8]| {
+        if secret {
+            REDACTED.to_vec()
+        } else {
+            v.to_vec()
+        }
+    };
     // Keyed (operational?, description): the client's attributes come first, the server's
-    // stamps after them, as in slapd's audit log.
+    // stamps after them, as in slapd's audit log. Attributes listed are left out.
     let described = |e: &store::Entry| -> BTreeMap<(bool, String), Vec<Vec<u8>>> {
         let mut m = BTreeMap::new();
         for a in e.attrs() {
+            if listed
+                .iter()
+                .any(|c| c.ty == a.ty && *c.options == *a.options)
+            {
+                continue;
+            }
             let ty = schema.attr(a.ty);
             let name = (ty.is_operational(), format!("{}{}", ty.name(), a.options));
-            let secret = schema.is_subtype(a.ty, shared.known.user_password);
-            let vals = a
-                .values()
-                .map(|v| {
-                    if secret {
-                        REDACTED.to_vec()
-                    } else {
-                        v.to_vec()
-                    }
-                })
-                .collect();
-            m.insert(name, vals);
+            let secret = secret(a.ty);
+            m.insert(name, a.values().map(|v| shown(secret, v)).collect());
         }
         m
     };
@@ -102,6 +109,22 @@ pub fn applied_change(
             let names: std::collections::BTreeSet<&(bool, String)> =
                 old.keys().chain(new.keys()).collect();
             let mut mods = Vec::new();
+            for c in listed {
+                let secret = secret(c.ty);
+                let attr = format!("{}{}", schema.attr(c.ty).name(), c.options);
+                for (op, values) in [
+                    (ldif::ModOp::Delete, &c.removed),
+                    (ldif::ModOp::Add, &c.added),
+                ] {
+                    if !values.is_empty() {
+                        mods.push(ldif::Mod {
+                            op,
+                            attr: attr.clone(),
+                            values: values.iter().map(|(raw, _)| shown(secret, raw)).collect(),
+                        });
+                    }
+                }
+            }
             for name in names {
                 let (op, values) = match (old.get(name), new.get(name)) {
                     (Some(_), None) => (ldif::ModOp::Delete, Vec::new()),

@@ -252,10 +252,17 @@ impl Server {
         .map_err(StartError::Config)?;
         dit.password_hash = config.password_hash;
         replica::check(&dit, &config)?;
+        // Each consumer publishes its state as a monitor agreement (`cn=Consumer 001`).
         let replication = config
             .syncrepl
             .iter()
-            .map(|_| Arc::new(repl::consumer::Status::default()))
+            .map(|s| {
+                dit.monitor.agreement(
+                    dit::monitor::Role::Consumer,
+                    &format!("{:03}", s.rid),
+                    &s.provider.to_string(),
+                )
+            })
             .collect();
         let authz = dit::authz::AuthzMap::compile(&config.authz_map).map_err(StartError::Config)?;
         let mut readers = Vec::new();

@@ -380,6 +380,44 @@ impl prometheus_client::collector::Collector for Figures {
             "When the server started (Unix time).",
             started,
         )?;
+        if let Some(f) = sh.syncprov.as_ref().map(|p| p.figures(sh)) {
+            gauge(
+                &mut e,
+                "syncprov_searches",
+                "Sync searches (replication consumers) served now.",
+                f.searches as f64,
+            )?;
+            gauge(
+                &mut e,
+                "syncprov_sessionlog_entries",
+                "Changed entries held in the replication session log.",
+                f.log_held as f64,
+            )?;
+            gauge(
+                &mut e,
+                "syncprov_sessionlog_capacity",
+                "Changed entries the replication session log may hold (syncprov_sessionlog).",
+                f.log_capacity as f64,
+            )?;
+            let series: Vec<(Labels, f64)> = f
+                .contexts
+                .iter()
+                .flat_map(|(dn, csns)| {
+                    csns.iter().filter_map(move |c| {
+                        let t = dit::monitor::csn_unix_secs(c)?;
+                        let sid = c.split('#').nth(2)?;
+                        Some((vec![("suffix", dn.clone()), ("sid", sid.to_string())], t))
+                    })
+                })
+                .collect();
+            family(
+                &mut e,
+                "context_csn_timestamp_seconds",
+                "The time of each server id's contextCSN of a naming context (Unix time).",
+                MetricType::Gauge,
+                &series,
+            )?;
+        }
         // What the registry holds (replication agreements, registered sources), grouped by
         // name so that each family is described once.
         let mut samples = sh.monitor.samples();

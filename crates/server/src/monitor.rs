@@ -78,6 +78,40 @@ fn timestamp(cn: &str, t: SystemTime) -> Node {
     Node::new(cn, "monitoredObject").attr("monitorTimestamp", dit::csn::generalized_time(t))
 }
 
+/// `cn=Provider,cn=Replication`: the provider's figures, a child per naming context with its
+/// contextCSN, and one per sync search served (`dit::monitor::Agreement`, role provider).
+fn provider(shared: &Shared) -> Option<Node> {
+    let f = shared.syncprov.as_ref()?.figures(shared);
+    let contexts = f.contexts.into_iter().enumerate().map(|(i, (dn, csns))| {
+        let mut n =
+            Node::new(format!("Context {}", i + 1), "monitoredObject").attr("namingContexts", dn);
+        for c in csns {
+            n = n.linden("contextCSN", c);
+        }
+        n
+    });
+    let sessions = shared
+        .monitor
+        .agreements()
+        .into_iter()
+        .filter(|a| a.role == dit::monitor::Role::Provider)
+        .map(|a| a.node())
+        .collect::<Vec<_>>();
+    Some(
+        Node::new("Provider", "monitoredObject")
+            .attr(
+                "description",
+                "The replication provider (syncprov): sync searches served now, the session log, \
+                 the contextCSN of each naming context (cn=Context N) and each sync search (cn=Session ...).",
+            )
+            .linden("lindenSyncSearches", f.searches)
+            .linden("lindenSessionLogEntries", f.log_held)
+            .linden("lindenSessionLogCapacity", f.log_capacity)
+            .children(contexts)
+            .children(sessions),
+    )
+}
+
 /// The whole cn=Monitor tree as it stands now.
 pub(crate) fn tree(shared: &Shared) -> Node {
     let c = &shared.counters;
@@ -199,7 +233,12 @@ pub(crate) fn tree(shared: &Shared) -> Node {
         .child(snapshots)
         .child(memory)
         .child(time)
-        .children(shared.monitor.nodes())
+        .children(shared.monitor.nodes().into_iter().map(|mut n| {
+            if n.cn == "Replication" {
+                n.children.extend(provider(shared));
+            }
+            n
+        }))
 }
 
 /// The cn=Monitor entries as they stand now, parents first, with their normalized DNs.

@@ -5,9 +5,9 @@
 //!
 //! A plain data structure: what goes in is worked out from the change feed by `ops::syncprov`,
 //! which also runs the task that fills it. `Shared` holds one, so this module depends on
-//! nothing of the server's.
+//! nothing of the server's (the directory it reads its figures from is `dit::Dit`).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -43,6 +43,29 @@ pub(crate) struct Provider {
     pub seen: watch::Sender<u64>,
     started: AtomicBool,
     capacity: usize,
+}
+
+/// The `contextCSN` values of an entry (one per server id); `ty` is the contextCSN type.
+pub(crate) fn context_csns(ty: schema::AttrId, e: &store::Entry) -> Vec<String> {
+    e.attr(ty)
+        .map(|a| {
+            a.values()
+                .filter_map(|v| std::str::from_utf8(v).ok())
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// What cn=Monitor and `/metrics` show of the provider (`Provider::figures`).
+pub(crate) struct ProviderFigures {
+    /// Sync searches served now.
+    pub searches: usize,
+    /// Changed entries in the session log, and its capacity.
+    pub log_held: usize,
+    pub log_capacity: usize,
+    /// Per naming context: its DN and contextCSN values (one per server id).
+    pub contexts: Vec<(String, Vec<String>)>,
 }
 
 /// Raises each server id's CSN in `set` to the one in `more`, if newer.
@@ -95,6 +118,37 @@ impl Provider {
         self.log.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// The provider's figures now, for the directory `dit` it serves: the sync searches (its
+    /// provider-side monitor agreements), the session log, each naming context's contextCSN.
+    pub(crate) fn figures(&self, dit: &dit::Dit) -> ProviderFigures {
+        let log_held = self.lock().held;
+        let v = dit.store.read();
+        let ty = v.schema().attr_by_name("contextCSN");
+        let contexts = dit
+            .suffixes
+            .iter()
+            .map(|s| match v.lookup(s) {
+                Some(e) => (
+                    e.dn().to_owned(),
+                    ty.map(|t| context_csns(t, e)).unwrap_or_default(),
+                ),
+                None => (s.norm.clone(), Vec::new()),
+            })
+            .collect();
+        let searches = dit
+            .monitor
+            .agreements()
+            .iter()
+            .filter(|a| a.role == dit::monitor::Role::Provider)
+            .count();
+        ProviderFigures {
+            searches,
+            log_held,
+            log_capacity: self.capacity,
+            contexts,
+        }
+    }
+
     /// True the first time only: whoever gets it starts the task that fills the log.
     pub(crate) fn first_start(&self) -> bool {
         !self.started.swap(true, Ordering::Relaxed)
@@ -141,14 +195,21 @@ impl Provider {
         if floor.iter().any(|f| newer_than(cookie, f)) {
             return Plan::Full;
         }
-        let mut seen: HashMap<SyncUuid, EntryId> = HashMap::new();
+        // Which entries changed since the cookie (in the order first changed), and where each
+        // is now: its latest record, even one the cookie already covers. An entry deleted
+        // after the cookie and added back by a change the consumer had seen (multi-provider:
+        // its own write, replicated here) is the new entry, not the deleted one.
+        let mut now: HashMap<SyncUuid, EntryId> = HashMap::new();
         let mut order = Vec::new();
+        let mut changed = HashSet::new();
         for r in &log.records {
-            if r.seq > seq || r.suffix != suffix || !r.csns.iter().any(|c| newer_than(cookie, c)) {
+            if r.seq > seq || r.suffix != suffix {
                 continue;
             }
+            let news = r.csns.iter().any(|c| newer_than(cookie, c));
             for (u, id) in &r.changed {
-                if seen.insert(*u, *id).is_none() {
+                now.insert(*u, *id);
+                if news && changed.insert(*u) {
                     order.push(*u);
                 }
             }
@@ -156,7 +217,7 @@ impl Provider {
         Plan::Changed(
             order
                 .into_iter()
-                .filter_map(|u| seen.get(&u).map(|id| (u, *id)))
+                .filter_map(|u| now.get(&u).map(|id| (u, *id)))
                 .collect(),
         )
     }
@@ -201,5 +262,38 @@ mod tests {
             _ => panic!("a cookie the log covers is served from it"),
         }
         assert!(matches!(p.plan(0, &[csn(3)], &[csn(3)], 3), Plan::UpToDate));
+    }
+
+    #[test]
+    fn an_entry_deleted_then_added_back_by_a_change_the_cookie_covers_is_sent_as_it_is_now() {
+        // Multi-provider: this server (sid 1) deleted an entry; then it replicated the entry
+        // back from server 2, whose change (csn2) the consumer (server 2) already holds. The
+        // consumer must get the entry as it is now (id 7), not a delete of the old one (id 3).
+        let csn1 = |n: u32| format!("20261125000000.{n:06}Z#000000#001#000000");
+        let csn2 = |n: u32| format!("20261125000000.{n:06}Z#000000#002#000000");
+        let p = Provider::new(100);
+        p.reset(vec![vec![csn1(0), csn2(0)]]);
+        let u = [9u8; 16];
+        p.take([Record {
+            seq: 1,
+            suffix: 0,
+            csns: vec![csn1(1)],
+            changed: vec![(u, 3)],
+        }]);
+        p.take([Record {
+            seq: 2,
+            suffix: 0,
+            csns: vec![csn2(2)],
+            changed: vec![(u, 7)],
+        }]);
+        match p.plan(0, &[csn1(0), csn2(2)], &[csn1(1), csn2(2)], 2) {
+            Plan::Changed(l) => assert_eq!(l, [(u, 7)]),
+            _ => panic!("served from the log"),
+        }
+        // Against the version before the entry came back, it is the deleted one.
+        match p.plan(0, &[csn1(0), csn2(2)], &[csn1(1), csn2(0)], 1) {
+            Plan::Changed(l) => assert_eq!(l, [(u, 3)]),
+            _ => panic!("served from the log"),
+        }
     }
 }

@@ -10,76 +10,12 @@ mod common;
 
 use std::sync::atomic::Ordering;
 
-use clap::Parser;
-use common::{TestServer, ADMIN_DN, ADMIN_PW};
-
-#[derive(Parser)]
-struct Cli {
-    #[command(flatten)]
-    args: bench::load::BenchArgs,
-}
-
-fn run(url: &str, workload: &str, extra: &[&str]) -> bench::load::Summary {
-    let mut argv = vec![
-        "bench",
-        workload,
-        "--url",
-        url,
-        "--bind-dn",
-        ADMIN_DN,
-        "--password",
-        ADMIN_PW,
-        "--connections",
-        "2",
-        "--depth",
-        "4",
-        "--duration",
-        "1",
-        "--warmup",
-        "0",
-        "--range",
-        "50",
-        "--quiet",
-    ];
-    argv.extend_from_slice(extra);
-    let cli = Cli::parse_from(argv);
-    bench::load::run(&cli.args).expect("bench run without errors")
-}
+use common::{bench as run, TestServer};
 
 #[test]
 fn bench_counts_match_the_server() {
     let srv = TestServer::start(false);
-    {
-        let mut c = srv.admin();
-        c.add(
-            "ou=people,dc=example,dc=com",
-            vec![
-                ("objectClass", ["organizationalUnit"].into()),
-                ("ou", ["people"].into()),
-            ],
-        )
-        .expect("add")
-        .success()
-        .expect("ou");
-        for i in 0..50 {
-            let dn = format!("uid=user.{i},ou=people,dc=example,dc=com");
-            let uid = format!("user.{i}");
-            let num = i.to_string();
-            c.add(
-                &dn,
-                vec![
-                    ("objectClass", ["inetOrgPerson"].into()),
-                    ("uid", [uid.as_str()].into()),
-                    ("cn", ["Bench User"].into()),
-                    ("sn", ["User"].into()),
-                    ("employeeNumber", [num.as_str()].into()),
-                ],
-            )
-            .expect("add")
-            .success()
-            .expect("user");
-        }
-    }
+    common::add_bench_users(&mut srv.admin(), 50, false);
     let counters = srv.server.counters();
     for (workload, counter) in [
         ("search", &counters.search),
@@ -123,36 +59,7 @@ fn warm_pass_leaves_every_measured_login_to_the_cache() {
             },
         };
     });
-    {
-        let mut c = srv.admin();
-        c.add(
-            "ou=people,dc=example,dc=com",
-            vec![
-                ("objectClass", ["organizationalUnit"].into()),
-                ("ou", ["people"].into()),
-            ],
-        )
-        .expect("add")
-        .success()
-        .expect("ou");
-        for i in 0..USERS {
-            let dn = format!("uid=user.{i},ou=people,dc=example,dc=com");
-            let uid = format!("user.{i}");
-            c.add(
-                &dn,
-                vec![
-                    ("objectClass", ["inetOrgPerson"].into()),
-                    ("uid", [uid.as_str()].into()),
-                    ("cn", ["Bench User"].into()),
-                    ("sn", ["User"].into()),
-                    ("userPassword", ["password"].into()),
-                ],
-            )
-            .expect("add")
-            .success()
-            .expect("user");
-        }
-    }
+    common::add_bench_users(&mut srv.admin(), USERS, true);
     let before = srv.server.credential_stats();
     let s = run(&srv.url, "auth", &["--warm-pass"]);
     let after = srv.server.credential_stats();

@@ -9,23 +9,9 @@
 mod common;
 
 use std::collections::HashSet;
-use std::path::Path;
-use std::time::{Duration, Instant};
 
-use common::{TestServer, ADMIN_DN};
+use common::{wait_for, TestServer, ADMIN_DN};
 use ldap3::{Mod, Scope};
-
-/// Reads `path` until `done` holds for its text (the writer thread flushes asynchronously).
-fn wait_for(path: &Path, done: impl Fn(&str) -> bool) -> String {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let text = std::fs::read_to_string(path).unwrap_or_default();
-        if done(&text) || Instant::now() > deadline {
-            return text;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
 
 #[test]
 fn access_and_audit_logs_record_operations() {

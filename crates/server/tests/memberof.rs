@@ -14,9 +14,11 @@ use ldap3::Scope;
 
 const ENGINEERING: &str = "cn=engineering,ou=groups,dc=example,dc=com";
 
-fn memberof_server() -> TestServer {
+fn memberof_server(audit: &std::path::Path) -> TestServer {
+    let audit = audit.to_path_buf();
     TestServer::start_with(|c| {
         c.demo = true;
+        c.audit_log = server::logs::LogTarget::File(audit);
         c.memberof.memberof = true;
         c.memberof.refint = vec!["member".into(), "uniqueMember".into(), "owner".into()];
     })
@@ -35,7 +37,9 @@ fn uids_with(c: &mut ldap3::LdapConn, filter: &str) -> Vec<String> {
 
 #[test]
 fn memberof_follows_group_changes_and_renames_and_deletes_follow_into_groups() {
-    let srv = memberof_server();
+    let dir = tempfile::tempdir().unwrap();
+    let audit = dir.path().join("audit.log");
+    let srv = memberof_server(&audit);
     let mut admin = srv.admin();
     let filter = format!("(memberOf={ENGINEERING})");
     assert_eq!(
@@ -55,6 +59,19 @@ fn memberof_follows_group_changes_and_renames_and_deletes_follow_into_groups() {
         uids_with(&mut admin, &filter),
         ["alice", "bob", "carol", "dave", "erin", "ivan"]
     );
+    // The audit record of the group says which members came and went, not all of them again.
+    let text = common::wait_for(&audit, |t| t.contains("member: uid=erin"));
+    let record = text
+        .split("\n\n")
+        .find(|r| r.contains(&format!("dn: {ENGINEERING}\nchangetype: modify")))
+        .unwrap_or_else(|| panic!("no record of the group's change in:\n{text}"));
+    for line in [
+        "delete: member\nmember: uid=judy,ou=people,dc=example,dc=com\n-",
+        "add: member\nmember: uid=erin,ou=people,dc=example,dc=com\n-",
+    ] {
+        assert!(record.contains(line), "{line:?} missing from:\n{record}");
+    }
+    assert!(!record.contains("uid=alice"), "{record}");
     // memberOf is operational: only asked for, and not the client's to change.
     let (_, _, e) = search(
         &mut admin,

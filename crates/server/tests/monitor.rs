@@ -591,3 +591,347 @@ fn json_access_log_is_one_object_per_line() {
         .expect("connect");
     assert_eq!(connect["tls"], "no");
 }
+
+/// Polls `f` (bounded: 400 tries 25 ms apart) until it returns `Some`.
+fn poll<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    for _ in 0..400 {
+        if let Some(v) = f() {
+            return v;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    panic!("{what}: not reached after 400 polls");
+}
+
+/// A consumer of `provider` (rid 1, the whole suffix, as the administrator, retry every
+/// second) with a metrics listener.
+fn consumer_of(provider: &str) -> Monitored {
+    let url = provider.to_string();
+    Monitored::start(move |c| {
+        c.demo = false;
+        c.syncrepl = vec![common::consumer_spec(&url)];
+    })
+}
+
+fn values(e: &SearchEntry, attr: &str) -> Vec<String> {
+    e.attrs.get(attr).cloned().unwrap_or_default()
+}
+
+fn entry(c: &mut LdapConn, dn: &str) -> SearchEntry {
+    let (mut es, rc) = monitor(c, dn, Scope::Base, "(objectClass=*)");
+    assert_eq!(rc, 0, "{dn}");
+    es.remove(dn)
+        .unwrap_or_else(|| panic!("{dn} missing: {es:?}"))
+}
+
+fn context_csn(c: &mut LdapConn) -> Vec<String> {
+    let r = c
+        .search(
+            common::BASE,
+            Scope::Base,
+            "(objectClass=*)",
+            vec!["contextCSN"],
+        )
+        .expect("search")
+        .success()
+        .expect("ok");
+    let e = SearchEntry::construct(r.0.into_iter().next().expect("suffix entry"));
+    let mut v = values(&e, "contextCSN");
+    v.sort();
+    v
+}
+
+const CONSUMER: &str = "cn=Consumer 001,cn=Replication,cn=Monitor";
+const PROVIDER: &str = "cn=Provider,cn=Replication,cn=Monitor";
+
+/// A Linden provider and a Linden consumer: the consumer's agreement (cn=Consumer 001, laid
+/// out as slapd 2.5's syncrepl entry, and `linden_replication_*`) and the provider's figures
+/// (cn=Provider, its sync search, `linden_syncprov_*`) follow the refresh and a change;
+/// `/readyz` on the replica answers ready once it has refreshed.
+#[test]
+fn replication_status_in_cn_monitor_metrics_and_readyz() {
+    let p = Monitored::start(|c| {
+        c.syncprov = true;
+        c.server_id = 1;
+    });
+    let r = consumer_of(&p.url);
+    // Ready once the refresh is done (the consumer is persisting).
+    poll("the replica becomes ready", || {
+        (http(r.metrics, "GET", "/readyz").0 == 200).then_some(())
+    });
+    let mut pa = p.admin();
+    let mut ra = r.admin();
+    let want = context_csn(&mut pa);
+    assert!(!want.is_empty());
+    let e = entry(&mut ra, CONSUMER);
+    assert!(values(&e, "objectClass").contains(&"olmSyncReplInstance".to_string()));
+    assert_eq!(
+        values(&e, "olmSRProviderURIList"),
+        std::slice::from_ref(&p.url)
+    );
+    assert_eq!(values(&e, "olmSRSyncPhase"), ["Persist"]);
+    assert_eq!(values(&e, "lindenReplicationState"), ["persisting"]);
+    assert_eq!(figure(&e, "lindenReplicationRefreshes"), 1);
+    assert_eq!(figure(&e, "lindenReplicationFailures"), 0);
+    let demo = figure(&e, "lindenReplicationChanges");
+    assert!(demo >= 10, "the demo entries were applied: {demo}");
+    assert!(values(&e, "olmSRLastCookieRcvd")[0].contains("csn="));
+    assert!(values(&e, "olmSRLastCookieSent")[0].starts_with("rid=001"));
+    assert!(values(&e, "olmSRConnection")[0].starts_with("127.0.0.1:"));
+    assert_ne!(values(&e, "olmSRLastContact"), ["00000101000000Z"]);
+    assert_eq!(values(&e, "contextCSN"), want, "contextCSN received");
+
+    // The provider: one sync search, the session log, the contextCSN of the naming context.
+    let pe = entry(&mut pa, PROVIDER);
+    assert_eq!(figure(&pe, "lindenSyncSearches"), 1);
+    assert_eq!(figure(&pe, "lindenSessionLogCapacity"), 10_000);
+    let ctx = entry(&mut pa, &format!("cn=Context 1,{PROVIDER}"));
+    assert_eq!(values(&ctx, "namingContexts"), [common::BASE]);
+    assert_eq!(values(&ctx, "contextCSN"), want);
+    let (sessions, _) = monitor(&mut pa, PROVIDER, Scope::OneLevel, "(cn=Session*)");
+    let s = sessions.values().next().expect("the sync search's entry");
+    assert_eq!(values(s, "lindenReplicationState"), ["persisting"]);
+    assert!(values(s, "monitorConnectionPeerAddress")[0].starts_with("IP=127.0.0.1:"));
+    assert_eq!(figure(s, "lindenReplicationChanges"), demo);
+
+    // A change on the provider: counted on both sides, the contextCSN moves, the log grows.
+    pa.modify(
+        "uid=alice,ou=people,dc=example,dc=com",
+        vec![Mod::Replace("description", ["replicated"].into())],
+    )
+    .expect("modify")
+    .success()
+    .expect("ok");
+    let want = context_csn(&mut pa);
+    // (The cookie is noted as it arrives, the change once committed: wait for both.)
+    poll("the consumer applies the change", || {
+        let e = entry(&mut ra, CONSUMER);
+        (values(&e, "contextCSN") == want && figure(&e, "lindenReplicationChanges") == demo + 1)
+            .then_some(())
+    });
+    poll("the provider counts it sent and logged", || {
+        let pe = entry(&mut pa, PROVIDER);
+        let (sessions, _) = monitor(&mut pa, PROVIDER, Scope::OneLevel, "(cn=Session*)");
+        let sent = sessions
+            .values()
+            .map(|s| figure(s, "lindenReplicationChanges"))
+            .sum::<u64>();
+        (figure(&pe, "lindenSessionLogEntries") >= 1 && sent == demo + 1).then_some(())
+    });
+    // Quiet for a second: the replica has applied everything it was sent, lag zero.
+    poll("the lag falls to zero", || {
+        (figure(&entry(&mut ra, CONSUMER), "lindenReplicationLagMillis") == 0).then_some(())
+    });
+
+    // The same in /metrics.
+    let m = parse_metrics(&http(r.metrics, "GET", "/metrics").2);
+    let labels = format!(r#"role="consumer",name="001",peer="{}""#, p.url);
+    assert_eq!(
+        m[&format!("linden_replication_changes_total{{{labels}}}")],
+        (demo + 1) as f64
+    );
+    assert_eq!(
+        m[&format!("linden_replication_refreshes_total{{{labels}}}")],
+        1.0
+    );
+    assert_eq!(
+        m[&format!("linden_replication_failures_total{{{labels}}}")],
+        0.0
+    );
+    assert_eq!(
+        m[&format!(r#"linden_replication_state{{{labels},state="persisting"}}"#)],
+        1.0
+    );
+    assert_eq!(
+        m[&format!("linden_replication_lag_seconds{{{labels}}}")],
+        0.0
+    );
+    let csn_time =
+        m[&format!(r#"linden_replication_context_csn_timestamp_seconds{{{labels},sid="001"}}"#)];
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs_f64();
+    assert!((now - csn_time).abs() < 600.0, "{csn_time} vs {now}");
+    let m = parse_metrics(&http(p.metrics, "GET", "/metrics").2);
+    assert_eq!(m["linden_syncprov_searches"], 1.0);
+    assert!(m["linden_syncprov_sessionlog_entries"] >= 1.0);
+    assert_eq!(
+        m[r#"linden_context_csn_timestamp_seconds{suffix="dc=example,dc=com",sid="001"}"#],
+        csn_time
+    );
+    let provider_side = m
+        .iter()
+        .filter(|(k, _)| k.starts_with("linden_replication_changes_total{role=\"provider\""))
+        .map(|(_, v)| *v)
+        .collect::<Vec<_>>();
+    assert_eq!(provider_side, [(demo + 1) as f64]);
+
+    // The consumer gone, its sync search leaves the provider's figures.
+    drop(r);
+    poll("the sync search ends", || {
+        (figure(&entry(&mut pa, PROVIDER), "lindenSyncSearches") == 0).then_some(())
+    });
+}
+
+/// A consumer whose provider is down: /readyz says so, and cn=Monitor shows the failures, the
+/// last error and the next try.
+#[test]
+fn a_replica_whose_provider_is_down_is_not_ready_and_says_why() {
+    let gone = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("ldap://{}", gone.local_addr().expect("addr"));
+    drop(gone);
+    let r = consumer_of(&url);
+    let mut ra = r.admin();
+    let e = poll("a failure is reported", || {
+        let e = entry(&mut ra, CONSUMER);
+        (figure(&e, "lindenReplicationFailures") >= 1).then_some(e)
+    });
+    assert!(
+        values(&e, "lindenReplicationLastError")[0].contains("network"),
+        "{e:?}"
+    );
+    assert_eq!(values(&e, "olmSRSyncPhase"), ["Refresh"]);
+    assert_eq!(values(&e, "olmSRLastConnect"), ["00000101000000Z"]);
+    let (status, _, body) = http(r.metrics, "GET", "/readyz");
+    assert_eq!(status, 503);
+    assert!(body.contains("consumer 001 is"), "{body}");
+    assert!(body.contains(&url), "{body}");
+}
+
+/// `ldapsearch -LLL` of cn=Monitor (OpenLDAP's client): each entry's DN → attribute → values.
+fn ldapsearch_monitor(url: &str, base: &str) -> HashMap<String, HashMap<String, Vec<String>>> {
+    let (rc, out, err) = common::tool(
+        "ldapsearch",
+        &[
+            "-LLL",
+            "-x",
+            "-o",
+            "ldif-wrap=no",
+            "-H",
+            url,
+            "-D",
+            ADMIN_DN,
+            "-w",
+            ADMIN_PW,
+            "-b",
+            base,
+            "-s",
+            "sub",
+            "(objectClass=*)",
+            "*",
+            "+",
+        ],
+        None,
+    );
+    assert_eq!(rc, 0, "ldapsearch: {err}");
+    let mut out_map = HashMap::new();
+    for block in out.split("\n\n") {
+        let mut dn = String::new();
+        let mut attrs: HashMap<String, Vec<String>> = HashMap::new();
+        for line in block.lines() {
+            let Some((k, v)) = line.split_once(": ") else {
+                continue;
+            };
+            if k == "dn" {
+                dn = v.to_ascii_lowercase();
+            } else {
+                attrs.entry(k.to_string()).or_default().push(v.to_string());
+            }
+        }
+        if !dn.is_empty() {
+            out_map.insert(dn, attrs);
+        }
+    }
+    out_map
+}
+
+/// `curl /metrics`: the samples.
+fn curl_metrics(addr: SocketAddr) -> HashMap<String, f64> {
+    let url = format!("http://{addr}/metrics");
+    let (rc, out, err) = common::tool("curl", &["-sS", "--max-time", "10", &url], None);
+    assert_eq!(rc, 0, "curl: {err}");
+    parse_metrics(&out)
+}
+
+/// Issue 18's "done when": `curl /metrics` and `ldapsearch -b cn=Monitor` show the figures
+/// moving under `linden bench` (search+modify, one second): operations by type, entries and
+/// bytes sent, the writer's batches and commit latencies, each grown by at least what the
+/// benchmark reports it did.
+#[test]
+fn curl_metrics_and_ldapsearch_cn_monitor_follow_linden_bench() {
+    let srv = Monitored::start(|c| c.demo = false);
+    common::add_bench_users(&mut srv.admin(), 50, false);
+    let figures = |m: &HashMap<String, f64>,
+                   ldif: &HashMap<String, HashMap<String, Vec<String>>>| {
+        let counter = |dn: &str, attr: &str| -> f64 {
+            ldif.get(dn)
+                .and_then(|e| e.get(attr))
+                .and_then(|v| v.first())
+                .unwrap_or_else(|| panic!("{dn} has no {attr}"))
+                .parse()
+                .expect("a number")
+        };
+        [
+            (
+                m[r#"linden_operations_completed_total{op="search"}"#],
+                counter("cn=search,cn=operations,cn=monitor", "monitorOpCompleted"),
+            ),
+            (
+                m[r#"linden_operations_completed_total{op="modify"}"#],
+                counter("cn=modify,cn=operations,cn=monitor", "monitorOpCompleted"),
+            ),
+            (
+                m["linden_entries_sent_total"],
+                counter("cn=entries,cn=statistics,cn=monitor", "monitorCounter"),
+            ),
+            (
+                m["linden_writer_batches_total"],
+                counter("cn=batches,cn=writer,cn=monitor", "monitorCounter"),
+            ),
+            (
+                m["linden_writer_commit_seconds_count"],
+                counter("cn=commit latency,cn=writer,cn=monitor", "monitorCounter"),
+            ),
+            (
+                m["linden_bytes_sent_total"],
+                counter("cn=bytes,cn=statistics,cn=monitor", "monitorCounter"),
+            ),
+        ]
+    };
+    let before = figures(
+        &curl_metrics(srv.metrics),
+        &ldapsearch_monitor(&srv.url, "cn=Monitor"),
+    );
+    let s = common::bench(&srv.url, "search+modify", &[]);
+    let ops = |name: &str| -> f64 {
+        s.operations
+            .iter()
+            .find(|o| o.name == name)
+            .unwrap_or_else(|| panic!("no {name} in {s:?}"))
+            .ops as f64
+    };
+    let (searches, modifies) = (ops("search"), ops("modify"));
+    assert!(searches > 0.0 && modifies > 0.0, "{s:?}");
+    let after = figures(
+        &curl_metrics(srv.metrics),
+        &ldapsearch_monitor(&srv.url, "cn=Monitor"),
+    );
+    // Each figure at least what the benchmark did (the readings themselves add a few
+    // searches and bytes); /metrics and cn=Monitor agree on the direction.
+    let least = [searches, modifies, searches, 1.0, 1.0, searches * 100.0];
+    let names = [
+        "searches",
+        "modifies",
+        "entries sent",
+        "batches",
+        "commits",
+        "bytes sent",
+    ];
+    for (i, ((mb, lb), (ma, la))) in before.iter().zip(&after).enumerate() {
+        assert!(ma - mb >= least[i], "/metrics {}: {mb} → {ma}", names[i]);
+        assert!(la - lb >= least[i], "cn=Monitor {}: {lb} → {la}", names[i]);
+    }
+    // The writer took every modify (one or more per batch).
+    assert!(after[3].0 - before[3].0 <= modifies + 10.0);
+}

@@ -292,7 +292,7 @@ fn converge(provider: &Slapd, consumer: &TestServer, what: &str) {
                 .server
                 .replication()
                 .iter()
-                .map(|s| format!("{:?} {}", s.phase(), s.last_error()))
+                .map(|s| format!("{:?} {}", s.state(), s.last_error()))
                 .collect();
             panic!(
                 "{what}: no convergence in {CONVERGE:?} ({status:?}): {}",
@@ -318,16 +318,7 @@ fn consumer_with(
     let data: PathBuf = data.to_path_buf();
     TestServer::start_with(move |c| {
         c.data_dir = data;
-        let mut spec = repl::consumer::ConsumerSpec::new(
-            1,
-            repl::consumer::spec::ProviderUrl::parse(&url).unwrap(),
-            BASE,
-        );
-        spec.bind = repl::consumer::spec::BindMethod::Simple {
-            dn: ADMIN_DN.into(),
-            password: ADMIN_PW.into(),
-        };
-        spec.retry = repl::consumer::spec::RetrySchedule::parse("1 +").unwrap();
+        let mut spec = common::consumer_spec(&url);
         tweak(&mut spec);
         c.syncrepl = vec![spec];
         c.updateref = vec![updateref];

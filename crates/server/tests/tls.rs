@@ -177,34 +177,79 @@ fn tls_can_be_required_for_binds_and_writes() {
 /// subject, so the test uses a naming context with a single-component DN.)
 const CERT_USER: &str = "cn=alice,o=linden";
 
+/// A certificate authority made for a test, and the certificates it issues.
+struct TestCa {
+    cert: rcgen::Certificate,
+    key: rcgen::KeyPair,
+}
+
+/// A subject of the given (type, value) parts, in the order given.
+fn subject(parts: &[(rcgen::DnType, &str)]) -> rcgen::DistinguishedName {
+    let mut dn = rcgen::DistinguishedName::new();
+    for (t, v) in parts {
+        dn.push(t.clone(), *v);
+    }
+    dn
+}
+
+impl TestCa {
+    fn new(name: rcgen::DistinguishedName) -> TestCa {
+        use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
+        let key = KeyPair::generate().expect("key");
+        let mut ca = CertificateParams::new(vec![]).expect("params");
+        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca.distinguished_name = name;
+        let cert = ca.self_signed(&key).expect("ca");
+        TestCa { cert, key }
+    }
+
+    /// A certificate for `name` (and the host names and addresses `sans`), with its key.
+    fn issue(
+        &self,
+        name: rcgen::DistinguishedName,
+        sans: Vec<rcgen::SanType>,
+    ) -> (rcgen::Certificate, rcgen::KeyPair) {
+        let key = rcgen::KeyPair::generate().expect("key");
+        let mut p = rcgen::CertificateParams::new(vec![]).expect("params");
+        p.distinguished_name = name;
+        p.subject_alt_names = sans;
+        let cert = p.signed_by(&key, &self.cert, &self.key).expect("cert");
+        (cert, key)
+    }
+}
+
+/// Writes `pem` to `dir/name` and returns the path.
+fn write_pem(dir: &Path, name: &str, pem: String) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, pem).expect("write pem");
+    path.to_str().expect("utf-8").to_string()
+}
+
 /// A CA, and a client certificate it issued for `CERT_USER`, as PEM files in `dir`.
 fn client_pki(dir: &Path) -> (String, String, String) {
-    use rcgen::{BasicConstraints, CertificateParams, DistinguishedName, DnType, IsCa, KeyPair};
-    let ca_key = KeyPair::generate().expect("key");
-    let mut ca = CertificateParams::new(vec![]).expect("params");
-    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let mut dn = DistinguishedName::new();
-    dn.push(DnType::CommonName, "Linden test CA");
-    ca.distinguished_name = dn;
-    let ca_cert = ca.self_signed(&ca_key).expect("ca");
-
-    let key = KeyPair::generate().expect("key");
-    let mut p = CertificateParams::new(vec![]).expect("params");
-    let mut dn = DistinguishedName::new();
-    dn.push(DnType::OrganizationName, "linden");
-    dn.push(DnType::CommonName, "alice");
-    p.distinguished_name = dn;
-    let cert = p.signed_by(&key, &ca_cert, &ca_key).expect("client cert");
-
-    let write = |name: &str, pem: String| {
-        let path = dir.join(name);
-        std::fs::write(&path, pem).expect("write pem");
-        path.to_str().expect("utf-8").to_string()
-    };
+    use rcgen::DnType;
+    let ca = TestCa::new(subject(&[(DnType::CommonName, "Linden test CA")]));
+    let (cert, key) = ca.issue(
+        subject(&[
+            (DnType::OrganizationName, "linden"),
+            (DnType::CommonName, "alice"),
+        ]),
+        Vec::new(),
+    );
     (
-        write("ca.pem", ca_cert.pem()),
-        write("client.pem", cert.pem()),
-        write("client.key", key.serialize_pem()),
+        write_pem(dir, "ca.pem", ca.cert.pem()),
+        write_pem(dir, "client.pem", cert.pem()),
+        write_pem(dir, "client.key", key.serialize_pem()),
+    )
+}
+
+/// `ldapwhoami -Y EXTERNAL -ZZ` against `url` with the client certificate `cert` and its key.
+fn external_whoami(url: &str, cert: &str, key: &str) -> (i32, String, String) {
+    tool_env(
+        "ldapwhoami",
+        &["-Y", "EXTERNAL", "-ZZ", "-H", url],
+        None,
+        &[("LDAPTLS_CERT", cert), ("LDAPTLS_KEY", key)],
     )
 }
 
@@ -234,12 +279,7 @@ fn sasl_external_maps_the_client_certificate_to_its_entry() {
         ("LDAPTLS_CERT", cert.as_str()),
         ("LDAPTLS_KEY", key.as_str()),
     ];
-    let (rc, out, err) = tool_env(
-        "ldapwhoami",
-        &["-Y", "EXTERNAL", "-ZZ", "-H", &srv.url],
-        None,
-        &env,
-    );
+    let (rc, out, err) = external_whoami(&srv.url, &cert, &key);
     assert_eq!(rc, 0, "{err}");
     assert_eq!(out.trim(), format!("dn:{CERT_USER}"));
     let (rc, out, err) = tool_env(
@@ -342,5 +382,188 @@ fn sasl_plain_by_uid_and_by_dn() {
         ],
         None,
     );
-    assert_eq!(rc, 49, "{err}");
+    assert_eq!(rc, 50, "insufficientAccessRights, as slapd: {err}");
+}
+
+/// The subject of the client certificate python-ldap's test suite binds with
+/// (`Lib/slapdtest/certs/client.pem`: `C=DE, O=python-ldap, OU=slapd-test, CN=client`), as an
+/// LDAP DN.
+const PYTHON_LDAP_SUBJECT: &str = "cn=client,ou=slapd-test,o=python-ldap,c=DE";
+
+/// python-ldap's own PKI, made afresh: a CA, a server certificate for 127.0.0.1 and
+/// localhost, and the client certificate with python-ldap's subject, as PEM files in `dir`:
+/// (ca, server cert, server key, client cert, client key).
+fn python_ldap_pki(dir: &Path) -> [String; 5] {
+    use rcgen::{DnType, SanType};
+    let org = |cn: &'static str| {
+        subject(&[
+            (DnType::CountryName, "DE"),
+            (DnType::OrganizationName, "python-ldap"),
+            (DnType::OrganizationalUnitName, "slapd-test"),
+            (DnType::CommonName, cn),
+        ])
+    };
+    let ca = TestCa::new(org("Python LDAP Test CA"));
+    let (server_cert, server_key) = ca.issue(
+        subject(&[(DnType::CommonName, "server cert for localhost")]),
+        vec![
+            SanType::DnsName("localhost".try_into().expect("name")),
+            SanType::IpAddress("127.0.0.1".parse().expect("ip")),
+        ],
+    );
+    let (client_cert, client_key) = ca.issue(org("client"), Vec::new());
+    [
+        write_pem(dir, "ca.pem", ca.cert.pem()),
+        write_pem(dir, "server.pem", server_cert.pem()),
+        write_pem(dir, "server.key", server_key.serialize_pem()),
+        write_pem(dir, "client.pem", client_cert.pem()),
+        write_pem(dir, "client.key", client_key.serialize_pem()),
+    ]
+}
+
+/// python-ldap's `TestSasl.test_external_tlscert` (Tests/t_ldap_sasl.py), run by python-ldap
+/// itself: StartTLS with the client certificate, the CA and certificate checking required,
+/// an EXTERNAL bind with no authorization identity, then Who am I? — whose answer it prints.
+/// Then the same bind naming another identity, which python-ldap's test expects refused with
+/// INSUFFICIENT_ACCESS (its ldapi case), printed as the exception's name.
+const PYTHON_LDAP_EXTERNAL: &str = r#"
+import sys
+import ldap, ldap.sasl
+from ldap.ldapobject import SimpleLDAPObject
+
+uri, ca, cert, key = sys.argv[1:5]
+
+def connect():
+    conn = SimpleLDAPObject(uri)
+    conn.set_option(ldap.OPT_X_TLS_CACERTFILE, ca)
+    conn.set_option(ldap.OPT_X_TLS_CERTFILE, cert)
+    conn.set_option(ldap.OPT_X_TLS_KEYFILE, key)
+    conn.set_option(ldap.OPT_X_TLS_REQUIRE_CERT, ldap.OPT_X_TLS_HARD)
+    conn.set_option(ldap.OPT_X_TLS_NEWCTX, 0)
+    conn.start_tls_s()
+    return conn
+
+conn = connect()
+conn.sasl_interactive_bind_s("", ldap.sasl.external())
+print(conn.whoami_s())
+conn = connect()
+try:
+    conn.sasl_interactive_bind_s("", ldap.sasl.external("some invalid user"))
+    print("bound as", conn.whoami_s())
+except ldap.LDAPError as e:
+    print(type(e).__name__)
+"#;
+
+#[test]
+fn python_ldaps_external_test_case_with_certificate_mapping() {
+    let pki = tempfile::tempdir().expect("tmp");
+    let [ca, server_cert, server_key, cert, key] = python_ldap_pki(pki.path());
+    let entry = "uid=client,ou=people,dc=example,dc=com";
+    let other = "uid=bob,ou=people,dc=example,dc=com";
+    // (rule, the DN the certificate binds as): the DN form, the search form, and no rule at
+    // all with an entry whose DN is the subject (what python-ldap's test expects of slapd,
+    // whose rule does not match: the subject itself).
+    let cases = [
+        (
+            Some(dit::authz::AuthzRuleSpec {
+                pattern: "cn=([^,]+),ou=slapd-test,o=python-ldap,c=de".into(),
+                replace: "uid=$1,ou=people,dc=example,dc=com".into(),
+            }),
+            entry,
+        ),
+        (
+            Some(dit::authz::AuthzRuleSpec {
+                pattern: "(.+,ou=slapd-test,o=python-ldap,c=de)".into(),
+                replace: "ldap:///ou=people,dc=example,dc=com??sub?(seeAlso=$1)".into(),
+            }),
+            other,
+        ),
+        (None, PYTHON_LDAP_SUBJECT),
+    ];
+    for (rule, expected) in cases {
+        let ca_path = ca.clone();
+        let (sc, sk) = (server_cert.clone(), server_key.clone());
+        let srv = TestServer::start_with(move |c| {
+            c.demo = true;
+            c.suffixes = vec!["dc=example,dc=com".into(), "o=python-ldap,c=de".into()];
+            c.tls_client_ca = Some(ca_path.into());
+            c.tls_cert = Some(sc.into());
+            c.tls_key = Some(sk.into());
+            c.authz_map = rule.into_iter().collect();
+        });
+        let mut admin = srv.admin();
+        let person = |cn: &'static str| {
+            vec![
+                ("objectClass", HashSet::from(["inetOrgPerson"])),
+                ("cn", HashSet::from([cn])),
+                ("sn", HashSet::from([cn])),
+            ]
+        };
+        let mut client = person("client");
+        client.push(("uid", HashSet::from(["client"])));
+        admin
+            .add(entry, client)
+            .expect("add")
+            .success()
+            .expect("added");
+        // The search form finds bob through his seeAlso naming the certificate's subject.
+        admin
+            .modify(
+                other,
+                vec![Mod::Add("seeAlso", HashSet::from([PYTHON_LDAP_SUBJECT]))],
+            )
+            .expect("modify")
+            .success()
+            .expect("seeAlso added");
+        // The naming context's own entry is made at start; the subject's entry under it.
+        for (dn, attrs) in [
+            (
+                "ou=slapd-test,o=python-ldap,c=de",
+                vec![
+                    ("objectClass", HashSet::from(["organizationalUnit"])),
+                    ("ou", HashSet::from(["slapd-test"])),
+                ],
+            ),
+            (PYTHON_LDAP_SUBJECT, person("client")),
+        ] {
+            admin.add(dn, attrs).expect("add").success().expect("added");
+        }
+
+        // python-ldap's test case, verifying the server's certificate against the CA.
+        let out = std::process::Command::new("python3")
+            .args(["-c", PYTHON_LDAP_EXTERNAL])
+            .args([
+                format!("ldap://127.0.0.1:{}", srv.addr.port()),
+                ca.clone(),
+                cert.clone(),
+                key.clone(),
+            ])
+            .env("LDAPNOINIT", "1")
+            .output()
+            .expect("python3 runs (scripts/install-test-deps.sh installs python-ldap)");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // python-ldap's test compares in lower case (slapd answers with the normalized DN).
+        let lines: Vec<String> = text.lines().map(str::to_lowercase).collect();
+        assert_eq!(
+            lines,
+            [
+                format!("dn:{expected}").to_lowercase(),
+                "insufficient_access".into()
+            ],
+            "python-ldap's EXTERNAL test case, expecting {expected}"
+        );
+
+        // OpenLDAP's ldapwhoami shows the same DN.
+        let (rc, out, err) = external_whoami(&srv.url, &cert, &key);
+        assert_eq!(
+            (rc, out.trim().to_lowercase()),
+            (0, format!("dn:{expected}").to_lowercase()),
+            "{err}"
+        );
+    }
 }

@@ -38,6 +38,9 @@ use crate::intern;
 /// A (raw, normalized) value pair.
 pub type Pair<'a> = (&'a [u8], &'a [u8]);
 
+/// A (raw, normalized) value pair, owned.
+pub type OwnedPair = (Box<[u8]>, Box<[u8]>);
+
 pub type EntryId = u32;
 
 /// One attribute in owned, editable form.
@@ -139,6 +142,20 @@ impl<'a> Cur<'a> {
     fn done(&self) -> bool {
         self.i >= self.b.len()
     }
+
+    /// Moves past one value of an attribute's body.
+    #[inline]
+    fn skip_value(&mut self) {
+        let x = self.varint();
+        if x & 1 == 1 {
+            return;
+        }
+        self.i += x >> 1;
+        match self.varint() {
+            0 => {}
+            n => self.i += n - 1,
+        }
+    }
 }
 
 thread_local! {
@@ -201,20 +218,99 @@ fn pack_attr<'a>(
     body.clear();
     let interned = intern_all || intern::is_interned_type(ty);
     for (raw, norm) in values {
-        if let Some(id) = interned.then(|| intern::intern(raw, norm)).flatten() {
-            put_varint(body, 2 * id as usize + 1);
-            continue;
-        }
-        put_varint(body, 2 * raw.len());
-        body.extend_from_slice(raw);
-        if norm != raw {
-            put_varint(body, norm.len() + 1);
-            body.extend_from_slice(norm);
-        } else {
-            body.push(0);
-        }
+        put_value(body, interned, raw, norm);
     }
     put_attr(out, ty, options.as_bytes(), count, body);
+}
+
+/// Appends one value to an attribute's body: interned where its type's values are and the
+/// pair is in the table, else the raw bytes and the normalized form where it differs.
+fn put_value(body: &mut Vec<u8>, interned: bool, raw: &[u8], norm: &[u8]) {
+    if let Some(id) = interned.then(|| intern::intern(raw, norm)).flatten() {
+        put_varint(body, 2 * id as usize + 1);
+        return;
+    }
+    put_varint(body, 2 * raw.len());
+    body.extend_from_slice(raw);
+    if norm != raw {
+        put_varint(body, norm.len() + 1);
+        body.extend_from_slice(norm);
+    } else {
+        body.push(0);
+    }
+}
+
+/// One attribute of an entry built by `Entry::with_parts`.
+pub enum Part<'a> {
+    /// A new or rewritten attribute.
+    New(&'a Attr),
+    /// An attribute of the entry being changed, kept as it is stored except for the values at
+    /// positions `drop` (ascending, each once), which are left out, and the `(raw, normalized)`
+    /// values `add`, which come after the others (each not held already). Its stored bytes
+    /// are copied, not decoded: a group of 100,000 members gaining or losing one is a copy of
+    /// its bytes, not 100,000 values unpacked and packed again. Nothing is kept when no value
+    /// is left.
+    Kept {
+        attr: AttrRef<'a>,
+        drop: &'a [usize],
+        add: &'a [OwnedPair],
+    },
+}
+
+/// Appends a `Part::Kept` attribute (`body`: scratch); false when it has no values left and
+/// nothing was written.
+fn pack_kept(
+    out: &mut Vec<u8>,
+    body: &mut Vec<u8>,
+    attr: &AttrRef<'_>,
+    drop: &[usize],
+    add: &[OwnedPair],
+) -> bool {
+    let count = (attr.count + add.len()).saturating_sub(drop.len());
+    if count == 0 {
+        return false;
+    }
+    body.clear();
+    let interned = intern::is_interned_type(attr.ty);
+    if attr.table.is_some() {
+        // Interned ids of another table (an entry read from a file, never one of a version):
+        // the values are written afresh.
+        let mut gone = drop.iter().peekable();
+        for (i, (raw, norm)) in attr.pairs().enumerate() {
+            if gone.next_if(|&&d| d == i).is_none() {
+                put_value(body, interned, raw, norm);
+            }
+        }
+    } else {
+        copy_kept(body, attr.body, drop);
+    }
+    for (raw, norm) in add {
+        put_value(body, interned, raw, norm);
+    }
+    put_attr(out, attr.ty, attr.options.as_bytes(), count, body);
+    true
+}
+
+/// Appends the values of the stored attribute body `stored` but those at positions `drop`,
+/// in runs between the dropped ones: only the values up to the last dropped one are walked
+/// (to find where each starts); the rest is one copy.
+fn copy_kept(body: &mut Vec<u8>, stored: &[u8], drop: &[usize]) {
+    let mut c = Cur { b: stored, i: 0 };
+    let mut run = 0;
+    let mut at = 0;
+    for &d in drop {
+        while at < d && !c.done() {
+            c.skip_value();
+            at += 1;
+        }
+        body.extend_from_slice(&stored[run..c.i]);
+        if !c.done() {
+            c.skip_value();
+            at += 1;
+        }
+        run = c.i;
+    }
+    body.extend_from_slice(&stored[run..]);
 }
 
 /// Writes the attribute count at `count_at`, where one byte was reserved for it.
@@ -239,14 +335,19 @@ fn pack_attrs<'a>(
     let mut count = 0usize;
     for a in attrs {
         count += 1;
-        let pairs = a
-            .values
-            .iter()
-            .enumerate()
-            .map(|(i, raw)| (&**raw, a.norm.get(i).map_or(&**raw, |n| &**n)));
-        pack_attr(out, body, a.ty, &a.options, pairs, false);
+        pack_attrs_one(out, body, a);
     }
     put_count(out, count_at, count);
+}
+
+/// Appends one owned attribute (`body`: scratch).
+fn pack_attrs_one(out: &mut Vec<u8>, body: &mut Vec<u8>, a: &Attr) {
+    let pairs = a
+        .values
+        .iter()
+        .enumerate()
+        .map(|(i, raw)| (&**raw, a.norm.get(i).map_or(&**raw, |n| &**n)));
+    pack_attr(out, body, a.ty, &a.options, pairs, false);
 }
 
 /// Packs an entry from borrowed pieces, for a builder that has its values as slices (a bulk
@@ -337,12 +438,39 @@ impl Entry {
 
     /// This entry with other attributes (same id, DN and parent).
     pub fn with_attrs<'a>(&self, attrs: impl IntoIterator<Item = &'a Attr>) -> Entry {
-        // The name part (DN, normalized DN, depth) is copied as it is.
+        self.repacked(|out, part| pack_attrs(out, part, attrs))
+    }
+
+    /// This entry with the attributes `parts` (same id, DN and parent): `with_attrs` where
+    /// some attributes are kept from this entry as they are stored, with a few values left
+    /// out or added (`Part::Kept`).
+    pub fn with_parts(&self, parts: &[Part<'_>]) -> Entry {
+        self.repacked(|out, part| {
+            let count_at = out.len();
+            out.push(0);
+            let mut count = 0usize;
+            for p in parts {
+                let packed = match p {
+                    Part::New(a) => {
+                        pack_attrs_one(out, part, a);
+                        true
+                    }
+                    Part::Kept { attr, drop, add } => pack_kept(out, part, attr, drop, add),
+                };
+                count += usize::from(packed);
+            }
+            put_count(out, count_at, count);
+        })
+    }
+
+    /// This entry (same id, DN and parent) with the attribute part `attrs` writes after the
+    /// name part, which is copied as it is (`attrs` gets the buffer and a scratch buffer).
+    fn repacked(&self, attrs: impl FnOnce(&mut Vec<u8>, &mut Vec<u8>)) -> Entry {
         let name = &self.packed[..self.name_end()];
         SCRATCH.with_borrow_mut(|(out, part)| {
             out.clear();
             out.extend_from_slice(name);
-            pack_attrs(out, part, attrs);
+            attrs(out, part);
             Entry {
                 id: self.id,
                 parent: self.parent,
@@ -618,6 +746,12 @@ impl<'a> AttrRef<'a> {
     /// Position of a value with the same normalized form.
     pub fn find(&self, norm: &[u8]) -> Option<usize> {
         self.norm().position(|n| n == norm)
+    }
+
+    /// Whether `other` holds the same values stored the same way (bytes compared; a value
+    /// interned in one and inline in the other compares unequal, so only `true` is certain).
+    pub(crate) fn same_stored(&self, other: &AttrRef<'_>) -> bool {
+        self.count == other.count && self.body == other.body
     }
 
     /// This attribute in owned, editable form.

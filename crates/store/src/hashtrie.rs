@@ -73,6 +73,14 @@ impl<'a> PostingRef<'a> {
         }
     }
 
+    /// Whether `id` holds the key.
+    pub fn contains(self, id: EntryId) -> bool {
+        match self {
+            PostingRef::One(one) => one == id,
+            PostingRef::Many(b) => b.contains(id),
+        }
+    }
+
     /// Keeps in `acc` only the ids this posting also holds.
     pub fn retain_in(self, acc: &mut RoaringBitmap) {
         match self {

@@ -24,7 +24,7 @@ use std::collections::HashMap;
 
 use schema::{AttrId, Schema};
 
-use crate::entry::Entry;
+use crate::entry::{AttrRef, Entry};
 
 /// Shortest initial/final key (slapd's `index_substr_if_minlen`, default 2).
 pub const SUBSTR_IF_MIN_LEN: usize = 2;
@@ -165,33 +165,44 @@ pub(crate) enum Key {
 pub(crate) fn each_key(indexes: &Indexes, schema: &Schema, e: &Entry, f: &mut impl FnMut(Key)) {
     let mut hashed = Vec::new();
     for a in e.attrs() {
-        let kinds = indexes.kinds(a.ty);
-        if kinds.is_empty() {
-            continue;
+        attr_each_key(indexes, schema, &a, &mut hashed, f);
+    }
+}
+
+/// Calls `f` with the index keys of one attribute's values (`hashed`: scratch).
+fn attr_each_key(
+    indexes: &Indexes,
+    schema: &Schema,
+    a: &AttrRef<'_>,
+    hashed: &mut Vec<u64>,
+    f: &mut impl FnMut(Key),
+) {
+    let kinds = indexes.kinds(a.ty);
+    if kinds.is_empty() {
+        return;
+    }
+    if kinds.contains(IndexKinds::PRES) {
+        f(Key::Pres(a.ty));
+    }
+    if kinds.contains(IndexKinds::EQ) {
+        for n in a.norm() {
+            f(Key::Hashed(crate::version::index_key(a.ty, n)));
         }
-        if kinds.contains(IndexKinds::PRES) {
-            f(Key::Pres(a.ty));
-        }
-        if kinds.contains(IndexKinds::EQ) {
-            for n in a.norm() {
-                f(Key::Hashed(crate::version::index_key(a.ty, n)));
-            }
-        }
-        if kinds.intersects(IndexKinds::SUB) {
-            for v in a.values() {
-                if let Some(s) = schema.substr_value(a.ty, v) {
-                    value_sub_keys(a.ty, kinds, &s, &mut hashed);
-                    for k in hashed.drain(..) {
-                        f(Key::Hashed(k));
-                    }
+    }
+    if kinds.intersects(IndexKinds::SUB) {
+        for v in a.values() {
+            if let Some(s) = schema.substr_value(a.ty, v) {
+                value_sub_keys(a.ty, kinds, &s, hashed);
+                for k in hashed.drain(..) {
+                    f(Key::Hashed(k));
                 }
             }
         }
-        if kinds.contains(IndexKinds::ORD) {
-            for v in a.values() {
-                if let Some(o) = schema.ord_key(a.ty, v) {
-                    f(Key::Ord(a.ty, o));
-                }
+    }
+    if kinds.contains(IndexKinds::ORD) {
+        for v in a.values() {
+            if let Some(o) = schema.ord_key(a.ty, v) {
+                f(Key::Ord(a.ty, o));
             }
         }
     }
@@ -199,18 +210,41 @@ pub(crate) fn each_key(indexes: &Indexes, schema: &Schema, e: &Entry, f: &mut im
 
 pub(crate) fn entry_keys(indexes: &Indexes, schema: &Schema, e: &Entry) -> Keys {
     let mut k = Keys::default();
-    each_key(indexes, schema, e, &mut |key| match key {
-        Key::Pres(ty) => k.pres.push(ty),
-        Key::Hashed(h) => k.hashed.push(h),
-        Key::Ord(ty, o) => k.ord.push((ty, o)),
-    });
-    k.pres.sort_unstable();
-    k.pres.dedup();
-    k.hashed.sort_unstable();
-    k.hashed.dedup();
-    k.ord.sort_unstable();
-    k.ord.dedup();
+    each_key(indexes, schema, e, &mut |key| k.push(key));
+    k.finish();
     k
+}
+
+/// The index keys of the attributes of `e` of type `ty` (any options), as `entry_keys` gives
+/// them.
+pub(crate) fn type_keys(indexes: &Indexes, schema: &Schema, e: &Entry, ty: AttrId) -> Keys {
+    let mut k = Keys::default();
+    let mut hashed = Vec::new();
+    for a in e.attrs().filter(|a| a.ty == ty) {
+        attr_each_key(indexes, schema, &a, &mut hashed, &mut |key| k.push(key));
+    }
+    k.finish();
+    k
+}
+
+impl Keys {
+    fn push(&mut self, key: Key) {
+        match key {
+            Key::Pres(ty) => self.pres.push(ty),
+            Key::Hashed(h) => self.hashed.push(h),
+            Key::Ord(ty, o) => self.ord.push((ty, o)),
+        }
+    }
+
+    /// Sorts each list and drops repeats.
+    pub(crate) fn finish(&mut self) {
+        self.pres.sort_unstable();
+        self.pres.dedup();
+        self.hashed.sort_unstable();
+        self.hashed.dedup();
+        self.ord.sort_unstable();
+        self.ord.dedup();
+    }
 }
 
 /// The substring keys of one prepared value.

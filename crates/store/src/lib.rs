@@ -38,12 +38,12 @@ pub mod stats;
 pub mod version;
 pub mod writer;
 
-pub use entry::{Attr, Entry, EntryId};
+pub use entry::{Attr, AttrRef, Entry, EntryId, OwnedPair, Part};
 pub use feed::{Batch, Change, ChangeKind, FeedEnd, Subscription};
 pub use filter::{Filter, Tri};
 pub use index::{IndexKinds, Indexes};
 pub use roaring::RoaringBitmap;
-pub use version::Version;
+pub use version::{ValueDelta, Version};
 pub use writer::{Journal, SchemaGuard, Store, StoreError, Txn};
 
 /// Search scope (RFC 4511 §4.5.1.2).

@@ -14,10 +14,10 @@ use imbl::OrdMap;
 use roaring::RoaringBitmap;
 use schema::{AttrId, NormDn, Schema};
 
-use crate::entry::{Entry, EntryId};
+use crate::entry::{AttrRef, Entry, EntryId};
 use crate::hashtrie::{key_of, Buckets, HashTrie, PostingRef};
 use crate::idmap::IdMap;
-use crate::index::{each_key, entry_keys, IndexKinds, Indexes, Key, Keys};
+use crate::index::{each_key, entry_keys, type_keys, IndexKinds, Indexes, Key, Keys};
 
 /// Equality index key: a 64-bit hash of the attribute type and the equality-normalized value
 /// (`index_key`). Index lookups only propose candidates, and every candidate is checked against
@@ -96,6 +96,27 @@ impl Posting {
             }
         }
     }
+}
+
+/// The values a change added to one attribute type (without options) and removed from it,
+/// by equality-normalized form, exactly (each added value was not held before, each removed
+/// one was): `Txn::replace_attrs_with` then updates the equality index by these values alone.
+///
+/// The keys of the values removed are removed without looking at the values that stay, so
+/// were one of those to share a removed value's 48-bit key (`hashtrie::key_of`; odds of about
+/// 4 in 10^10 per removal for an attribute of 100,000 values), a search for it would miss this entry until
+/// it is next changed whole or the server restarts; the full comparison of `put` has no such
+/// case. The callers use it for attributes with many values (`dit::modify`).
+#[derive(Debug, Clone)]
+pub struct ValueDelta<'a> {
+    pub ty: AttrId,
+    pub added: Vec<&'a [u8]>,
+    pub removed: Vec<&'a [u8]>,
+}
+
+/// The items of sorted `a` that sorted `b` lacks.
+fn only_in<'k, K: Ord + Clone>(a: &'k [K], b: &'k [K]) -> impl Iterator<Item = K> + 'k {
+    a.iter().filter(|k| b.binary_search(k).is_err()).cloned()
 }
 
 #[derive(Clone)]
@@ -414,6 +435,16 @@ impl Version {
         }
     }
 
+    /// Whether entry `id` may hold a value of type `ty` (with any options) whose equality form
+    /// is `norm`, by the equality index alone: `Some(false)` is certain, `Some(true)` is
+    /// almost certain (two values may share a 48-bit key); `None` when `ty` has no equality
+    /// index. Lets a change adding a value to an attribute of 100,000 values skip comparing it
+    /// with each of them.
+    pub fn may_hold(&self, id: EntryId, ty: AttrId, norm: &[u8]) -> Option<bool> {
+        self.is_indexed(ty)
+            .then(|| self.eq_postings(ty, norm).is_some_and(|p| p.contains(id)))
+    }
+
     pub(crate) fn eq_postings(&self, ty: AttrId, norm: &[u8]) -> Option<PostingRef<'_>> {
         self.eq.get(index_key(ty, norm))
     }
@@ -484,30 +515,24 @@ impl Version {
     /// change: every path copied in these persistent maps is memory copied once per batch, so a
     /// modify of an unindexed attribute must not rewrite the indexes.
     pub(crate) fn put(&mut self, entry: Entry) {
+        self.put_with(entry, &[]);
+    }
+
+    /// `put`, with what the caller knows of the change (`deltas`, see `ValueDelta`).
+    ///
+    /// Only the types whose attributes changed (stored bytes compared) have their keys worked
+    /// out, in the old entry and the new. For a type named in `deltas` whose index is
+    /// equality and presence only and that is one attribute without options before and after,
+    /// the keys come from the values the change added and removed alone: a group of 100,000
+    /// members gaining one hashes one value instead of 200,000. (Substring and ordering keys are
+    /// shared between values, so they are always worked out from the whole type.)
+    pub(crate) fn put_with(&mut self, entry: Entry, deltas: &[ValueDelta<'_>]) {
         let id = entry.id;
-        let new = self.index_keys(&entry);
         match self.entries.get(id).cloned() {
             Some(old_entry) => {
-                let old = self.index_keys(&old_entry);
-                // Only the keys that differ are touched (both lists are sorted).
-                fn gone<K: Ord + Clone>(old: &[K], new: &[K]) -> Vec<K> {
-                    old.iter()
-                        .filter(|k| new.binary_search(k).is_err())
-                        .cloned()
-                        .collect()
-                }
-                self.index_remove(
-                    id,
-                    &gone(&old.pres, &new.pres),
-                    &gone(&old.hashed, &new.hashed),
-                    &gone(&old.ord, &new.ord),
-                );
-                self.index_add(
-                    id,
-                    &gone(&new.pres, &old.pres),
-                    &gone(&new.hashed, &old.hashed),
-                    &gone(&new.ord, &old.ord),
-                );
+                let (gone, came) = self.changed_keys(&old_entry, &entry, deltas);
+                self.index_remove(id, &gone.pres, &gone.hashed, &gone.ord);
+                self.index_add(id, &came.pres, &came.hashed, &came.ord);
                 let old = old_entry;
                 if old.ndn_str() != entry.ndn_str() {
                     self.by_dn.remove(dn_key(old.ndn_str()), id);
@@ -523,6 +548,7 @@ impl Version {
                 }
             }
             None => {
+                let new = self.index_keys(&entry);
                 self.index_add(id, &new.pres, &new.hashed, &new.ord);
                 self.by_dn.insert(dn_key(entry.ndn_str()), id);
                 if let Some(p) = entry.parent {
@@ -531,6 +557,83 @@ impl Version {
             }
         }
         self.entries.insert(id, Arc::new(entry));
+    }
+
+    /// The index keys `old` has and `new` lacks, and those `new` has and `old` lacks.
+    fn changed_keys(&self, old: &Entry, new: &Entry, deltas: &[ValueDelta<'_>]) -> (Keys, Keys) {
+        // The indexed types with an attribute that is not stored the same in both.
+        let mut types: Vec<AttrId> = Vec::new();
+        let (olds, news): (Vec<AttrRef<'_>>, Vec<AttrRef<'_>>) =
+            (old.attrs().collect(), new.attrs().collect());
+        for (from, to) in [(&olds, &news), (&news, &olds)] {
+            // The attributes are mostly in the same order in both (a modify moves the ones it
+            // rewrites to the end), so each search starts after the last match.
+            let mut at = 0;
+            for a in from {
+                if types.contains(&a.ty) || self.indexes.kinds(a.ty).is_empty() {
+                    continue;
+                }
+                let same =
+                    |b: &AttrRef<'_>| b.ty == a.ty && b.options == a.options && a.same_stored(b);
+                match (at..to.len()).chain(0..at).find(|&j| same(&to[j])) {
+                    Some(j) => at = j + 1,
+                    None => types.push(a.ty),
+                }
+            }
+        }
+        let (mut gone, mut came) = (Keys::default(), Keys::default());
+        for ty in types {
+            let kinds = self.indexes.kinds(ty);
+            let single = |e: &Entry| {
+                let mut of_type = e.attrs().filter(|a| a.ty == ty);
+                match (of_type.next(), of_type.next()) {
+                    (None, _) => true,
+                    (Some(a), None) => a.options.is_empty(),
+                    _ => false,
+                }
+            };
+            let delta = deltas.iter().find(|d| d.ty == ty).filter(|_| {
+                !kinds.intersects(IndexKinds::SUB | IndexKinds::ORD) && single(old) && single(new)
+            });
+            match delta {
+                Some(d) => {
+                    if kinds.contains(IndexKinds::EQ) {
+                        gone.hashed
+                            .extend(d.removed.iter().map(|n| index_key(ty, n)));
+                        came.hashed.extend(d.added.iter().map(|n| index_key(ty, n)));
+                    }
+                    if kinds.contains(IndexKinds::PRES) {
+                        match (old.attr(ty).is_some(), new.attr(ty).is_some()) {
+                            (true, false) => gone.pres.push(ty),
+                            (false, true) => came.pres.push(ty),
+                            _ => {}
+                        }
+                    }
+                }
+                None => {
+                    let o = type_keys(&self.indexes, &self.schema, old, ty);
+                    let n = type_keys(&self.indexes, &self.schema, new, ty);
+                    gone.pres.extend(only_in(&o.pres, &n.pres));
+                    gone.hashed.extend(only_in(&o.hashed, &n.hashed));
+                    gone.ord.extend(only_in(&o.ord, &n.ord));
+                    came.pres.extend(only_in(&n.pres, &o.pres));
+                    came.hashed.extend(only_in(&n.hashed, &o.hashed));
+                    came.ord.extend(only_in(&n.ord, &o.ord));
+                }
+            }
+        }
+        gone.finish();
+        came.finish();
+        // A key both removed and added (two values of one hash) stays as it is.
+        let both: Vec<IndexKey> = gone
+            .hashed
+            .iter()
+            .copied()
+            .filter(|k| came.hashed.binary_search(k).is_ok())
+            .collect();
+        gone.hashed.retain(|k| both.binary_search(k).is_err());
+        came.hashed.retain(|k| both.binary_search(k).is_err());
+        (gone, came)
     }
 
     fn unlink_child(&mut self, parent: EntryId, id: EntryId) {

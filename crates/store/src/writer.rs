@@ -18,11 +18,11 @@ use arc_swap::ArcSwap;
 use schema::{AttrId, NormDn, Schema, SchemaError};
 use tokio::sync::oneshot;
 
-use crate::entry::{Attr, Entry, EntryId};
+use crate::entry::{Attr, Entry, EntryId, Part};
 use crate::feed::{Feed, Subscription};
 use crate::index::Indexes;
 use crate::stats::WriterStats;
-use crate::version::Version;
+use crate::version::{ValueDelta, Version};
 
 /// Failures of the store itself (not of an operation's own checks).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -415,9 +415,36 @@ impl Txn {
 
     /// Replaces the attributes of an entry (DN unchanged).
     pub fn replace_attrs(&mut self, id: EntryId, attrs: Vec<Attr>) -> Result<(), StoreError> {
+        self.replace_attrs_with(id, attrs, &[])
+    }
+
+    /// `replace_attrs`, with the values the change added and removed for some types
+    /// (`ValueDelta`, exact), so that their index keys are worked out from those values only.
+    pub fn replace_attrs_with(
+        &mut self,
+        id: EntryId,
+        attrs: Vec<Attr>,
+        deltas: &[ValueDelta<'_>],
+    ) -> Result<(), StoreError> {
         let old = self.work.get(id).ok_or(StoreError::NoSuchEntry)?;
         let e = old.with_attrs(&attrs);
-        self.work.put(e);
+        self.work.put_with(e, deltas);
+        self.touched.push(id);
+        Ok(())
+    }
+
+    /// Replaces the attributes of an entry (DN unchanged) by `parts`, some of them kept from
+    /// the entry as stored (`Entry::with_parts`), with the value changes `deltas` as in
+    /// `replace_attrs_with`.
+    pub fn replace_parts(
+        &mut self,
+        id: EntryId,
+        parts: &[Part<'_>],
+        deltas: &[ValueDelta<'_>],
+    ) -> Result<(), StoreError> {
+        let old = self.work.get(id).ok_or(StoreError::NoSuchEntry)?;
+        let e = old.with_parts(parts);
+        self.work.put_with(e, deltas);
         self.touched.push(id);
         Ok(())
     }

@@ -10,7 +10,7 @@
 mod common;
 mod persist_util;
 
-use common::{attr, ndn};
+use common::{add_suffix, attr, ndn};
 
 use std::path::Path;
 use std::sync::Arc;
@@ -103,15 +103,7 @@ fn store_adds_and_renames_recover() {
     store
         .write_blocking(move |txn| {
             let s = &*s;
-            txn.add(
-                "dc=example,dc=com".into(),
-                ndn(s, "dc=example,dc=com"),
-                vec![
-                    attr(s, "objectClass", &["top", "domain"]),
-                    attr(s, "dc", &["example"]),
-                ],
-                true,
-            )?;
+            add_suffix(txn, s)?;
             for i in 0..3 {
                 let dn = format!("uid=u{i},dc=example,dc=com");
                 txn.add(

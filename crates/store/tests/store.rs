@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 mod common;
 
-use common::{attr, ndn};
+use common::{add_suffix, attr, ndn};
 use schema::Schema;
 use store::{Attr, Entry, Filter, Scope, Store, Tri, Version};
 
@@ -41,15 +41,7 @@ fn setup(n: usize) -> (Arc<Schema>, Store) {
     store
         .write_blocking(move |txn| {
             let s = &*s2;
-            txn.add(
-                "dc=example,dc=com".into(),
-                ndn(s, "dc=example,dc=com"),
-                vec![
-                    attr(s, "objectClass", &["top", "domain"]),
-                    attr(s, "dc", &["example"]),
-                ],
-                true,
-            )?;
+            add_suffix(txn, s)?;
             txn.add(
                 "ou=people,dc=example,dc=com".into(),
                 ndn(s, "ou=people,dc=example,dc=com"),

@@ -12,9 +12,11 @@
 //!
 //! Cost: the entries changed are the ones whose values change. Values naming an entry are
 //! found through the equality index of each attribute (the attributes are always indexed),
-//! so adding one member to a group of 100,000 touches the group and that one member; working
-//! out which members a change added or removed compares the group's values before and after
-//! (linear in the group's size, hashing only, no entry is read for unchanged members).
+//! so adding one member to a group of 100,000 touches the group and that one member. Which
+//! members a modify added or removed comes from the modify itself (`Applied::values`, the
+//! values it named), not from comparing the group before and after; only a group added,
+//! deleted or renamed (all its members change) or a change that comes without its values (a
+//! replicated one) is compared whole.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -38,9 +40,6 @@ pub struct MemberOf {
     pub modifier: String,
 }
 
-/// An attribute value: its equality form (the key) and the value as stored.
-type Keyed = (Box<[u8]>, Box<[u8]>);
-
 /// A change to make to one entry's attribute values: remove `remove`, then add `add` (raw
 /// DNs; keys are their equality forms).
 #[derive(Default)]
@@ -49,30 +48,75 @@ struct Edit {
     add: Vec<Box<[u8]>>,
 }
 
-impl MemberOf {
-    /// The member attribute values (normalized → raw) of `e` when it is a group of `class`.
-    fn members(
-        &self,
-        dit: &Dit,
-        e: Option<&Arc<Entry>>,
-        class: &[u8],
-        member: AttrId,
-    ) -> Vec<Keyed> {
-        let Some(e) = e else { return Vec::new() };
-        if !e.has_value(dit.known.object_class, class) {
-            return Vec::new();
-        }
-        e.attr(member)
-            .map(|a| {
-                a.pairs()
-                    .map(|(raw, norm)| (Box::from(norm), Box::from(raw)))
-                    .collect()
-            })
-            .unwrap_or_default()
+/// The normalized member values of `e` (in attribute `member`, no options) when it is a group
+/// of `class`.
+fn members<'e>(
+    dit: &Dit,
+    e: Option<&'e Arc<Entry>>,
+    class: &[u8],
+    member: AttrId,
+) -> Vec<&'e [u8]> {
+    match e {
+        Some(e) if e.has_value(dit.known.object_class, class) => e
+            .attr(member)
+            .map(|a| a.norm().collect())
+            .unwrap_or_default(),
+        _ => Vec::new(),
     }
 }
 
+/// The member values (normalized) a change took away from a group and those it brought:
+/// from the modify's own changes when it names them (`Applied::values`: the cost is the
+/// values the request named, whatever the group's size), else by comparing the group before
+/// and after (a group added, deleted or renamed, or becoming or ceasing to be a group, whose
+/// members all change; or a change applied without its values, e.g. replicated).
+fn membership_change<'a>(
+    dit: &Dit,
+    applied: &'a Applied,
+    class: &[u8],
+    member: AttrId,
+) -> (Vec<&'a [u8]>, Vec<&'a [u8]>) {
+    let (before, after) = (applied.before.as_ref(), applied.after.as_ref());
+    let group =
+        |e: Option<&Arc<Entry>>| e.is_some_and(|e| e.has_value(dit.known.object_class, class));
+    let same_name = match (before, after) {
+        (Some(b), Some(a)) => b.ndn_str() == a.ndn_str(),
+        _ => false,
+    };
+    if let Some(values) = &applied.values {
+        if same_name && group(before) && group(after) {
+            let Some(c) = values
+                .iter()
+                .find(|c| c.ty == member && c.options.is_empty())
+            else {
+                return (Vec::new(), Vec::new());
+            };
+            let norms = |l: &'a [store::OwnedPair]| l.iter().map(|(_, n)| &**n).collect();
+            return (norms(&c.removed), norms(&c.added));
+        }
+    }
+    let old = members(dit, before, class, member);
+    let new = members(dit, after, class, member);
+    if !same_name {
+        // Every member leaves the old name and joins the new one.
+        return (old, new);
+    }
+    let old_keys: HashSet<&[u8]> = old.iter().copied().collect();
+    let new_keys: HashSet<&[u8]> = new.iter().copied().collect();
+    (
+        old.into_iter().filter(|n| !new_keys.contains(n)).collect(),
+        new.into_iter().filter(|n| !old_keys.contains(n)).collect(),
+    )
+}
+
 /// Applies `edits` (entry → attribute → edit) to the working version, stamping each entry.
+/// The values kept keep their normalized forms, and the values removed or added are looked
+/// for one by one (edits name a few values; the attribute may hold 100,000).
+///
+/// An edit that would leave the entry against its schema (the last member of a groupOfNames,
+/// which requires one) is not made: the value stays, as it does in slapd, whose overlays' own
+/// modification of the entry fails then (objectClassViolation) while the change that caused
+/// it stands.
 fn apply_edits(
     dit: &Dit,
     txn: &mut Txn,
@@ -85,28 +129,49 @@ fn apply_edits(
             continue;
         };
         let schema = txn.schema().clone();
-        let mut attrs = e.to_attrs();
         let norm = |v: &[u8]| schema.normalize_eq(ty, v).unwrap_or_else(|_| v.to_vec());
-        let remove: HashSet<Vec<u8>> = edit.remove.iter().map(|v| norm(v)).collect();
-        let mut values: Vec<Box<[u8]>> = Vec::new();
-        let mut seen: HashSet<Vec<u8>> = HashSet::new();
-        if let Some(a) = attrs.iter().find(|a| a.ty == ty && a.options.is_empty()) {
-            for (raw, n) in a.values.iter().zip(&a.norm) {
-                if !remove.contains(&**n) && seen.insert(n.to_vec()) {
-                    values.push(raw.clone());
-                }
-            }
+        let mut attrs = e.to_attrs();
+        let mut a = match attrs
+            .iter()
+            .position(|a| a.ty == ty && a.options.is_empty())
+        {
+            Some(p) => attrs.remove(p),
+            None => Attr {
+                ty,
+                options: "".into(),
+                values: Vec::new(),
+                norm: Vec::new(),
+            },
+        };
+        if !edit.remove.is_empty() {
+            let remove: Vec<Vec<u8>> = edit.remove.iter().map(|v| norm(v)).collect();
+            let keep: Vec<bool> = a
+                .norm
+                .iter()
+                .map(|n| !remove.iter().any(|r| **r == **n))
+                .collect();
+            let mut k = keep.iter();
+            a.values.retain(|_| k.next().copied().unwrap_or(true));
+            let mut k = keep.iter();
+            a.norm.retain(|_| k.next().copied().unwrap_or(true));
         }
         for v in edit.add {
-            if seen.insert(norm(&v)) {
-                values.push(v);
+            let n = norm(&v);
+            if a.find(&n).is_none() {
+                a.values.push(v);
+                a.norm.push(n.into_boxed_slice());
             }
         }
-        attrs.retain(|a| !(a.ty == ty && a.options.is_empty()));
-        if !values.is_empty() {
-            if let Ok(a) = Attr::new(&schema, ty, "", values) {
-                attrs.push(a);
-            }
+        if !a.values.is_empty() {
+            attrs.push(a);
+        }
+        if let Err(err) = crate::write::check_entry(dit, &attrs) {
+            tracing::warn!(
+                "{}: not changed on behalf of a change to another entry: {}",
+                e.dn(),
+                err.message
+            );
+            continue;
         }
         crate::write::stamp_modified(dit, &mut attrs, modifier, now);
         txn.replace_attrs(id, attrs)?;
@@ -119,6 +184,10 @@ impl Overlay for MemberOf {
         "memberof"
     }
 
+    fn watches(&self, ty: AttrId) -> bool {
+        self.groups.iter().any(|(_, member)| *member == ty)
+    }
+
     fn after(&self, dit: &Dit, txn: &mut Txn, applied: &Applied) -> LdapResult<()> {
         let (before, after) = (applied.before.as_ref(), applied.after.as_ref());
         let schema = txn.schema().clone();
@@ -129,33 +198,13 @@ impl Overlay for MemberOf {
         };
         // 1. memberOf of the members of a group that changed.
         for (class, member) in &self.groups {
-            let old = self.members(dit, before, class, *member);
-            let new = self.members(dit, after, class, *member);
-            if old.is_empty() && new.is_empty() {
-                continue;
-            }
-            let (gone, came): (Vec<_>, Vec<_>) = if renamed {
-                (old, new)
-            } else {
-                let old_keys: HashSet<&[u8]> = old.iter().map(|(n, _)| &**n).collect();
-                let new_keys: HashSet<&[u8]> = new.iter().map(|(n, _)| &**n).collect();
-                (
-                    old.iter()
-                        .filter(|(n, _)| !new_keys.contains(&**n))
-                        .cloned()
-                        .collect(),
-                    new.iter()
-                        .filter(|(n, _)| !old_keys.contains(&**n))
-                        .cloned()
-                        .collect(),
-                )
-            };
+            let (gone, came) = membership_change(dit, applied, class, *member);
             let v = txn.version();
             for (list, group, add) in [(gone, before, false), (came, after, true)] {
                 let Some(group) = group else { continue };
                 let dn: Box<[u8]> = group.dn().as_bytes().into();
-                for (norm, _) in list {
-                    let Ok(norm) = std::str::from_utf8(&norm) else {
+                for norm in list {
+                    let Ok(norm) = std::str::from_utf8(norm) else {
                         continue;
                     };
                     let Some(m) = v.lookup_norm(norm) else {
@@ -202,7 +251,20 @@ impl Overlay for MemberOf {
                 let new_base = after.map(|a| (a.ndn_str().to_string(), a.dn().to_string()));
                 let v = txn.version();
                 let subtree = renamed && v.num_children(after.map_or(b.id, |a| a.id)) > 0;
-                for &ty in &self.refint {
+                // memberOf values name groups, which step 1 follows when they are deleted or
+                // renamed themselves; a renamed subtree moves the groups under it too, and
+                // their members' memberOf follows whether or not `refint` lists memberOf
+                // (slapd's memberof overlay leaves those values naming the old DNs).
+                let maintained = !self.groups.is_empty();
+                let member_of = (maintained && subtree && !self.refint.contains(&self.member_of))
+                    .then_some(self.member_of);
+                let types = self
+                    .refint
+                    .iter()
+                    .copied()
+                    .filter(|&ty| subtree || !maintained || ty != self.member_of)
+                    .chain(member_of);
+                for ty in types {
                     // (entry, raw value naming the old DN, normalized old DN)
                     let mut found: Vec<(EntryId, Box<[u8]>, String)> = Vec::new();
                     if subtree {

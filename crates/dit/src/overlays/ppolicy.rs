@@ -40,6 +40,20 @@ impl Overlay for PpolicyOverlay {
         let Some(current) = v.get(after.id) else {
             return Ok(());
         };
+        if let Some(before) = &applied.before {
+            // A modify that leaves the password and the lock as they were changes no
+            // password state (`after_change` would say so too, after unpacking the entry: a
+            // group of 100,000 members gaining one is not a password change).
+            let t = &self.policy.types;
+            fn pw(e: &store::Entry, ty: schema::AttrId) -> Option<Vec<&[u8]>> {
+                e.attr(ty).map(|a| a.values().collect())
+            }
+            let unlocked = before.attr(t.account_locked_time).is_some()
+                && current.attr(t.account_locked_time).is_none();
+            if pw(before, t.user_password) == pw(current, t.user_password) && !unlocked {
+                return Ok(());
+            }
+        }
         let policy = self.policy.policy_of(v, current);
         let mut attrs = current.to_attrs();
         let changed = self.policy.after_change(

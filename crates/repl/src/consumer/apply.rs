@@ -151,6 +151,24 @@ pub struct Incoming {
     pub attrs: Vec<(String, Vec<Vec<u8>>)>,
 }
 
+impl Incoming {
+    /// How long ago the provider stamped this entry's change (its entryCSN), if it says; zero
+    /// for a CSN from a clock ahead of this one.
+    pub fn age(&self) -> Option<std::time::Duration> {
+        let (_, values) = self
+            .attrs
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case("entryCSN"))?;
+        let csn = std::str::from_utf8(values.first()?).ok()?;
+        let stamped = dit::monitor::csn_unix_secs(csn)?;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .ok()?
+            .as_secs_f64();
+        Some(std::time::Duration::from_secs_f64((now - stamped).max(0.0)))
+    }
+}
+
 /// What `apply_entry` did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
@@ -459,7 +477,7 @@ pub fn apply_delete(
     Ok(Some(Applied {
         before: Some(before),
         after: None,
-        also: Vec::new(),
+        ..Default::default()
     }))
 }
 
@@ -510,7 +528,7 @@ pub fn delete_absent(
         let a = Applied {
             before: Some(before),
             after: None,
-            also: Vec::new(),
+            ..Default::default()
         };
         dit::overlays::run(dit, txn, &a)?;
         applied.push(a);

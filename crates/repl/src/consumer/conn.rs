@@ -26,6 +26,8 @@ pub struct Conn<S> {
     buf: Vec<u8>,
     next_id: i32,
     max_pdu: usize,
+    /// The local end of the TCP connection (for monitoring).
+    pub local: Option<std::net::SocketAddr>,
 }
 
 impl<S: Io> Conn<S> {
@@ -35,6 +37,7 @@ impl<S: Io> Conn<S> {
             buf: Vec::with_capacity(READ_CHUNK),
             next_id: 1,
             max_pdu,
+            local: None,
         }
     }
 
@@ -53,7 +56,8 @@ impl<S: Io> Conn<S> {
         Ok(id)
     }
 
-    /// The next whole PDU from the provider (to decode with `LdapMessage::decode`).
+    /// The next whole PDU from the provider (to decode with `LdapMessage::decode`). Cancel
+    /// safe: bytes read before the future is dropped stay in the buffer.
     pub async fn recv(&mut self) -> Result<Vec<u8>, ReplError> {
         loop {
             match proto::frame(&self.buf, self.max_pdu) {
@@ -64,11 +68,10 @@ impl<S: Io> Conn<S> {
                 Ok(None) => {}
                 Err(e) => return Err(ReplError::Protocol(format!("framing: {e}"))),
             }
-            let len = self.buf.len();
-            self.buf.resize(len + READ_CHUNK, 0);
-            let n = self.stream.read(&mut self.buf[len..]).await;
-            self.buf.truncate(len + n.as_ref().map_or(0, |n| *n));
-            match n? {
+            // `read_buf` appends to the spare capacity: dropped while it waits (the consumer
+            // waits with a timer beside it), it loses nothing.
+            self.buf.reserve(READ_CHUNK);
+            match self.stream.read_buf(&mut self.buf).await? {
                 0 => return Err(ReplError::Closed),
                 _ => continue,
             }
@@ -185,6 +188,7 @@ pub async fn open(
     let addr = (spec.provider.host.as_str(), spec.provider.port);
     let tcp = TcpStream::connect(addr).await?;
     let _ = tcp.set_nodelay(true);
+    let local = tcp.local_addr().ok();
     let stream: Box<dyn Io> = if spec.provider.ldaps {
         let tls = tls.ok_or_else(|| ReplError::Tls("no TLS configuration".into()))?;
         tls_wrap(spec, tls, tcp).await?
@@ -222,6 +226,7 @@ pub async fn open(
         Box::new(tcp)
     };
     let mut conn = Conn::new(stream, spec.max_pdu);
+    conn.local = local;
     let auth = match &spec.bind {
         BindMethod::Anonymous => None,
         BindMethod::Simple { dn, password } => Some((

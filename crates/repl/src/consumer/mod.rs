@@ -22,8 +22,9 @@ use std::collections::{HashSet, VecDeque};
 use std::future::Future;
 use std::ops::Deref;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
 
 use dit::error::LdapResult;
 use dit::Dit;
@@ -59,61 +60,18 @@ pub enum ReplError {
     Store(String),
 }
 
-/// What a consumer is doing, for monitoring and tests.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
-pub enum Phase {
-    Connecting = 0,
-    Refreshing = 1,
-    /// refreshAndPersist after the refresh: changes applied as they come.
-    Persisting = 2,
-    /// refreshOnly between two polls.
-    Idle = 3,
-    /// Waiting to retry after a failure.
-    Retrying = 4,
-    /// The retry schedule is exhausted, or the configuration cannot work.
-    Stopped = 5,
-}
+/// What a consumer is doing (`Phase::Persisting` …): the state of its monitor agreement.
+pub use dit::monitor::ReplState as Phase;
 
-/// The state of one consumer, shared with whoever watches it.
-#[derive(Debug, Default)]
-pub struct Status {
-    phase: AtomicU8,
-    /// Refreshes completed since start.
-    pub refreshes: AtomicU64,
-    /// Entries added, replaced, renamed or deleted since start.
-    pub changes: AtomicU64,
-    /// Sessions that failed since start.
-    pub failures: AtomicU64,
-    /// Sessions that began with a kept cookie (resumed rather than refreshed in full).
-    pub resumed: AtomicU64,
-    last_error: Mutex<String>,
-}
+/// The state of one consumer, shared with whoever watches it: the agreement it publishes in
+/// cn=Monitor, `/metrics` and `/readyz` (`dit::monitor::Registry::agreement`), updated as the
+/// session goes (state, cookies, contextCSN received, lag, refreshes, changes applied,
+/// failures and the last error).
+pub type Status = dit::monitor::Agreement;
 
-impl Status {
-    pub fn phase(&self) -> Phase {
-        match self.phase.load(Ordering::Relaxed) {
-            0 => Phase::Connecting,
-            1 => Phase::Refreshing,
-            2 => Phase::Persisting,
-            3 => Phase::Idle,
-            4 => Phase::Retrying,
-            _ => Phase::Stopped,
-        }
-    }
-
-    fn set(&self, p: Phase) {
-        self.phase.store(p as u8, Ordering::Relaxed);
-    }
-
-    /// The last failure, as logged.
-    pub fn last_error(&self) -> String {
-        self.last_error
-            .lock()
-            .map(|s| s.clone())
-            .unwrap_or_default()
-    }
-}
+/// After the refresh, a provider silent this long means the consumer has applied everything
+/// it was sent: its lag is then zero.
+pub const QUIET: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Runs the consumer `spec` against the directory `dit` until the task is dropped (aborted).
 /// `D` is anything that derefs to the directory (the server's shared state).
@@ -123,10 +81,9 @@ where
 {
     let stop = |why: String| {
         tracing::error!("replication rid={:03}: {why}; consumer stopped", spec.rid);
-        if let Ok(mut s) = status.last_error.lock() {
-            *s = why;
-        }
-        status.set(Phase::Stopped);
+        status.set_last_error(&why);
+        status.disconnected(None);
+        status.set_state(Phase::Stopped);
     };
     let area = match Area::new(&dit, &spec) {
         Ok(a) => Arc::new(a),
@@ -142,7 +99,7 @@ where
     };
     let mut failures: u32 = 0;
     loop {
-        status.set(Phase::Connecting);
+        status.set_state(Phase::Connecting);
         let mut session = Session {
             dit: dit.clone(),
             area: area.clone(),
@@ -163,7 +120,8 @@ where
             Ok(()) => {
                 failures = 0;
                 if let spec::SyncMode::RefreshOnly { interval } = spec.mode {
-                    status.set(Phase::Idle);
+                    status.disconnected(Some(SystemTime::now() + interval));
+                    status.set_state(Phase::Idle);
                     tokio::time::sleep(interval).await;
                 }
             }
@@ -173,11 +131,8 @@ where
                     failures = 0;
                 }
                 failures = failures.saturating_add(1);
-                status.failures.fetch_add(1, Ordering::Relaxed);
                 let why = e.to_string();
-                if let Ok(mut s) = status.last_error.lock() {
-                    s.clone_from(&why);
-                }
+                status.failed(&why);
                 let Some(wait) = spec.retry.delay(failures) else {
                     return stop(format!(
                         "{}: {why}; the retry schedule is exhausted",
@@ -190,7 +145,8 @@ where
                     spec.provider,
                     wait.as_secs()
                 );
-                status.set(Phase::Retrying);
+                status.disconnected(Some(SystemTime::now() + wait));
+                status.set_state(Phase::Retrying);
                 tokio::time::sleep(wait).await;
             }
         }
@@ -242,6 +198,8 @@ where
         let mut conn = tokio::time::timeout(timeout, conn::open(self.spec, tls))
             .await
             .map_err(|_| ReplError::Timeout(timeout))??;
+        self.status
+            .connected(&conn.local.map(|a| a.to_string()).unwrap_or_default());
         let mut fresh = false;
         loop {
             let kept = apply::stored_cookie(&self.dit, &self.dit.store.read(), &self.area);
@@ -255,8 +213,10 @@ where
                 csns,
             };
             self.cookie = cookie.clone();
-            let id = self.search(&mut conn, &cookie.to_string()).await?;
-            self.status.set(Phase::Refreshing);
+            let sent = cookie.to_string();
+            self.status.set_cookie_sent(&sent);
+            let id = self.search(&mut conn, &sent).await?;
+            self.status.set_state(Phase::Refreshing);
             match self.receive(&mut conn, id).await? {
                 Flow::RefreshRequired if !fresh => {
                     tracing::info!(
@@ -335,7 +295,20 @@ where
         id: i32,
     ) -> Result<Flow, ReplError> {
         loop {
-            let pdu = conn.recv().await?;
+            let pdu = if self.refreshed {
+                tokio::select! {
+                    pdu = conn.recv() => pdu?,
+                    () = tokio::time::sleep(QUIET) => {
+                        // Everything sent is applied (each change is settled before the
+                        // next is read): caught up.
+                        self.status.set_lag(Duration::ZERO);
+                        continue;
+                    }
+                }
+            } else {
+                conn.recv().await?
+            };
+            self.status.contact();
             let msg = LdapMessage::decode(&pdu)
                 .map_err(|e| ReplError::Protocol(format!("undecodable message: {e}")))?;
             if msg.id == 0 {
@@ -496,6 +469,15 @@ where
     fn take_cookie(&mut self, raw: &[u8]) -> SyncCookie {
         match SyncCookie::parse(raw) {
             Ok(c) => {
+                self.status
+                    .set_cookie_received(&String::from_utf8_lossy(raw));
+                let mut received = SyncCookie {
+                    csns: self.status.context_csns(),
+                    ..SyncCookie::default()
+                };
+                received.csns.extend(c.csns.iter().cloned());
+                received.normalize();
+                self.status.set_context_csns(&received.csns);
                 self.cookie.csns.extend(c.csns.iter().cloned());
                 self.cookie.normalize();
                 let mut heard = SyncCookie {
@@ -537,8 +519,10 @@ where
             self.refreshed = true;
             self.status.refreshes.fetch_add(1, Ordering::Relaxed);
         }
+        // Everything the provider held when it answered is here.
+        self.status.set_lag(Duration::ZERO);
         if matches!(self.spec.mode, spec::SyncMode::RefreshAndPersist) {
-            self.status.set(Phase::Persisting);
+            self.status.set_state(Phase::Persisting);
         }
         tracing::info!(
             "replication rid={:03}: refresh from {} done ({})",
@@ -667,7 +651,12 @@ where
             }
             Ok(Ok(Outcome::Unchanged)) => {}
             Ok(Ok(_)) => {
-                self.status.changes.fetch_add(1, Ordering::Relaxed);
+                self.status.count_changes(1);
+                if self.refreshed {
+                    if let Some(lag) = inc.as_ref().and_then(Incoming::age) {
+                        self.status.set_lag(lag);
+                    }
+                }
             }
             Ok(Err(e)) => {
                 // The provider holds what this server refuses (e.g. a schema it lacks): the

@@ -8,7 +8,8 @@
 //! peercred identity.
 //! PLAIN (RFC 4616) carries `authzid NUL authcid NUL password`; the authcid is `dn:<DN>`, or
 //! `u:<uid>` / a bare uid that must name exactly one entry by its `uid`. Neither mechanism
-//! allows acting as someone else: an authzid, if given, must name the authenticated identity.
+//! allows acting as someone else: an authzid, if given, must name the authenticated identity
+//! (otherwise insufficientAccessRights, as slapd's "SASL(-14): authorization failure").
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -65,8 +66,11 @@ fn check_authzid(
     if same {
         Ok(())
     } else {
-        Err(invalid(
-            "proxied authorization is not supported: the authorization identity must be the authenticated one",
+        // As slapd ("SASL(-14): authorization failure"): the identity was proven, acting as
+        // another is what is refused.
+        Err(LdapError::new(
+            ResultCode::InsufficientAccessRights,
+            "authorization failure: the authorization identity must be the authenticated one (acting as another is not supported)",
         ))
     }
 }

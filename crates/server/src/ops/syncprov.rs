@@ -60,24 +60,12 @@ use crate::ops::search::{self, Prepared};
 use crate::overlays::{Applied, Overlay};
 use crate::reply::{Conn, FLUSH_BYTES};
 use crate::state::{Identity, Shared};
-use crate::synclog::{merge, Plan, Provider, Record};
+use crate::synclog::{context_csns, merge, Plan, Provider, Record};
 
 /// Batches the session log's own feed subscription may fall behind before it starts over
 /// (from the current contextCSN, dropping what it held): the log task only records, so this
 /// happens only when the writer outruns it by this much.
 const LOG_FEED_QUEUE: usize = 16 * 1024;
-
-/// The `contextCSN` values of an entry (one per server id).
-pub(crate) fn context_csns(ty: AttrId, e: &Entry) -> Vec<String> {
-    e.attr(ty)
-        .map(|a| {
-            a.values()
-                .filter_map(|v| std::str::from_utf8(v).ok())
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default()
-}
 
 fn context_csn_type(schema: &schema::Schema) -> Option<AttrId> {
     schema.attr_by_name("contextCSN")
@@ -429,7 +417,15 @@ pub(crate) async fn start(op: Op, req: &SearchRequest<'_>, sync: SyncRequest<'st
     if let Ok(mut m) = conn.running.lock() {
         m.insert(id, stop.flag.clone());
     }
+    let agreement = shared.monitor.agreement(
+        dit::monitor::Role::Provider,
+        &format!("conn {} op {}", conn.id, id),
+        &format!("IP={}", conn.peer),
+    );
+    agreement.connected("");
+    agreement.set_state(dit::monitor::ReplState::Refreshing);
     let task = Task {
+        agreement,
         conn: conn.clone(),
         id,
         req: super::longsearch::owned(req),
@@ -448,6 +444,8 @@ pub(crate) async fn start(op: Op, req: &SearchRequest<'_>, sync: SyncRequest<'st
 
 /// One sync search.
 struct Task {
+    /// Its figures in cn=Monitor and `/metrics`, shown while it runs.
+    agreement: Arc<dit::monitor::Agreement>,
     conn: Arc<Conn>,
     id: i32,
     req: SearchRequest<'static>,
@@ -538,6 +536,8 @@ impl Task {
             return End::Done(outcome, sent);
         }
         let cookie_now = me.cookie(&ctx);
+        me.sent(&ctx, &cookie_now, sent);
+        me.agreement.refreshes.fetch_add(1, Ordering::Relaxed);
         if !gone.is_empty() {
             me.info(
                 &mut out,
@@ -581,7 +581,16 @@ impl Task {
         if !me.conn.send(out).await {
             return End::Silent;
         }
+        me.agreement.set_state(dit::monitor::ReplState::Persisting);
         me.persist(&mut sub, v.seq, ctx, sent).await
+    }
+
+    /// Notes in the monitor what was sent: `n` entries, up to contextCSN `ctx` (`cookie`).
+    fn sent(&self, ctx: &[String], cookie: &[u8], n: u64) {
+        self.agreement.count_changes(n);
+        self.agreement.set_context_csns(ctx);
+        self.agreement
+            .set_cookie_sent(&String::from_utf8_lossy(cookie));
     }
 
     /// Appends a Sync Info Message.
@@ -791,12 +800,16 @@ impl Task {
                     )
                 }
             };
+            // How far this search is behind the writer: the age of the batch it is at.
+            self.agreement
+                .set_lag(batch.time.elapsed().unwrap_or_default());
             let (out, n) = self.encode_batch(&batch, &mut ctx);
             if n > 0 {
                 if !self.conn.send(out).await {
                     return End::Silent;
                 }
                 sent += n;
+                self.sent(&ctx, &self.cookie(&ctx), n);
             }
         }
     }

@@ -143,6 +143,90 @@ impl Drop for TestServer {
     }
 }
 
+#[derive(clap::Parser)]
+struct BenchCli {
+    #[command(flatten)]
+    args: bench::load::BenchArgs,
+}
+
+/// Runs `linden bench WORKLOAD` against `url` as the administrator: 2 connections × 4
+/// outstanding requests, 1 s, no warm-up, `uid=user.0` … `user.49`, plus `extra` arguments;
+/// panics if an operation fails.
+pub fn bench(url: &str, workload: &str, extra: &[&str]) -> bench::load::Summary {
+    use clap::Parser;
+    let mut argv = vec![
+        "bench",
+        workload,
+        "--url",
+        url,
+        "--bind-dn",
+        ADMIN_DN,
+        "--password",
+        ADMIN_PW,
+        "--connections",
+        "2",
+        "--depth",
+        "4",
+        "--duration",
+        "1",
+        "--warmup",
+        "0",
+        "--range",
+        "50",
+        "--quiet",
+    ];
+    argv.extend_from_slice(extra);
+    let cli = BenchCli::parse_from(argv);
+    bench::load::run(&cli.args).expect("bench run without errors")
+}
+
+/// Adds `ou=people` and `uid=user.0` … `uid=user.{n-1}` under it, the entries `linden bench`
+/// works on (with `employeeNumber` N, and `userPassword` "password" if `password`).
+pub fn add_bench_users(c: &mut ldap3::LdapConn, n: usize, password: bool) {
+    c.add(
+        "ou=people,dc=example,dc=com",
+        vec![
+            ("objectClass", ["organizationalUnit"].into()),
+            ("ou", ["people"].into()),
+        ],
+    )
+    .expect("add")
+    .success()
+    .expect("ou");
+    for i in 0..n {
+        let dn = format!("uid=user.{i},ou=people,dc=example,dc=com");
+        let uid = format!("user.{i}");
+        let num = i.to_string();
+        let mut attrs = vec![
+            ("objectClass", ["inetOrgPerson"].into()),
+            ("uid", [uid.as_str()].into()),
+            ("cn", ["Bench User"].into()),
+            ("sn", ["User"].into()),
+            ("employeeNumber", [num.as_str()].into()),
+        ];
+        if password {
+            attrs.push(("userPassword", ["password"].into()));
+        }
+        c.add(&dn, attrs).expect("add").success().expect("user");
+    }
+}
+
+/// A consumer of the provider at `url` as the tests configure it: rid 1, the whole suffix,
+/// a simple bind as the administrator, a retry every second.
+pub fn consumer_spec(url: &str) -> repl::consumer::ConsumerSpec {
+    let mut spec = repl::consumer::ConsumerSpec::new(
+        1,
+        repl::consumer::spec::ProviderUrl::parse(url).expect("provider URL"),
+        BASE,
+    );
+    spec.bind = repl::consumer::spec::BindMethod::Simple {
+        dn: ADMIN_DN.into(),
+        password: ADMIN_PW.into(),
+    };
+    spec.retry = repl::consumer::spec::RetrySchedule::parse("1 +").expect("retry");
+    spec
+}
+
 /// A search with any outcome: (result code, matchedDN, entries).
 pub fn search(
     c: &mut ldap3::LdapConn,
@@ -204,4 +288,16 @@ pub fn tool_env(
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
+}
+
+/// Reads `path` until `done` holds for its text (the writer thread flushes asynchronously).
+pub fn wait_for(path: &std::path::Path, done: impl Fn(&str) -> bool) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        if done(&text) || std::time::Instant::now() > deadline {
+            return text;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }

@@ -2,7 +2,7 @@
 #![allow(dead_code)]
 
 use schema::{Dn, NormDn, Schema};
-use store::Attr;
+use store::{Attr, EntryId, StoreError, Txn};
 
 /// A DN normalized against the schema.
 pub fn ndn(schema: &Schema, s: &str) -> NormDn {
@@ -22,4 +22,17 @@ pub fn attr(schema: &Schema, name: &str, values: &[&str]) -> Attr {
         values.iter().map(|v| v.as_bytes().into()).collect(),
     )
     .expect("values")
+}
+
+/// Adds the naming context entry `dc=example,dc=com` (a domain).
+pub fn add_suffix(txn: &mut Txn, schema: &Schema) -> Result<EntryId, StoreError> {
+    txn.add(
+        "dc=example,dc=com".into(),
+        ndn(schema, "dc=example,dc=com"),
+        vec![
+            attr(schema, "objectClass", &["top", "domain"]),
+            attr(schema, "dc", &["example"]),
+        ],
+        true,
+    )
 }
