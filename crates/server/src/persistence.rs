@@ -124,32 +124,13 @@ fn log_bytes(dir: &Path) -> u64 {
 /// Entries written between two pacing pauses.
 const PACE_ENTRIES: usize = 4096;
 
-/// The CPU time this thread has used (its wall time where that cannot be read): pacing
-/// counts what the snapshot takes from the cores, not the time it spends waiting for the disk
-/// (its writes bypass the page cache, so they wait for the disk itself).
-fn thread_time() -> Duration {
-    #[cfg(target_os = "linux")]
-    {
-        let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
-        Duration::new(
-            u64::try_from(t.tv_sec).unwrap_or(0),
-            u32::try_from(t.tv_nsec).unwrap_or(0),
-        )
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
-        START.get_or_init(Instant::now).elapsed()
-    }
-}
-
 /// An iterator that sleeps between batches so that the loop consuming it (encoding and
 /// writing the snapshot) uses about `share` percent of a core.
 struct Paced<I> {
     inner: I,
     share: u32,
     n: usize,
-    since: Duration,
+    since: Instant,
 }
 
 impl<I> Paced<I> {
@@ -158,7 +139,7 @@ impl<I> Paced<I> {
             inner,
             share: share.clamp(1, 100),
             n: 0,
-            since: thread_time(),
+            since: Instant::now(),
         }
     }
 }
@@ -169,11 +150,11 @@ impl<I: Iterator> Iterator for Paced<I> {
     fn next(&mut self) -> Option<I::Item> {
         self.n += 1;
         if self.share < 100 && self.n.is_multiple_of(PACE_ENTRIES) {
-            let worked = thread_time().saturating_sub(self.since);
+            let worked = self.since.elapsed();
             // work / (work + pause) = share
             let pause = worked.mul_f64(f64::from(100 - self.share) / f64::from(self.share));
             std::thread::sleep(pause.min(std::time::Duration::from_secs(1)));
-            self.since = thread_time();
+            self.since = Instant::now();
         }
         self.inner.next()
     }

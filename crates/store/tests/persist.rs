@@ -291,8 +291,7 @@ fn snapshot_round_trip_in_parallel_chunks() {
 }
 
 /// The bulk writer (chunks encoded on a second thread, one sync) writes the very bytes of the
-/// sequential one, in the simulated and the real file system, and so does the sequential one
-/// on the real file system (direct I/O where it is allowed).
+/// sequential one, in the simulated and the real file system.
 #[test]
 fn bulk_snapshot_writes_the_same_bytes() {
     let schema = Schema::builtin();
@@ -319,23 +318,6 @@ fn bulk_snapshot_writes_the_same_bytes() {
     let real = write_snapshot_bulk(&FsIo, tmp.path(), 5, 20_001, &entries, &schema).expect("real");
     assert_eq!(real, one);
     assert!(std::fs::read(tmp.path().join(&one.name)).expect("read") == read("one"));
-    // A serving directory's snapshot goes to the real file system with direct I/O (several
-    // whole 1 MiB blocks and a partial last one): the same bytes again.
-    let direct = tmp.path().join("direct");
-    let served = write_snapshot_with(
-        &FsIo,
-        &direct,
-        5,
-        20_001,
-        entries.iter(),
-        &schema,
-        store::persist::snapshot::DEFAULT_CHUNK_ENTRIES,
-    )
-    .expect("direct");
-    assert_eq!(served, one);
-    let bytes = std::fs::read(direct.join(&one.name)).expect("read");
-    assert!(bytes.len() > 2 << 20, "{} bytes: not several blocks", bytes.len());
-    assert!(bytes == read("one"), "the directly written file differs");
     // Nothing at all.
     let empty = write_snapshot_bulk(&io, &dir.join("empty"), 1, 1, &[], &schema).expect("empty");
     let bytes = io.read(&dir.join("empty").join(&empty.name)).expect("read");

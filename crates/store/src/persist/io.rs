@@ -14,12 +14,6 @@ use std::sync::{Arc, Mutex, MutexGuard};
 pub trait Io: Send + Sync {
     /// Creates the file, or truncates it if it exists, for writing.
     fn create(&self, path: &Path) -> io::Result<Box<dyn IoFile>>;
-    /// `create` for a large file written once from start to end by a background task (a
-    /// snapshot of a serving directory): where the system allows, its bytes go to the disk as
-    /// they are written instead of waiting in the page cache (`IoFile::buffered` says which).
-    fn create_direct(&self, path: &Path) -> io::Result<Box<dyn IoFile>> {
-        self.create(path)
-    }
     /// Opens an existing file for appending.
     fn open_append(&self, path: &Path) -> io::Result<Box<dyn IoFile>>;
     fn read(&self, path: &Path) -> io::Result<Vec<u8>>;
@@ -41,11 +35,6 @@ pub trait IoFile: Send {
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()>;
     /// Makes every byte written so far durable (fdatasync).
     fn sync(&mut self) -> io::Result<()>;
-    /// Whether written bytes wait in the page cache until a sync (or the kernel's writeback):
-    /// false for a file from `Io::create_direct` that bypasses it.
-    fn buffered(&self) -> bool {
-        true
-    }
 }
 
 /// A file open for reading at any offset, from several threads at once.
@@ -135,10 +124,6 @@ impl Io for FsIo {
             .open(path)?;
         Ok(Box::new(FsFile(f)))
     }
-    #[cfg(target_os = "linux")]
-    fn create_direct(&self, path: &Path) -> io::Result<Box<dyn IoFile>> {
-        direct::DirectFile::create(path)
-    }
     fn open_append(&self, path: &Path) -> io::Result<Box<dyn IoFile>> {
         let f = fs::OpenOptions::new().append(true).open(path)?;
         Ok(Box::new(FsFile(f)))
@@ -183,109 +168,6 @@ impl Io for FsIo {
     }
     fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
         fs::create_dir_all(dir)
-    }
-}
-
-/// Direct I/O (`O_DIRECT`) for `FsIo::create_direct`, on Linux.
-#[cfg(target_os = "linux")]
-mod direct {
-    use std::fs;
-    use std::io;
-    use std::os::unix::fs::{FileExt, OpenOptionsExt};
-    use std::path::Path;
-
-    use super::{FsFile, IoFile};
-
-    /// Bytes written at a time: a multiple of any block size direct I/O asks to align to.
-    const BLOCK: usize = 1 << 20;
-    /// Alignment of the buffer, the offsets and the lengths of direct writes.
-    const ALIGN: usize = 4096;
-
-    /// A file whose bytes are gathered into `BLOCK`s, each written with direct I/O at its
-    /// (aligned) offset as soon as it is full; `sync` writes the partial last block through
-    /// an ordinary descriptor of the same file and syncs. Nothing is left dirty in the page
-    /// cache but that last block.
-    pub(super) struct DirectFile {
-        direct: fs::File,
-        plain: fs::File,
-        /// `BLOCK + ALIGN` bytes; the block starts at `start`, aligned.
-        mem: Vec<u8>,
-        start: usize,
-        /// Bytes of the block filled so far.
-        len: usize,
-        /// The file offset of the block.
-        pos: u64,
-    }
-
-    impl DirectFile {
-        /// Falls back to an ordinary file where the file system refuses direct I/O (tmpfs).
-        pub(super) fn create(path: &Path) -> io::Result<Box<dyn IoFile>> {
-            let plain = fs::OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .open(path)?;
-            let flags = rustix::fs::OFlags::DIRECT.bits() as i32;
-            let direct = match fs::OpenOptions::new()
-                .write(true)
-                .custom_flags(flags)
-                .open(path)
-            {
-                Ok(f) => f,
-                Err(e) if e.kind() == io::ErrorKind::InvalidInput => {
-                    return Ok(Box::new(FsFile(plain)))
-                }
-                Err(e) => return Err(e),
-            };
-            let mem = vec![0u8; BLOCK + ALIGN];
-            let start = mem.as_ptr().align_offset(ALIGN);
-            if start > ALIGN {
-                return Ok(Box::new(FsFile(plain)));
-            }
-            Ok(Box::new(DirectFile {
-                direct,
-                plain,
-                mem,
-                start,
-                len: 0,
-                pos: 0,
-            }))
-        }
-
-        fn block(&self) -> &[u8] {
-            &self.mem[self.start..self.start + self.len]
-        }
-    }
-
-    impl IoFile for DirectFile {
-        fn write_all(&mut self, mut buf: &[u8]) -> io::Result<()> {
-            while !buf.is_empty() {
-                let n = (BLOCK - self.len).min(buf.len());
-                let at = self.start + self.len;
-                self.mem[at..at + n].copy_from_slice(&buf[..n]);
-                self.len += n;
-                buf = &buf[n..];
-                if self.len == BLOCK {
-                    self.direct.write_all_at(self.block(), self.pos)?;
-                    self.pos += BLOCK as u64;
-                    self.len = 0;
-                }
-            }
-            Ok(())
-        }
-
-        fn sync(&mut self) -> io::Result<()> {
-            // The partial block stays gathered: a later write completes it and writes it
-            // again, directly (which drops these cached pages).
-            if self.len > 0 {
-                self.plain.write_all_at(self.block(), self.pos)?;
-            }
-            self.plain.sync_data()
-        }
-
-        fn buffered(&self) -> bool {
-            false
-        }
     }
 }
 

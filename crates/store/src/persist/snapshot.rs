@@ -133,13 +133,11 @@ pub fn write_snapshot<'a>(
     )
 }
 
-/// Bytes written to a snapshot between intermediate fsyncs, checked after each chunk, where
-/// the file is written through the page cache (`IoFile::buffered`; a snapshot written with
-/// direct I/O has nothing to sync until its end): with the default chunk size (~3.3 MB of
-/// reference entries) every chunk is synced. Small chunks and frequent syncs spread the
-/// snapshot's disk writes over its (paced) duration instead of sending ~26 MB at a time in
-/// front of the transaction log's fsyncs (measured: modifies during a 1M snapshot −9 % median
-/// over four runs, against −11 % with 65,536-entry chunks).
+/// Bytes written to a snapshot between intermediate fsyncs, checked after each chunk: with the
+/// default chunk size (~3.3 MB of reference entries) every chunk is synced. Small chunks and
+/// frequent syncs spread the snapshot's disk writes over its (paced) duration instead of
+/// sending ~26 MB at a time in front of the transaction log's fsyncs (measured: modifies
+/// during a 1M snapshot −9 % median over four runs, against −11 % with 65,536-entry chunks).
 const SYNC_EVERY_BYTES: usize = 2 << 20;
 
 /// `write_snapshot` with `chunk_entries` entries per chunk.
@@ -271,15 +269,7 @@ fn write_chunks(
     let err = |e| PersistError::io(&tmp, e);
     io.create_dir_all(dir)
         .map_err(|e| PersistError::io(dir, e))?;
-    // A snapshot of a serving directory is written around the page cache where the system
-    // allows (`Io::create_direct`): nothing of it waits, dirty, for the next journal commit,
-    // which the transaction log's fsyncs would otherwise pay for. Then there is nothing to
-    // sync along the way either.
-    let mut f = match sync_every {
-        Some(_) => io.create_direct(&tmp).map_err(err)?,
-        None => io.create(&tmp).map_err(err)?,
-    };
-    let sync_every = sync_every.filter(|_| f.buffered());
+    let mut f = io.create(&tmp).map_err(err)?;
 
     let mut head = Vec::with_capacity(SNAP_HEADER_LEN);
     head.extend_from_slice(&SNAP_MAGIC);
