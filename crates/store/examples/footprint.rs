@@ -21,16 +21,8 @@ use schema::Schema;
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
-fn rss_bytes() -> u64 {
-    std::fs::read_to_string("/proc/self/statm")
-        .ok()
-        .and_then(|s| {
-            s.split_whitespace()
-                .nth(1)
-                .and_then(|p| p.parse::<u64>().ok())
-        })
-        .map_or(0, |pages| pages * 4096)
-}
+mod common;
+use common::rss_bytes;
 
 fn main() {
     let dir = std::env::args().nth(1).expect("usage: footprint DATA_DIR");

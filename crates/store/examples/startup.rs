@@ -32,15 +32,10 @@ fn cpu() -> (f64, f64) {
     (tick(11), tick(12))
 }
 
+mod common;
+
 fn rss_mb() -> u64 {
-    std::fs::read_to_string("/proc/self/statm")
-        .ok()
-        .and_then(|s| {
-            s.split_whitespace()
-                .nth(1)
-                .and_then(|p| p.parse::<u64>().ok())
-        })
-        .map_or(0, |pages| (pages * 4096) >> 20)
+    common::rss_bytes() >> 20
 }
 
 fn main() {

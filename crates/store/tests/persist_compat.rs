@@ -40,6 +40,20 @@ fn v3_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/v3")
 }
 
+/// The built-in schema and one with an extra attribute type: a snapshot's packed entries are
+/// taken as they are with the first and rebuilt by name with the second.
+fn both_schemas() -> [Schema; 2] {
+    let mut other = Schema::builtin();
+    other
+        .load_schema_text(
+            "attributetype ( 1.3.6.1.4.1.99999.1 NAME 'lindenTestAttr' \
+             SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 )",
+            "test",
+        )
+        .expect("extra schema");
+    [Schema::builtin(), other]
+}
+
 fn v4_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/v4")
 }
@@ -97,16 +111,7 @@ fn write_v4_fixtures() {
 /// DNs parsed back, the interned stamps read from the file's table.
 #[test]
 fn v4_fixtures_load() {
-    let builtin = Schema::builtin();
-    let mut other = Schema::builtin();
-    other
-        .load_schema_text(
-            "attributetype ( 1.3.6.1.4.1.99999.1 NAME 'lindenTestAttr' \
-             SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 )",
-            "test",
-        )
-        .expect("extra schema");
-    for schema in [&builtin, &other] {
+    for schema in &both_schemas() {
         let rec = recover(&FsIo, &v4_dir(), schema).expect("v4 fixture recovers");
         assert_eq!(
             rec.snapshot.as_deref(),
@@ -237,16 +242,7 @@ fn write_v2_fixtures() {
 /// schema it was packed with) or rebuilt by name (any other schema).
 #[test]
 fn v2_fixtures_load() {
-    let builtin = Schema::builtin();
-    let mut other = Schema::builtin();
-    other
-        .load_schema_text(
-            "attributetype ( 1.3.6.1.4.1.99999.1 NAME 'lindenTestAttr' \
-             SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 )",
-            "test",
-        )
-        .expect("extra schema");
-    for schema in [&builtin, &other] {
+    for schema in &both_schemas() {
         let rec = recover(&FsIo, &v2_dir(), schema).expect("v2 fixture recovers");
         assert_eq!(
             rec.snapshot.as_deref(),
