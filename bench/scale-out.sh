@@ -3,14 +3,16 @@
 #
 #   bench/scale-out.sh [N] [DURATION] [ROUNDS] [RATE]        (defaults 100000 10 3 200)
 #
-# 1. Aggregate read rate of 1, 2 and 3 servers: `linden bench search` (C=8 in all, D=8) spread
-#    over the servers. Through OpenLDAP's load balancer when LLOADD names its daemon (one
-#    `linden bench` against lloadd, the servers its backends); without it (Debian 12's slapd
-#    does not ship lloadd), the client spreads the connections itself: three `linden bench`
-#    processes (3+3+2 connections) at the same time, process j on server j mod k, their ops/s
-#    added (the same client whatever k). Each k is run
-#    ROUNDS times (k = 1, 2, 3, then again), medians reported, with the servers' CPU per
-#    search (utime+stime of every server process from /proc over the run).
+# 1. Aggregate read rate of 1, 2 and 3 servers: `linden bench search` (C=8 in all, D=8) as
+#    three `linden bench` processes (3+3+2 connections) at the same time, their ops/s added
+#    (one process cannot drive more than ~70,000 searches/s here, so the client is the same
+#    whatever k is). When LLOADD names OpenLDAP's load balancer daemon, all three go to one
+#    lloadd whose backends are servers 0..k-1 (a new lloadd for each k); without it (Debian
+#    12's slapd does not ship lloadd) the client spreads the connections itself, process j on
+#    server j mod k. Each k is run ROUNDS times (k = 1, 2, 3, then again), medians reported,
+#    with the servers' CPU per search (utime+stime of every server process from /proc over the
+#    run) and, through lloadd, lloadd's own CPU per search and the clients' errors (busy
+#    answers of lloadd: not fatal, left out of the rate and the CPU per search).
 # 2. Replication lag under a modify load: `linden bench modify --rate RATE` on the provider
 #    for DURATION seconds while the replicas' /metrics `linden_replication_lag_seconds` (how
 #    old each change was when the replica applied it) is read every 0.2 s; median and max of
@@ -19,8 +21,8 @@
 #
 # Everything runs on this machine, so the servers and the client share its cores: the read
 # rate cannot grow with k beyond what the cores give (see BENCHMARKS.md).
-# Environment: LINDEN (prebuilt binary; else a release build), LLOADD, BASE_PORT (14389),
-# KEEP=1 (keep the work directory).
+# Environment: LINDEN (prebuilt binary; else a release build), LLOADD, LLOADD_IO_THREADS
+# (lloadd's io-threads; its default is 1), BASE_PORT (14389), KEEP=1 (keep the work directory).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -71,53 +73,60 @@ for i in 1 2; do
   curl -sf "http://127.0.0.1:$(mport $i)/readyz" >/dev/null || { tail "$WORK/s$i.log" >&2; exit 1; }
 done
 
-bench_search() { # url connections json
+bench_search() { # url connections json [option...]
   "$LINDEN" bench search --url "$1" --bind-dn "$ADMIN" --password "$SECRET" --connections "$2" \
-    --depth 8 --duration "$DURATION" --warmup 2 --range "$N" --quiet --json "$3" >/dev/null
+    --depth 8 --duration "$DURATION" --warmup 2 --range "$N" --quiet --json "$3" "${@:4}" >/dev/null
 }
 
 LLOADD_PID=
-start_lloadd() { # k: backends are servers 0..k-1
+LLOADD_URL=
+start_lloadd() { # k: backends are servers 0..k-1; sets LLOADD_PID and LLOADD_URL
   local conf="$WORK/lloadd-$1.conf" lport=$((BASE_PORT + 50))
-  printf 'pidfile %s/lloadd.pid\nargsfile %s/lloadd.args\n\nbindconf\n    bindmethod=simple\n    binddn=%s\n    credentials=%s\n' \
-    "$WORK" "$WORK" "$ADMIN" "$SECRET" >"$conf"
+  printf 'pidfile %s/lloadd.pid\nargsfile %s/lloadd.args\nloglevel 0\n%s\nbindconf\n    bindmethod=simple\n    binddn=%s\n    credentials=%s\n' \
+    "$WORK" "$WORK" "${LLOADD_IO_THREADS:+io-threads $LLOADD_IO_THREADS}" "$ADMIN" "$SECRET" >"$conf"
   for i in $(seq 0 $(($1 - 1))); do
     printf '\nbackend-server\n    uri=ldap://127.0.0.1:%d\n    numconns=4\n    bindconns=2\n    retry=1000\n    max-pending-ops=128\n    conn-max-pending=32\n' "$(port $i)" >>"$conf"
   done
-  "$LLOADD" -d 0 -f "$conf" -h "ldap://127.0.0.1:$lport/" >"$WORK/lloadd.log" 2>&1 &
+  LLOADD_URL="ldap://127.0.0.1:$lport"
+  "$LLOADD" -d 0 -f "$conf" -h "$LLOADD_URL/" >>"$WORK/lloadd.log" 2>&1 &
   LLOADD_PID=$!
-  PIDS+=($LLOADD_PID)
+  PIDS+=("$LLOADD_PID")
   for _ in $(seq 1 100); do
-    ldapwhoami -x -H "ldap://127.0.0.1:$lport" -D "$ADMIN" -w "$SECRET" >/dev/null 2>&1 && break
+    ldapwhoami -x -H "$LLOADD_URL" -D "$ADMIN" -w "$SECRET" >/dev/null 2>&1 && return 0
     sleep 0.1
   done
-  echo "ldap://127.0.0.1:$lport"
+  tail "$WORK/lloadd.log" >&2
+  die "lloadd did not answer a bind at $LLOADD_URL"
 }
 
 : >"$WORK/reads.tsv"
 for round in $(seq 1 "$ROUNDS"); do
   for k in 1 2 3; do
+    [ -n "${LLOADD:-}" ] && start_lloadd "$k"
     before=0
     for i in $(seq 0 $((k - 1))); do before=$((before + $(cpu_ticks "${SPID[$i]}"))); done
-    if [ -n "${LLOADD:-}" ]; then
-      url=$(start_lloadd "$k")
-      bench_search "$url" 8 "$WORK/r$round-k$k-0.json"
-      kill "$LLOADD_PID"; wait "$LLOADD_PID" 2>/dev/null || true
-    else
-      # Always three client processes (3+3+2 connections), client j on server j mod k: one
-      # `linden bench` process cannot drive more than ~70,000 searches/s here, so the client
-      # side stays the same whatever k is.
-      clients=()
-      for j in 0 1 2; do
-        conns=3; [ "$j" = 2 ] && conns=2
+    lb_before=0
+    [ -n "${LLOADD:-}" ] && lb_before=$(cpu_ticks "$LLOADD_PID")
+    clients=()
+    for j in 0 1 2; do
+      conns=3; [ "$j" = 2 ] && conns=2
+      if [ -n "${LLOADD:-}" ]; then
+        # lloadd answers busy when its connections to the backends are full: counted, not fatal.
+        bench_search "$LLOADD_URL" "$conns" "$WORK/r$round-k$k-$j.json" --allow-errors &
+      else
         bench_search "ldap://127.0.0.1:$(port $((j % k)))" "$conns" "$WORK/r$round-k$k-$j.json" &
-        clients+=($!)
-      done
-      for c in "${clients[@]}"; do wait "$c"; done
-    fi
+      fi
+      clients+=($!)
+    done
+    for c in "${clients[@]}"; do wait "$c"; done
     after=0
     for i in $(seq 0 $((k - 1))); do after=$((after + $(cpu_ticks "${SPID[$i]}"))); done
-    printf '%s\t%s\t%s\n' "$k" "$((after - before))" "$WORK/r$round-k$k-" >>"$WORK/reads.tsv"
+    lb=0
+    if [ -n "${LLOADD:-}" ]; then
+      lb=$(($(cpu_ticks "$LLOADD_PID") - lb_before))
+      kill "$LLOADD_PID"; wait "$LLOADD_PID" 2>/dev/null || true
+    fi
+    printf '%s\t%s\t%s\t%s\n' "$k" "$((after - before))" "$lb" "$WORK/r$round-k$k-" >>"$WORK/reads.tsv"
     log "round $round, $k server(s) done"
   done
 done
@@ -152,20 +161,33 @@ reads, clk, lag, modify, end, caught, via = sys.argv[1:8]
 clk = int(clk)
 by_k = {}
 for line in open(reads):
-    k, ticks, prefix = line.split("\t")
-    ops = rate = 0.0
+    k, ticks, lb_ticks, prefix = line.split("\t")
+    ops = rate = errors = 0.0
     for f in glob.glob(prefix.strip() + "*.json"):
         s = json.load(open(f))
-        ops += s["total"]["ops"]
-        rate += s["total"]["ops_per_sec"]
-    by_k.setdefault(int(k), []).append((rate, int(ticks) / clk * 1e6 / ops if ops else float("nan")))
-print(f"reads spread {'through lloadd' if via else 'by the client (no lloadd)'}")
-print("| servers | search ops/s (median) | runs | servers' CPU µs/search |")
-print("|---|---|---|---|")
+        t = s["total"]
+        ok = t["ops"] - t["errors"]
+        ops += ok
+        rate += t["ops_per_sec"] * ok / t["ops"] if t["ops"] else 0.0
+        errors += t["errors"]
+    per = lambda t: int(t) / clk * 1e6 / ops if ops else float("nan")
+    by_k.setdefault(int(k), []).append((rate, per(ticks), per(lb_ticks), errors))
+med = lambda runs, i: statistics.median(r[i] for r in runs)
+if via:
+    print("reads through lloadd (three linden bench processes, 3+3+2 connections, against lloadd)")
+    print("| servers | search ops/s (median) | runs | servers' CPU µs/search | lloadd CPU µs/search | errors |")
+    print("|---|---|---|---|---|---|")
+else:
+    print("reads spread by the client (no lloadd)")
+    print("| servers | search ops/s (median) | runs | servers' CPU µs/search |")
+    print("|---|---|---|---|")
 for k in sorted(by_k):
     runs = by_k[k]
-    print(f"| {k} | {statistics.median(r for r, _ in runs):,.0f} | "
-          f"{' · '.join(f'{r:,.0f}' for r, _ in runs)} | {statistics.median(c for _, c in runs):.1f} |")
+    row = (f"| {k} | {med(runs, 0):,.0f} | {' · '.join(f'{r[0]:,.0f}' for r in runs)} | "
+           f"{med(runs, 1):.1f} |")
+    if via:
+        row += f" {med(runs, 2):.1f} | {sum(r[3] for r in runs):.0f} |"
+    print(row)
 vals = [float(l.split("\t")[1]) for l in open(lag) if l.strip()]
 m = json.load(open(modify))
 print(f"\nmodify load: {m['total']['ops_per_sec']:.0f}/s for {m['duration_secs']:.1f} s, "

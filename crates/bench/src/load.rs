@@ -103,7 +103,9 @@ pub struct BenchArgs {
     /// Server to load.
     #[arg(long, default_value = "ldap://127.0.0.1:3389")]
     pub url: String,
-    /// DN every connection binds as before the run (anonymous when absent).
+    /// DN every connection binds as before the run (anonymous when absent); a bind answered
+    /// busy (as a load balancer answers while its bind connections are taken) is sent again,
+    /// up to 200 times 25 ms apart.
     #[arg(long)]
     pub bind_dn: Option<String>,
     /// Password for --bind-dn.
@@ -590,7 +592,15 @@ impl Plan {
     }
 }
 
-/// Opens one connection and performs the initial bind, synchronously.
+/// How often the initial bind is sent again while the server answers busy (51), and how long
+/// to wait between tries: a load balancer such as OpenLDAP's lloadd answers busy while its own
+/// connections for binds are taken or not yet open, and expects the client to try again.
+const BIND_BUSY_TRIES: i32 = 200;
+const BIND_BUSY_WAIT: Duration = Duration::from_millis(25);
+/// The result code busy (51).
+const BUSY: u32 = 51;
+
+/// Opens one connection and performs the initial bind (again while busy), synchronously.
 async fn connect(i: usize, addr: &str, plan: &Plan) -> Result<TcpStream, Error> {
     let mut stream = TcpStream::connect(addr)
         .await
@@ -602,37 +612,52 @@ async fn connect(i: usize, addr: &str, plan: &Plan) -> Result<TcpStream, Error> 
         return Ok(stream);
     };
     let mut out = Vec::new();
-    t.emit(1, &Vars::default(), &mut out)
-        .map_err(|e| Error::Protocol(format!("encoding the bind request: {e}")))?;
-    stream
-        .write_all(&out)
-        .await
-        .map_err(|e| Error::io(format!("connection {i}: sending the bind request"), e))?;
     let mut buf = Vec::with_capacity(1024);
+    let mut id = 0;
     loop {
-        let n = frame(&buf)?;
-        if let Some(n) = n {
-            let r = response::parse(&buf[..n])
-                .map_err(|e| Error::Protocol(format!("bind response: {e}")))?;
-            return match (r.tag, r.code) {
-                (tag::BIND, Some(0)) => Ok(stream),
-                (_, code) => Err(Error::Bind {
-                    dn: dn.clone(),
-                    code: code.map_or_else(
-                        || format!("unexpected response tag 0x{:02x}", r.tag),
-                        code_text,
-                    ),
-                }),
-            };
+        id += 1;
+        if id > 1 {
+            tokio::time::sleep(BIND_BUSY_WAIT).await;
         }
-        let got = stream
-            .read_buf(&mut buf)
+        out.clear();
+        t.emit(id, &Vars::default(), &mut out)
+            .map_err(|e| Error::Protocol(format!("encoding the bind request: {e}")))?;
+        stream
+            .write_all(&out)
             .await
-            .map_err(|e| Error::io(format!("connection {i}: reading the bind response"), e))?;
-        if got == 0 {
-            return Err(Error::Protocol(
-                "the server closed the connection during the bind".into(),
-            ));
+            .map_err(|e| Error::io(format!("connection {i}: sending the bind request"), e))?;
+        let (tag, code) = loop {
+            if let Some(n) = frame(&buf)? {
+                let r = response::parse(&buf[..n])
+                    .map_err(|e| Error::Protocol(format!("bind response: {e}")))?;
+                let got = (r.tag, r.code);
+                buf.drain(..n);
+                break got;
+            }
+            let got = stream
+                .read_buf(&mut buf)
+                .await
+                .map_err(|e| Error::io(format!("connection {i}: reading the bind response"), e))?;
+            if got == 0 {
+                return Err(Error::Protocol(
+                    "the server closed the connection during the bind".into(),
+                ));
+            }
+        };
+        match (tag, code) {
+            (tag::BIND, Some(0)) => return Ok(stream),
+            (tag::BIND, Some(BUSY)) if id < BIND_BUSY_TRIES => {}
+            (_, code) => {
+                let mut code =
+                    code.map_or_else(|| format!("unexpected response tag 0x{tag:02x}"), code_text);
+                if id > 1 {
+                    code.push_str(&format!(" (try {id})"));
+                }
+                return Err(Error::Bind {
+                    dn: dn.clone(),
+                    code,
+                });
+            }
         }
     }
 }

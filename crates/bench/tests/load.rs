@@ -52,11 +52,18 @@ fn result(code: ResultCode) -> LdapResult<'static> {
     }
 }
 
+/// Binds as this DN are answered busy (51) the first `BUSY_BINDS` times on each connection,
+/// as a load balancer whose bind connections are taken answers.
+const BUSY_DN: &[u8] = b"cn=busy";
+const BUSY_BINDS: u32 = 3;
+
 /// Answers each request in order: a search gets one entry and success; compare of the value
-/// `fail` gets noSuchObject; everything else succeeds.
+/// `fail` gets noSuchObject; a bind as `BUSY_DN` gets busy `BUSY_BINDS` times; everything else
+/// succeeds.
 async fn serve_conn(mut s: tokio::net::TcpStream, counts: Arc<Counts>) -> Option<()> {
     let mut buf = Vec::new();
     let mut out = Vec::new();
+    let mut busy_left = BUSY_BINDS;
     loop {
         while let Ok(Some(n)) = proto::frame(&buf, 1 << 20) {
             let msg = LdapMessage::decode(&buf[..n]).ok()?;
@@ -70,12 +77,15 @@ async fn serve_conn(mut s: tokio::net::TcpStream, counts: Arc<Counts>) -> Option
                 .encode(out)
             };
             match msg.op {
-                ProtocolOp::BindRequest(_) => {
+                ProtocolOp::BindRequest(b) => {
                     counts.bind.fetch_add(1, Ordering::SeqCst);
-                    reply(
-                        ProtocolOp::BindResponse(result(ResultCode::Success), None),
-                        &mut out,
-                    );
+                    let code = if &*b.name == BUSY_DN && busy_left > 0 {
+                        busy_left -= 1;
+                        ResultCode::Busy
+                    } else {
+                        ResultCode::Success
+                    };
+                    reply(ProtocolOp::BindResponse(result(code), None), &mut out);
                 }
                 ProtocolOp::SearchRequest(r) => {
                     counts.search.fetch_add(1, Ordering::SeqCst);
@@ -332,6 +342,17 @@ fn rate_holds_the_rate() {
     let s = run_w(addr, "search", &["--rate", "400"]);
     assert_eq!(s.total.ops, counts.get(&counts.search));
     assert!((360..=440).contains(&s.total.ops), "ops {}", s.total.ops);
+}
+
+/// A server (as lloadd) answering the initial bind busy: each connection binds again until it
+/// succeeds, and the run goes on.
+#[test]
+fn initial_bind_is_retried_while_busy() {
+    let (addr, counts) = fake_server();
+    let s = run_w(addr, "search", &["--bind-dn", "cn=busy", "--password", "x"]);
+    assert!(s.total.ops > 0 && s.total.errors == 0, "{s:?}");
+    assert_eq!(counts.get(&counts.bind), 2 * u64::from(BUSY_BINDS + 1));
+    assert_eq!(s.total.ops, counts.get(&counts.search));
 }
 
 #[test]

@@ -35,9 +35,15 @@ impl Clock {
 
     /// The next CSN, at `now` or just after the previous one.
     pub fn next(&self, now: SystemTime) -> String {
-        let micros = now
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX));
+        self.stamps(now).0
+    }
+
+    /// The next CSN (as `next`) and `now` as a GeneralizedTime (as `generalized_time`): the
+    /// stamps of a change. Written digit by digit, with the calendar of the current second
+    /// worked out once: the writer stamps every change it applies.
+    pub fn stamps(&self, now: SystemTime) -> (String, String) {
+        let since = now.duration_since(UNIX_EPOCH).unwrap_or_default();
+        let micros = u64::try_from(since.as_micros()).unwrap_or(u64::MAX);
         // The state is two numbers and a string, always left whole: usable after a panic.
         let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
         if micros > last.micros {
@@ -51,14 +57,38 @@ impl Clock {
             last.second = second;
             last.civil = civil(second);
         }
-        format!(
-            "{}.{:06}Z#{:06x}#{:03x}#000000",
-            last.civil,
-            last.micros % 1_000_000,
-            last.count,
-            self.server_id
-        )
+        let mut csn = String::with_capacity(40);
+        csn.push_str(&last.civil);
+        csn.push('.');
+        push_digits(&mut csn, last.micros % 1_000_000, 10, 6);
+        csn.push_str("Z#");
+        push_digits(&mut csn, u64::from(last.count), 16, 6);
+        csn.push('#');
+        push_digits(&mut csn, u64::from(self.server_id), 16, 3);
+        csn.push_str("#000000");
+        // The CSN's second is `now`'s unless the clock went back.
+        let time = if since.as_secs() == last.second {
+            let mut t = String::with_capacity(15);
+            t.push_str(&last.civil);
+            t.push('Z');
+            t
+        } else {
+            generalized_time(now)
+        };
+        (csn, time)
     }
+}
+
+/// Appends `v` in `base` (10 or 16, lower case), zero-padded to at least `width` digits.
+fn push_digits(out: &mut String, mut v: u64, base: u64, width: usize) {
+    let mut digits = [b'0'; 20];
+    let mut n = 0;
+    while v > 0 || n < width {
+        digits[n] = b"0123456789abcdef"[(v % base) as usize];
+        v /= base;
+        n += 1;
+    }
+    out.extend(digits[..n].iter().rev().map(|&d| char::from(d)));
 }
 
 /// `YYYYmmddHHMMSS` of a second since the epoch, in UTC.
@@ -103,5 +133,32 @@ mod tests {
         assert!(d > b, "{d} > {b}");
         let e = c.next(t + Duration::from_micros(1));
         assert_eq!(e, "20251124192545.678902Z#000000#02a#000000");
+        // Numbers wider than their field keep every digit, as `format!`'s widths do.
+        let mut s = String::new();
+        push_digits(&mut s, 0x1000000, 16, 6);
+        push_digits(&mut s, 0, 10, 3);
+        push_digits(&mut s, 1234567, 10, 6);
+        assert_eq!(s, "10000000001234567");
+    }
+
+    #[test]
+    fn stamps_give_the_csn_and_the_time_of_now() {
+        let c = Clock::new(1);
+        let t = UNIX_EPOCH + Duration::from_micros(1_764_012_345_000_123);
+        assert_eq!(
+            c.stamps(t),
+            (
+                "20251124192545.000123Z#000000#001#000000".to_string(),
+                "20251124192545Z".to_string()
+            )
+        );
+        // The next second, then a clock that went back: the CSN stays after the last one,
+        // the time is the clock's.
+        let later = t + Duration::from_secs(1);
+        assert_eq!(c.stamps(later).1, "20251124192546Z");
+        let (csn, time) = c.stamps(t - Duration::from_secs(60));
+        assert_eq!(csn, "20251124192546.000123Z#000001#001#000000");
+        assert_eq!(time, generalized_time(t - Duration::from_secs(60)));
+        assert_eq!(time, "20251124192445Z");
     }
 }

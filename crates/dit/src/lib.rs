@@ -229,6 +229,16 @@ impl Dit {
         Ok((dn, ndn))
     }
 
+    /// `parse_dn`'s normalized DN alone, parsing only the first RDN when this thread met the
+    /// parent lately (`Schema::normalize_dn`): the target of a write.
+    pub fn parse_ndn(&self, raw: &[u8]) -> LdapResult<NormDn> {
+        let s = std::str::from_utf8(raw)
+            .map_err(|_| LdapError::new(ResultCode::InvalidDnSyntax, "invalid DN: not UTF-8"))?;
+        self.schema()
+            .normalize_dn(s)
+            .map_err(|e| LdapError::new(ResultCode::InvalidDnSyntax, e.to_string()))
+    }
+
     /// `parse_dn`'s normalized DN, from `cache` when the same bytes were parsed lately (a
     /// connection's search bases are nearly always the same few). A DN that parsed once
     /// normalizes the same under every later schema (extensions only add types), so entries

@@ -45,7 +45,7 @@ fn context(op: ModOp) -> &'static str {
 /// `hash_passwords_of`.
 pub fn prepare(shared: &Dit, req: &ModifyRequest<'_>) -> LdapResult<(NormDn, Vec<Mod>)> {
     let schema = &*shared.schema();
-    let (_, ndn) = shared.parse_dn(&req.dn)?;
+    let ndn = shared.parse_ndn(&req.dn)?;
     check_attribute_count(shared, "changes", req.changes.len())?;
     let mut mods = Vec::with_capacity(req.changes.len());
     for ch in &req.changes {
@@ -264,10 +264,32 @@ pub fn apply(
             add: Vec::new(),
         })
         .collect();
-    let mut attrs: Vec<Attr> = before
+    // So do the attributes no change names and no check reads (most of an entry: a modify
+    // usually changes one attribute of twenty), copied as they are stored instead of unpacked
+    // (two allocations per attribute and two per value) and packed again. The stamps no
+    // change names are left out: `stamp_modified` sets them afresh.
+    let named = |ty: AttrId| mods.iter().any(|m| m.ty == ty);
+    let restamped = |ty: AttrId| {
+        [k.entry_csn, k.modifiers_name, k.modify_timestamp].contains(&ty) && !named(ty)
+    };
+    let untouched = |a: &AttrRef<'_>| {
+        !kept.iter().any(|k| k.is(a.ty, a.options))
+            && !named(a.ty)
+            && a.ty != k.object_class
+            && !ndn
+                .rdns
+                .first()
+                .is_some_and(|r| r.iter().any(|(t, _)| *t == a.ty))
+    };
+    let stored: Vec<(AttrRef<'_>, bool)> = before
         .attrs()
-        .filter(|a| !kept.iter().any(|k| k.is(a.ty, a.options)))
-        .map(|a| a.to_attr())
+        .filter(|a| !restamped(a.ty))
+        .map(|a| (a, untouched(&a)))
+        .collect();
+    let mut attrs: Vec<Attr> = stored
+        .iter()
+        .filter(|(a, same)| !same && !kept.iter().any(|k| k.is(a.ty, a.options)))
+        .map(|(a, _)| a.to_attr())
         .collect();
     // What the changes do to the values of the types an overlay watches, and of the
     // attributes with many values (`Applied::values`): the overlays read it, and the indexes
@@ -444,7 +466,16 @@ pub fn apply(
             ));
         }
     }
-    let kept_counts: Vec<(AttrId, usize)> = kept.iter().map(|k| (k.attr.ty, k.len())).collect();
+    let kept_counts: Vec<(AttrId, usize)> = kept
+        .iter()
+        .map(|k| (k.attr.ty, k.len()))
+        .chain(
+            stored
+                .iter()
+                .filter(|(_, same)| *same)
+                .map(|(a, _)| (a.ty, a.len())),
+        )
+        .collect();
     check_entry_with(shared, &attrs, &kept_counts)?;
     stamp_modified(shared, &mut attrs, &who.dn, txn.now());
     let changes = changes.finish();
@@ -460,15 +491,37 @@ pub fn apply(
     for k in &mut kept {
         k.drop.sort_unstable();
     }
-    let parts: Vec<Part<'_>> = attrs
-        .iter()
-        .map(Part::New)
-        .chain(kept.iter().map(|k| Part::Kept {
-            attr: k.attr,
-            drop: &k.drop,
-            add: &k.add,
-        }))
-        .collect();
+    // In stored order: an attribute stays where it was, whether kept or rewritten; the
+    // attributes the changes added come last.
+    let mut used = vec![false; attrs.len()];
+    let mut parts: Vec<Part<'_>> = Vec::with_capacity(stored.len() + 3);
+    for (a, same) in &stored {
+        if *same {
+            parts.push(Part::Kept {
+                attr: *a,
+                drop: &[],
+                add: &[],
+            });
+        } else if let Some(k) = kept.iter().find(|k| k.is(a.ty, a.options)) {
+            parts.push(Part::Kept {
+                attr: k.attr,
+                drop: &k.drop,
+                add: &k.add,
+            });
+        } else if let Some(p) = (0..attrs.len())
+            .find(|&p| !used[p] && attrs[p].ty == a.ty && *attrs[p].options == *a.options)
+        {
+            used[p] = true;
+            parts.push(Part::New(&attrs[p]));
+        }
+    }
+    parts.extend(
+        attrs
+            .iter()
+            .zip(&used)
+            .filter(|(_, u)| !**u)
+            .map(|(a, _)| Part::New(a)),
+    );
     txn.replace_parts(id, &parts, &deltas)?;
     drop(parts);
     drop(deltas);

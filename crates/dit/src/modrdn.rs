@@ -25,7 +25,7 @@ pub struct Rename {
 
 /// Resolves a modify DN request: DNs parsed, the new RDN a single one.
 pub fn prepare(shared: &Dit, req: &ModifyDnRequest<'_>) -> LdapResult<Rename> {
-    let (_, ndn) = shared.parse_dn(&req.dn)?;
+    let ndn = shared.parse_ndn(&req.dn)?;
     let (new_rdn, new_rdn_norm) = shared.parse_dn(&req.new_rdn)?;
     if new_rdn.rdns.len() != 1 {
         return Err(LdapError::new(

@@ -180,18 +180,14 @@ pub fn set_operational(schema: &Schema, attrs: &mut Vec<Attr>, ty: AttrId, value
 /// Records who changed an entry and when (modifiersName, modifyTimestamp, entryCSN).
 pub fn stamp_modified(shared: &Dit, attrs: &mut Vec<Attr>, who: &str, now: SystemTime) {
     let schema = &*shared.schema();
-    set_operational(
-        schema,
-        attrs,
-        shared.known.entry_csn,
-        shared.csn.next(now).as_bytes(),
-    );
+    let (csn, time) = shared.csn.stamps(now);
+    set_operational(schema, attrs, shared.known.entry_csn, csn.as_bytes());
     set_operational(schema, attrs, shared.known.modifiers_name, who.as_bytes());
     set_operational(
         schema,
         attrs,
         shared.known.modify_timestamp,
-        generalized_time(now).as_bytes(),
+        time.as_bytes(),
     );
 }
 

@@ -308,6 +308,9 @@ impl NewDn {
     }
 }
 
+/// A per-thread cache of parents of DNs, by schema generation (`Schema::cached_parent`).
+type Parents<V> = std::thread::LocalKey<RefCell<GenCache<Box<str>, V>>>;
+
 impl Schema {
     /// Parses and normalizes the DN of a new entry (`NewDn`). New entries come in runs under
     /// one parent (an import adds a million under `ou=people`), so each thread keeps the
@@ -318,39 +321,15 @@ impl Schema {
             static PARENTS: RefCell<GenCache<Box<str>, (String, NormDn)>> =
                 RefCell::new(GenCache::default());
         }
-        const MAX_ENTRIES: usize = 256;
-        const MAX_LEN: usize = 1024;
-        // The first RDN must be plain (no escapes, quotes, multiple AVAs, hex value or trailing
-        // space, which only context decides) for the split at its comma to be the parser's.
-        let split = s.find(',').filter(|&i| {
-            let first = &s.as_bytes()[..i];
-            self.generation != 0
-                && s.len() - i - 1 <= MAX_LEN
-                && !first.ends_with(b" ")
-                && !first
-                    .iter()
-                    .any(|b| matches!(b, b'\\' | b'"' | b'+' | b';' | b'#'))
-        });
-        let Some(i) = split else {
+        let Some((first, rest)) = self.split_first_rdn(s) else {
             return NewDn::build(s, self);
         };
-        let (first, rest) = (&s[..i], &s[i + 1..]);
-        let cached = PARENTS.with_borrow(|c| c.get(self.generation, rest, Clone::clone));
-        let parent = match cached {
-            Some(p) => p,
-            None => {
-                let Ok(p) = NewDn::build(rest, self) else {
-                    return NewDn::build(s, self);
-                };
-                if p.ndn.is_root() {
-                    return NewDn::build(s, self);
-                }
-                let p = (p.text, p.ndn);
-                PARENTS.with_borrow_mut(|c| {
-                    c.insert(self.generation, rest.into(), p.clone(), MAX_ENTRIES)
-                });
-                p
-            }
+        let parent = self.cached_parent(&PARENTS, rest, |rest| {
+            let p = NewDn::build(rest, self).ok()?;
+            (!p.ndn.is_root()).then_some((p.text, p.ndn))
+        });
+        let Some((ptext, pndn)) = parent else {
+            return NewDn::build(s, self);
         };
         let Ok(rdn) = NewDn::build(first, self) else {
             return NewDn::build(s, self);
@@ -358,7 +337,6 @@ impl Schema {
         if rdn.ndn.rdns.len() != 1 {
             return NewDn::build(s, self);
         }
-        let (ptext, pndn) = parent;
         let mut rdns = rdn.ndn.rdns;
         rdns.extend(pndn.rdns);
         Ok(NewDn {
@@ -369,6 +347,72 @@ impl Schema {
                 rdns,
             },
         })
+    }
+
+    /// `Dn::parse(s)?.normalize(self)`, parsing only the first RDN when this thread normalized
+    /// the parent lately: the targets of writes, like new entries, are mostly some of many
+    /// entries under a few parents (`parse_new_dn` explains the split).
+    pub fn normalize_dn(&self, s: &str) -> Result<NormDn, DnError> {
+        thread_local! {
+            static PARENTS: RefCell<GenCache<Box<str>, NormDn>> =
+                RefCell::new(GenCache::default());
+        }
+        let whole = || Dn::parse(s)?.normalize(self);
+        let Some((first, rest)) = self.split_first_rdn(s) else {
+            return whole();
+        };
+        let parent = self.cached_parent(&PARENTS, rest, |rest| {
+            let p = Dn::parse(rest).and_then(|d| d.normalize(self)).ok()?;
+            (!p.is_root()).then_some(p)
+        });
+        let Some(parent) = parent else {
+            return whole();
+        };
+        let Ok(rdn) = Dn::parse(first).and_then(|d| d.normalize(self)) else {
+            return whole();
+        };
+        if rdn.rdns.len() != 1 {
+            return whole();
+        }
+        let mut rdns = rdn.rdns;
+        rdns.extend(parent.rdns);
+        Ok(NormDn {
+            norm: format!("{},{}", rdn.norm, parent.norm),
+            rdns,
+        })
+    }
+
+    /// `s` cut at the comma that ends its first RDN, when that RDN is plain (no escapes,
+    /// quotes, multiple AVAs, hex value or trailing space, which only context decides) so that
+    /// the cut is where the parser would make it, and the rest is short enough to cache.
+    fn split_first_rdn<'s>(&self, s: &'s str) -> Option<(&'s str, &'s str)> {
+        const MAX_LEN: usize = 1024;
+        let i = s.find(',')?;
+        let first = &s.as_bytes()[..i];
+        let plain = self.generation != 0
+            && s.len() - i - 1 <= MAX_LEN
+            && !first.ends_with(b" ")
+            && !first
+                .iter()
+                .any(|b| matches!(b, b'\\' | b'"' | b'+' | b';' | b'#'));
+        plain.then(|| (&s[..i], &s[i + 1..]))
+    }
+
+    /// The parent `rest` as `build` makes it (`None`: it cannot be used), from this thread's
+    /// `cache` or built and kept there.
+    fn cached_parent<V: Clone>(
+        &self,
+        cache: &'static Parents<V>,
+        rest: &str,
+        build: impl FnOnce(&str) -> Option<V>,
+    ) -> Option<V> {
+        const MAX_ENTRIES: usize = 256;
+        if let Some(p) = cache.with_borrow(|c| c.get(self.generation, rest, Clone::clone)) {
+            return Some(p);
+        }
+        let p = build(rest)?;
+        cache.with_borrow_mut(|c| c.insert(self.generation, rest.into(), p.clone(), MAX_ENTRIES));
+        Some(p)
     }
 }
 
@@ -690,10 +734,13 @@ mod tests {
         proptest::collection::vec(rdn, 0..4).prop_map(|rdns| Dn { rdns })
     }
 
-    /// `parse_new_dn` (parents cached per thread) answers exactly as `NewDn::build`.
+    /// `parse_new_dn` and `normalize_dn` (parents cached per thread) answer exactly as
+    /// `NewDn::build` and `Dn::normalize`.
     fn same_as_uncached(schema: &Schema, s: &str) -> Result<(), TestCaseError> {
         // Twice: the first call may fill the cache, the second reads it.
         for _ in 0..2 {
+            let slow = Dn::parse(s).and_then(|d| d.normalize(schema));
+            prop_assert_eq!(schema.normalize_dn(s), slow, "normalize_dn of {:?}", s);
             let fast = schema.parse_new_dn(s);
             let slow = NewDn::build(s, schema);
             match (&fast, &slow) {

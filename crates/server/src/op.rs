@@ -12,7 +12,6 @@ use proto::{Control, ResultCode};
 use crate::controls::RequestControls;
 use crate::error::{wire_result, LdapError, LdapResult};
 pub(crate) use crate::ops::state::Audit;
-use crate::overlays::Applied;
 use crate::reply::{AccessLine, Conn};
 use crate::state::Identity;
 use dit::write::denied;
@@ -46,19 +45,18 @@ pub(crate) struct Op {
     pub log: Option<AccessLine>,
     /// What it is, for the completed-operations counter bumped when the context ends.
     pub kind: crate::state::OpType,
+    /// Whether it was counted as completed already: just before its result is sent, so that
+    /// a client holding the result finds it counted (cn=Monitor, /metrics).
+    pub counted: bool,
 }
 
 /// An operation is complete when its context ends, whatever the way: result sent, abandoned,
 /// connection gone (cn=Operations,cn=Monitor counts it then).
 impl Drop for Op {
     fn drop(&mut self) {
-        crate::state::Counters::bump(self.conn.shared.counters.completed(self.kind));
+        self.count_completed();
     }
 }
-
-/// A write handed to the writer, answered when its batch is durable (`Op::finish_later`).
-pub(crate) type Pending =
-    std::pin::Pin<Box<dyn std::future::Future<Output = LdapResult<Applied>> + Send>>;
 
 impl Op {
     pub fn shared(&self) -> &Arc<crate::state::Shared> {
@@ -83,8 +81,37 @@ impl Op {
         self.finish_with(pdu, code_of(r), entries).await;
     }
 
+    /// `finish` without waiting, from any thread (the store's writer answers writes this way):
+    /// `None` when the response is queued; otherwise the future that waits for room on the
+    /// connection, to be spawned.
+    pub fn finish_now(
+        mut self,
+        tag: u8,
+        r: Result<(), &LdapError>,
+    ) -> Option<impl std::future::Future<Output = ()> + Send + 'static> {
+        let pdu = self.result_pdu(tag, r);
+        let rc = code_of(r);
+        self.count_completed();
+        match self.conn.try_send(pdu) {
+            Ok(()) => {
+                self.conn.log_end(self.log.take(), rc, None);
+                None
+            }
+            Err(pdu) => Some(self.finish_with(pdu, rc, None)),
+        }
+    }
+
+    /// Counts the operation as completed (once).
+    fn count_completed(&mut self) {
+        if !self.counted {
+            self.counted = true;
+            crate::state::Counters::bump(self.conn.shared.counters.completed(self.kind));
+        }
+    }
+
     /// Sends an already encoded final response carrying result code `rc`.
     pub async fn finish_with(mut self, pdu: Vec<u8>, rc: ResultCode, entries: Option<u64>) {
+        self.count_completed();
         if let Some(n) = entries {
             let sent = &self.conn.shared.counters.traffic.entries_sent;
             sent.fetch_add(n, std::sync::atomic::Ordering::Relaxed);

@@ -142,6 +142,26 @@ impl Conn {
         self.out.send(bytes).await.is_ok()
     }
 
+    /// `send` without waiting, from any thread (the store's writer answers writes with it):
+    /// `Err` gives the bytes back when the connection's buffer or queue has no room now, for
+    /// `send` to wait for it. Bytes for a connection that is gone are dropped, as `send` does.
+    pub fn try_send(&self, bytes: Vec<u8>) -> Result<(), Vec<u8>> {
+        use tokio::sync::{mpsc::error::TrySendError, TryAcquireError};
+        let n = kib(bytes.len(), self.shared.config.max_buffered_bytes / 1024);
+        match self.buffered.try_acquire_many(n) {
+            Ok(p) => p.forget(),
+            Err(TryAcquireError::Closed) => return Ok(()),
+            Err(TryAcquireError::NoPermits) => return Err(bytes),
+        }
+        match self.out.try_send(bytes) {
+            Ok(()) | Err(TrySendError::Closed(_)) => Ok(()),
+            Err(TrySendError::Full(bytes)) => {
+                self.buffered.add_permits(n as usize);
+                Err(bytes)
+            }
+        }
+    }
+
     /// `send` from a blocking-pool thread (searches run there).
     pub fn send_blocking(&self, bytes: Vec<u8>) -> bool {
         tokio::runtime::Handle::current().block_on(self.send(bytes))

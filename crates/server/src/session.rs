@@ -417,6 +417,7 @@ async fn dispatch(conn: &Arc<Conn>, pdu: &[u8], identity: &mut Arc<Identity>) ->
             response: Vec::new(),
             log,
             kind,
+            counted: false,
         }
     };
     // A password reset to be changed restricts the connection (password policy).

@@ -466,3 +466,48 @@ fn a_user_reads_back_their_own_entry_without_user_password() {
     assert!(one(&read_entry(&r, oids::POST_READ), "userPassword").starts_with('{'));
     RawClient::connect(srv.addr).bind(1, &dn, "second-pw");
 }
+
+/// The writer answers committed writes from its own thread, queueing each response on its
+/// connection without waiting; when the connection's response budget is full it hands the
+/// answer to a task that waits for room. With a budget of one response (1 KiB) most answers of
+/// a pipelined run take that second way: every one still arrives, once, with its message id,
+/// and the changes are all applied in order.
+#[test]
+fn pipelined_writes_are_all_answered_when_the_response_budget_is_full() {
+    const N: i32 = 300;
+    let srv = TestServer::start_with(|c| {
+        c.demo = true;
+        c.max_buffered_bytes = 1024;
+    });
+    let mut c = RawClient::connect(srv.addr);
+    c.bind(1, ADMIN_DN, ADMIN_PW);
+    let dn = format!("uid=alice,ou=people,{BASE}");
+    let requests: Vec<u8> = (0..N)
+        .flat_map(|i| {
+            proto::LdapMessage {
+                id: 2 + i,
+                op: replace(&dn, "description", &[&format!("change {i}")]),
+                controls: vec![],
+            }
+            .to_vec()
+        })
+        .collect();
+    // Sent from another thread, so that a server answering while requests are still being
+    // written cannot deadlock the test on full socket buffers.
+    let mut w = c.stream.try_clone().expect("clone socket");
+    let sender = std::thread::spawn(move || std::io::Write::write_all(&mut w, &requests));
+    let mut seen = vec![false; N as usize];
+    for _ in 0..N {
+        let r = c.recv();
+        assert_eq!(r.tag, tags::MODIFY_RESPONSE, "{r:?}");
+        assert_eq!(r.code, Some(ResultCode::Success), "{r:?}");
+        let i = usize::try_from(r.id - 2).expect("a modify's id");
+        assert!(!seen[i], "message {} answered twice", r.id);
+        seen[i] = true;
+    }
+    sender.join().expect("sender").expect("send");
+    assert_eq!(
+        stored(&mut c, N + 2, &dn, "description"),
+        [format!("change {}", N - 1)]
+    );
+}

@@ -20,8 +20,6 @@
 //! Bytes, not characters: a window may cut a UTF-8 character, which only makes keys that
 //! filters cut the same way.
 
-use std::collections::HashMap;
-
 use schema::{AttrId, Schema};
 
 use crate::entry::{AttrRef, Entry};
@@ -100,8 +98,11 @@ impl std::ops::BitOrAssign for IndexKinds {
 
 /// The indexes of a store: the kinds kept per attribute type. Fixed for the life of a store
 /// (they are rebuilt from the entries at every start).
+///
+/// Indexed by attribute id (ids are small and dense): `kinds` is asked for every attribute of
+/// every entry a write or a start-up indexes, where a hash map's lookup cost more than the rest.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Indexes(HashMap<AttrId, IndexKinds>);
+pub struct Indexes(Vec<IndexKinds>);
 
 impl Indexes {
     pub fn new() -> Indexes {
@@ -120,12 +121,17 @@ impl Indexes {
     /// Adds `kinds` to what is kept for `ty`.
     pub fn add(&mut self, ty: AttrId, kinds: IndexKinds) {
         if !kinds.is_empty() {
-            *self.0.entry(ty).or_default() |= kinds;
+            let i = ty.0 as usize;
+            if self.0.len() <= i {
+                self.0.resize(i + 1, IndexKinds::NONE);
+            }
+            self.0[i] |= kinds;
         }
     }
 
+    #[inline]
     pub fn kinds(&self, ty: AttrId) -> IndexKinds {
-        self.0.get(&ty).copied().unwrap_or_default()
+        self.0.get(ty.0 as usize).copied().unwrap_or_default()
     }
 }
 

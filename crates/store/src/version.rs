@@ -518,6 +518,12 @@ impl Version {
         self.put_with(entry, &[]);
     }
 
+    /// `put` of an entry already shared (the writer's undo log puts back the very entry it
+    /// replaced).
+    pub(crate) fn put_arc(&mut self, entry: Arc<Entry>) {
+        self.put_arc_with(entry, &[]);
+    }
+
     /// `put`, with what the caller knows of the change (`deltas`, see `ValueDelta`).
     ///
     /// Only the types whose attributes changed (stored bytes compared) have their keys worked
@@ -527,6 +533,11 @@ impl Version {
     /// members gaining one hashes one value instead of 200,000. (Substring and ordering keys are
     /// shared between values, so they are always worked out from the whole type.)
     pub(crate) fn put_with(&mut self, entry: Entry, deltas: &[ValueDelta<'_>]) {
+        self.put_arc_with(Arc::new(entry), deltas);
+    }
+
+    /// `put_with` of an entry already shared.
+    fn put_arc_with(&mut self, entry: Arc<Entry>, deltas: &[ValueDelta<'_>]) {
         let id = entry.id;
         match self.entries.get(id).cloned() {
             Some(old_entry) => {
@@ -556,7 +567,7 @@ impl Version {
                 }
             }
         }
-        self.entries.insert(id, Arc::new(entry));
+        self.entries.insert(id, entry);
     }
 
     /// The index keys `old` has and `new` lacks, and those `new` has and `old` lacks.

@@ -422,16 +422,20 @@ fn three_valued_logic() {
 
 /// After a random mix of adds, attribute changes (indexed and not, with option variants),
 /// renames and deletes, every index answer equals a full scan.
-#[test]
-fn indexes_agree_with_a_scan_after_random_changes() {
-    let (schema, store) = setup(0);
-    let mut seed: u64 = 0x9e3779b97f4a7c15;
-    let mut next = move |n: u64| {
+/// A repeatable pseudo-random source (xorshift64): `next(n)` is below `n`.
+fn xorshift(mut seed: u64) -> impl FnMut(u64) -> u64 {
+    move |n| {
         seed ^= seed << 13;
         seed ^= seed >> 7;
         seed ^= seed << 17;
         seed % n
-    };
+    }
+}
+
+#[test]
+fn indexes_agree_with_a_scan_after_random_changes() {
+    let (schema, store) = setup(0);
+    let mut next = xorshift(0x9e3779b97f4a7c15);
     let values = ["a", "b", "c", "d"];
     for round in 0..40 {
         let ops: Vec<(u64, u64, u64, u64, u64)> = (0..25)
@@ -440,53 +444,8 @@ fn indexes_agree_with_a_scan_after_random_changes() {
         let s2 = schema.clone();
         store
             .write_blocking(move |txn| {
-                let s = &*s2;
-                for (op, who, v1, v2, fresh) in ops {
-                    let dn = format!("uid=u{who},ou=people,dc=example,dc=com");
-                    let n = ndn(s, &dn);
-                    let existing = txn.version().lookup(&n).map(|e| e.id);
-                    let mut attrs = person(s, &format!("u{who}"));
-                    attrs.push(attr(s, "mail", &[values[v1 as usize]]));
-                    let cn = s.attr_by_name("cn").expect("cn");
-                    attrs.push(
-                        Attr::new(
-                            s,
-                            cn,
-                            ";lang-en",
-                            vec![values[v2 as usize].as_bytes().into()],
-                        )
-                        .expect("cn;lang-en"),
-                    );
-                    attrs.push(attr(s, "description", &[values[v2 as usize]]));
-                    match (op, existing) {
-                        (0 | 1, None) => {
-                            txn.add(dn, n, attrs, false)?;
-                        }
-                        (0, Some(id)) => txn.replace_attrs(id, attrs)?,
-                        (1, Some(id)) => {
-                            // Drop the mail attribute entirely.
-                            attrs.retain(|a| a.ty != s.attr_by_name("mail").expect("mail"));
-                            txn.replace_attrs(id, attrs)?
-                        }
-                        (2, Some(id)) => {
-                            let to = format!(
-                                "uid=u{},ou=people,dc=example,dc=com",
-                                100 + round * 30 + who
-                            );
-                            let mut attrs = attrs;
-                            attrs.retain(|a| a.ty != s.attr_by_name("uid").expect("uid"));
-                            attrs.push(attr(s, "uid", &[&format!("u{fresh}")]));
-                            let parent = txn
-                                .version()
-                                .lookup(&ndn(s, "ou=people,dc=example,dc=com"))
-                                .map(|e| e.id);
-                            txn.rename(id, to.clone(), ndn(s, &to), parent, attrs)?;
-                        }
-                        (3, Some(id)) => {
-                            txn.delete(id)?;
-                        }
-                        _ => {}
-                    }
+                for op in ops {
+                    random_change(txn, &s2, round, op)?;
                 }
                 Ok::<_, store::StoreError>(())
             })
@@ -526,5 +485,158 @@ fn indexes_agree_with_a_scan_after_random_changes() {
                 assert_eq!(via_index, scan, "round {round}, {name}: {f:?}");
             }
         }
+    }
+}
+
+/// One change of a random mix (`indexes_agree_with_a_scan_after_random_changes`): `op` 0 adds
+/// `u<who>` or replaces its attributes (`v1`, `v2` pick values), 1 the same without mail, 2
+/// renames it (to a name made of `round` and `who`, with uid `u<fresh>`), 3 deletes it.
+fn random_change(
+    txn: &mut store::Txn,
+    s: &Schema,
+    round: u64,
+    (op, who, v1, v2, fresh): (u64, u64, u64, u64, u64),
+) -> Result<(), store::StoreError> {
+    let values = ["a", "b", "c", "d"];
+    let dn = format!("uid=u{who},ou=people,dc=example,dc=com");
+    let n = ndn(s, &dn);
+    let existing = txn.version().lookup(&n).map(|e| e.id);
+    let mut attrs = person(s, &format!("u{who}"));
+    attrs.push(attr(s, "mail", &[values[v1 as usize]]));
+    let cn = s.attr_by_name("cn").expect("cn");
+    attrs.push(
+        Attr::new(
+            s,
+            cn,
+            ";lang-en",
+            vec![values[v2 as usize].as_bytes().into()],
+        )
+        .expect("cn;lang-en"),
+    );
+    attrs.push(attr(s, "description", &[values[v2 as usize]]));
+    match (op, existing) {
+        (0 | 1, None) => {
+            txn.add(dn, n, attrs, false)?;
+        }
+        (0, Some(id)) => txn.replace_attrs(id, attrs)?,
+        (1, Some(id)) => {
+            // Drop the mail attribute entirely.
+            attrs.retain(|a| a.ty != s.attr_by_name("mail").expect("mail"));
+            txn.replace_attrs(id, attrs)?
+        }
+        (2, Some(id)) => {
+            let to = format!(
+                "uid=u{},ou=people,dc=example,dc=com",
+                100 + round * 30 + who
+            );
+            let mut attrs = attrs;
+            attrs.retain(|a| a.ty != s.attr_by_name("uid").expect("uid"));
+            attrs.push(attr(s, "uid", &[&format!("u{fresh}")]));
+            let parent = txn
+                .version()
+                .lookup(&ndn(s, "ou=people,dc=example,dc=com"))
+                .map(|e| e.id);
+            txn.rename(id, to.clone(), ndn(s, &to), parent, attrs)?;
+        }
+        (3, Some(id)) => {
+            txn.delete(id)?;
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Runs each of `ops` (changes, then a fate: 0 succeed, 1 fail with an error, 2 panic) as one
+/// operation, all in one batch: the writer is held by a first operation until every one is
+/// queued.
+fn one_batch(store: &Store, schema: &Arc<Schema>, round: u64, ops: Vec<(Vec<Change5>, u8)>) {
+    let (go, wait) = std::sync::mpsc::channel::<()>();
+    let gate = store.write(move |_| wait.recv().map_err(|_| store::StoreError::NoSuchEntry));
+    let pending: Vec<_> = ops
+        .into_iter()
+        .map(|(changes, fate)| {
+            let s = schema.clone();
+            store.write(move |txn| {
+                for c in changes {
+                    random_change(txn, &s, round, c)?;
+                }
+                match fate {
+                    0 => Ok(()),
+                    1 => Err(store::StoreError::NoSuchEntry),
+                    _ => panic!("an operation failing after its changes"),
+                }
+            })
+        })
+        .collect();
+    go.send(()).expect("gate");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        gate.await.expect("writer").expect("gate");
+        for p in pending {
+            let _ = p.await;
+        }
+    });
+}
+
+type Change5 = (u64, u64, u64, u64, u64);
+
+/// Operations that fail in the middle of a batch, with an error or a panic after changing
+/// entries (adds, replaced attributes, renames, deletes, several per operation), leave the
+/// version exactly as if they had never run: the same entries, ids and index answers as a
+/// store that ran only the operations that succeeded.
+#[test]
+fn failed_operations_in_a_batch_are_undone_exactly() {
+    let (schema, all) = setup(0);
+    let (_, only_ok) = setup(0);
+    let mut next = xorshift(0x2545f4914f6cdd1d);
+    for round in 0..30 {
+        let ops: Vec<(Vec<Change5>, u8)> = (0..12)
+            .map(|_| {
+                let changes = (0..1 + next(3))
+                    .map(|_| (next(4), next(12), next(4), next(4), 1000 + next(1 << 40)))
+                    .collect();
+                (changes, next(3) as u8)
+            })
+            .collect();
+        let succeeding = ops.iter().filter(|o| o.1 == 0).cloned().collect();
+        one_batch(&all, &schema, round, ops);
+        one_batch(&only_ok, &schema, round, succeeding);
+        let (a, b) = (all.read(), only_ok.read());
+        assert_eq!(a.next_id(), b.next_id(), "round {round}");
+        let entries = |v: &Version| -> Vec<_> {
+            v.iter()
+                .map(|e| {
+                    (
+                        e.id,
+                        e.parent,
+                        e.dn().to_string(),
+                        e.ndn_str().to_string(),
+                        e.to_attrs(),
+                    )
+                })
+                .collect()
+        };
+        assert_eq!(entries(&a), entries(&b), "round {round}");
+        for name in ["mail", "cn", "uid", "objectClass"] {
+            let ty = schema.attr_by_name(name).expect("attr");
+            let mut filters = vec![Filter::Present(ty)];
+            for val in ["a", "b", "c", "d", "inetOrgPerson", "User u1", "u3"] {
+                if let Ok(norm) = schema.normalize_eq(ty, val.as_bytes()) {
+                    filters.push(Filter::Equality { attr: ty, norm });
+                }
+            }
+            for f in filters {
+                let ids = |v: &Version| {
+                    v.candidates(&schema, &f)
+                        .map(|c| c.iter().collect::<Vec<_>>())
+                };
+                assert_eq!(ids(&a), ids(&b), "round {round}, {f:?}");
+            }
+        }
+        let people = ndn(&schema, "ou=people,dc=example,dc=com");
+        let kids = |v: &Version| v.children(v.lookup(&people).expect("people").id).cloned();
+        assert_eq!(kids(&a), kids(&b), "round {round}");
     }
 }

@@ -20,13 +20,13 @@ pub(crate) async fn handle(mut op: Op, dn: &[u8]) -> Next {
     let early = early_checks(&op);
     // As slapd, the DN is checked before the requester: an invalid DN is invalidDNSyntax and
     // the root DSE is unwillingToPerform for everyone.
-    let change = match op.shared().parse_dn(dn) {
+    let change = match op.shared().parse_ndn(dn) {
         Err(e) => Err(e),
-        Ok((_, ndn)) if ndn.is_root() => Err(LdapError::new(
+        Ok(ndn) if ndn.is_root() => Err(LdapError::new(
             ResultCode::UnwillingToPerform,
             "cannot delete the root DSE",
         )),
-        Ok((_, ndn)) => op
+        Ok(ndn) => op
             .may_write()
             .and_then(|()| prepare(op.shared(), &op.who, ndn, assertion, subtree, early)),
     };

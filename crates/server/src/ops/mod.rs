@@ -27,15 +27,12 @@ pub mod subschema;
 pub(crate) mod syncprov;
 pub(crate) mod txn;
 
-use std::sync::Arc;
-
 use proto::ResultCode;
 
 use crate::error::{LdapError, LdapResult};
-use crate::state::{Identity, Shared};
+use crate::state::Identity;
 
 use crate::op::Op;
-pub(crate) use crate::op::Pending;
 pub(crate) use crate::overlays::Applied;
 pub(crate) use dit::write::{
     authorize, authorize_new, check_assertion, denied, detached, hash_passwords, set_operational,
@@ -54,17 +51,16 @@ pub(crate) fn take_assertion(op: &mut Op) -> Option<Assertion> {
 
 /// Sends a prepared write on its way: queued in the transaction its Transaction Specification
 /// control names (answered at once, `txn::queue`), or handed to the writer now and answered
-/// once its batch is committed.
+/// from the writer's thread once its batch is committed (`submit_write`).
 pub(crate) async fn route_write(mut op: Op, tag: u8, change: LdapResult<Change>, audit: Audit) {
     if let Some(id) = op.controls.txn.take() {
         txn::queue(op, tag, id, change, audit).await;
         return;
     }
-    let fut = match change {
-        Ok(c) => submit_write(op.shared(), c),
-        Err(e) => refused(e),
-    };
-    finish_write(op, tag, fut, audit).await;
+    match change {
+        Ok(c) => submit_write(op, tag, c, audit).await,
+        Err(e) => op.finish(tag, Err(&e), None).await,
+    }
 }
 
 /// Whether an operation's checks against the current version may refuse it before it reaches
@@ -74,46 +70,51 @@ pub(crate) fn early_checks(op: &Op) -> bool {
     op.controls.txn.is_none()
 }
 
-/// A write refused before it reached the writer.
-pub(crate) fn refused(e: LdapError) -> Pending {
-    Box::pin(async move { Err(e) })
-}
-
-/// The write path: queues the change `f` on the writer now and returns the future of what it
-/// applied. In the writer's job, `f` checks and applies the change against the newest version
-/// (`Txn`), then the overlay chain runs on what it applied; any error rolls all of it back.
-pub(crate) fn submit_write(shared: &Arc<Shared>, f: Change) -> Pending {
-    let sh = shared.clone();
-    let fut = shared.store.write(move |txn| write_job(&sh, txn, f));
-    Box::pin(async move {
-        match fut.await {
-            Ok(r) => r,
-            Err(e) => Err(e.into()),
-        }
-    })
-}
-
-/// Answers a write once the writer has committed it, without holding up the read loop. The
-/// write was already handed to the writer (in arrival order) when `fut` was made. On success
-/// the pre-read and post-read entries (RFC 4527) join the response and the audit record (if
-/// any) is logged; the access line always is.
-pub(crate) async fn finish_write(op: Op, tag: u8, fut: Pending, audit: Audit) {
+/// The write path: queues the change `f` on the writer now, without holding up the read loop
+/// for its answer. In the writer's job, `f` checks and applies the change against the newest
+/// version (`Txn`), then the overlay chain runs on what it applied; any error rolls all of it
+/// back. Once the batch holding it is committed, the writer's thread answers it (`answer`),
+/// so a batch's answers cost one wake-up of each connection's write task, not a task per
+/// operation.
+async fn submit_write(op: Op, tag: u8, f: Change, audit: Audit) {
+    // `max_outstanding`: the read loop waits here while the connection has that many.
     let Ok(permit) = op.conn.permits.clone().acquire_owned().await else {
         return;
     };
     // From now on the write is the writer's: a Cancel naming it gets cannotCancel.
     let guard = cancel::Uncancellable::enter(&op.conn, op.id);
-    tokio::spawn(async move {
-        let mut op = op;
-        let r = fut.await;
-        if let Ok(applied) = &r {
-            read_entry_controls(&mut op, applied);
-            write_audit(&op.conn, &op.who, audit, applied);
-        }
-        op.finish(tag, r.as_ref().map(|_| ()), None).await;
-        drop(guard);
-        drop(permit);
-    });
+    let runtime = tokio::runtime::Handle::current();
+    let shared = op.shared().clone();
+    let sh = shared.clone();
+    shared.store.write_then(
+        move |txn| write_job(&sh, txn, f),
+        move |r| {
+            let r = r.unwrap_or_else(|e| Err(e.into()));
+            if let Some(wait) = answer(op, tag, r, audit) {
+                // The connection's queue is full: wait for room on the runtime.
+                runtime.spawn(async move {
+                    wait.await;
+                    drop((guard, permit));
+                });
+            }
+        },
+    );
+}
+
+/// Answers a committed (or refused) write, on the writer's thread: on success the pre-read
+/// and post-read entries (RFC 4527) join the response and the audit record (if any) is
+/// logged; the access line always is. The future, if any, still has to send the response.
+fn answer(
+    mut op: Op,
+    tag: u8,
+    r: LdapResult<Applied>,
+    audit: Audit,
+) -> Option<impl std::future::Future<Output = ()> + Send + 'static> {
+    if let Ok(applied) = &r {
+        read_entry_controls(&mut op, applied);
+        write_audit(&op.conn, &op.who, audit, applied);
+    }
+    op.finish_now(tag, r.as_ref().map(|_| ()))
 }
 
 /// Writes the audit records of a committed change: the one made from the request, or one per
