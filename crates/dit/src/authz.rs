@@ -156,7 +156,7 @@ fn search_one(dit: &Dit, url: &str) -> Mapped {
         || std::ops::ControlFlow::Continue(()),
     );
     match found.as_slice() {
-        [e] => Mapped::Dn(e.ndn()),
+        [e] => Mapped::Dn(e.ndn(&schema)),
         [] => Mapped::Nothing(format!("the search '{filter}' found no entry")),
         _ => Mapped::Nothing(format!("the search '{filter}' found more than one entry")),
     }

@@ -76,7 +76,7 @@ fn delete_subordinates(
             too_many = true;
             return std::ops::ControlFlow::Break(());
         }
-        subordinates.push((d.depth(), d.id, d.ndn()));
+        subordinates.push((d.depth(), d.id, d.ndn(v.schema())));
         std::ops::ControlFlow::Continue(())
     });
     if too_many {

@@ -96,7 +96,7 @@ pub fn apply(
         }
     };
     let mut rdns = r.new_rdn_norm.rdns.clone();
-    let parent_ndn = parent.ndn();
+    let parent_ndn = parent.ndn(schema);
     rdns.extend(parent_ndn.rdns.iter().cloned());
     let new_ndn = NormDn {
         norm: format!("{},{}", r.new_rdn_norm.norm, parent_ndn.norm),
@@ -115,7 +115,7 @@ pub fn apply(
     let norm_of = |ty, raw: &[u8]| schema.normalize_eq(ty, raw).unwrap_or_default();
     // Old RDN values go first (unless the new RDN keeps them), then new ones join.
     if r.delete_old_rdn {
-        if let Some(old) = e.ndn().rdns.first() {
+        if let Some(old) = e.ndn(schema).rdns.first() {
             for (ty, raw) in old {
                 let n = norm_of(*ty, raw);
                 if new_avas.iter().any(|(t, v)| t == ty && norm_of(*t, v) == n) {

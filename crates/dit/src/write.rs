@@ -100,7 +100,7 @@ pub fn authorize_new(
         .and_then(|p| v.lookup_norm(p))
         .is_some_and(|p| view.entry(&shared.acl, &shared.schema(), p).visible());
     if !parent_visible {
-        return Err(shared.no_such_object_for(v, &entry.ndn(), &view));
+        return Err(shared.no_such_object_for(v, &entry.ndn(v.schema()), &view));
     }
     if view
         .entry(&shared.acl, &shared.schema(), entry)

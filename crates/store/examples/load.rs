@@ -16,16 +16,8 @@ use std::time::Instant;
 use schema::{Dn, Schema};
 use store::{Attr, Filter, Scope, Store};
 
-fn rss_bytes() -> u64 {
-    std::fs::read_to_string("/proc/self/statm")
-        .ok()
-        .and_then(|s| {
-            s.split_whitespace()
-                .nth(1)
-                .and_then(|p| p.parse::<u64>().ok())
-        })
-        .map_or(0, |pages| pages * 4096)
-}
+mod common;
+use common::rss_bytes;
 
 fn main() {
     let n: u32 = std::env::args()

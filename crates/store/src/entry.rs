@@ -1,8 +1,8 @@
 //! Entries as kept in memory.
 //!
 //! A stored [`Entry`] is one packed byte buffer (plus its id and parent): the DN as given, the
-//! normalized DN when it differs, the normalized RDN sequence, and every attribute with its
-//! values as the client sent them (returned verbatim) and, only where it differs, each value's
+//! normalized DN when it differs, the number of RDNs, and every attribute with its values as
+//! the client sent them (returned verbatim) and, only where it differs, each value's
 //! equality-normalized form (used for matching, duplicate detection and index keys), so matching
 //! never re-normalizes stored data. Readers walk the buffer through [`AttrRef`] views.
 //!
@@ -12,16 +12,22 @@
 //! size of its text. Writers edit the owned form ([`Attr`], from [`Entry::to_attrs`]) and pack
 //! the result into a new entry.
 //!
-//! Buffer layout (integers are LEB128 varints, written only by [`Entry::new`]):
+//! Buffer layout, "layout 2" (integers are LEB128 varints, written only by this module):
 //!
 //! ```text
-//! entry := len dn | ndn | len rdns rdns | count attrs | attr*
+//! entry := len dn | ndn | depth | count attrs | attr*
 //! ndn   := 0 (same bytes as dn) | len+1 bytes
-//! rdns  := count rdn* ; rdn := count (type len value)*
-//! attr  := type | len options | count values | len body | body
+//! attr  := type | head | [len options] | [count] | body
+//! head  := len(body) << 2 | 2 if options follow | 1 if a count follows (else one value)
 //! body  := value* ; value := 2*len raw norm | 2*id+1 (interned pair `id`, see `intern`)
 //! norm  := 0 (same as raw) | len+1 bytes
 //! ```
+//!
+//! Layout 1 (snapshot formats 2 and 3) also kept the normalized RDNs after the DNs and wrote
+//! every attribute as `type | len options | count | len body | body`; `convert_layout1` turns
+//! it into this one. The RDNs (~40 bytes of a reference entry, a copy of the DN's content) are
+//! parsed from the DN again when asked for (`Entry::ndn`, which no hot path uses), and a
+//! single-valued attribute without options (nearly all of them) spends two bytes less.
 
 use std::fmt;
 
@@ -158,29 +164,8 @@ thread_local! {
         const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
 }
 
-/// Appends the name part to `out`: the DN, the normalized DN where it differs, the normalized
-/// RDNs (`part`: scratch).
-fn pack_name(out: &mut Vec<u8>, part: &mut Vec<u8>, dn: &str, ndn: &NormDn) {
-    part.clear();
-    for rdn in &ndn.rdns {
-        put_rdn(part, rdn.iter().map(|(ty, v)| (*ty, &v[..])));
-    }
-    put_name(out, dn, &ndn.norm, ndn.rdns.len(), part);
-}
-
-/// Appends one normalized RDN (its AVAs' types and raw values) in the packed form of the name
-/// part's RDN list; `Packer::start` takes such RDNs back to back.
-pub fn put_rdn<'a>(out: &mut Vec<u8>, avas: impl ExactSizeIterator<Item = (AttrId, &'a [u8])>) {
-    put_varint(out, avas.len());
-    for (ty, v) in avas {
-        put_varint(out, ty.0 as usize);
-        put_bytes(out, v);
-    }
-}
-
-/// Appends the name part: the DN, the normalized DN where it differs, and `count` RDNs
-/// written by `put_rdn` (`rdns`).
-fn put_name(out: &mut Vec<u8>, dn: &str, norm: &str, count: usize, rdns: &[u8]) {
+/// Appends the name part: the DN, the normalized DN where it differs, and the number of RDNs.
+fn put_name(out: &mut Vec<u8>, dn: &str, norm: &str, depth: usize) {
     put_bytes(out, dn.as_bytes());
     if norm == dn {
         out.push(0);
@@ -188,38 +173,54 @@ fn put_name(out: &mut Vec<u8>, dn: &str, norm: &str, count: usize, rdns: &[u8]) 
         put_varint(out, norm.len() + 1);
         out.extend_from_slice(norm.as_bytes());
     }
-    put_varint(out, varint_len(count) + rdns.len());
-    put_varint(out, count);
-    out.extend_from_slice(rdns);
-}
-
-/// The bytes `put_varint` writes for `v`.
-fn varint_len(v: usize) -> usize {
-    (usize::BITS - v.leading_zeros()).max(1).div_ceil(7) as usize
+    put_varint(out, depth);
 }
 
 fn depth_of(ndn: &NormDn) -> u32 {
     u32::try_from(ndn.rdns.len()).unwrap_or(u32::MAX)
 }
 
+/// Bits of an attribute's `head` below the body length.
+const HEAD_COUNT: usize = 1;
+const HEAD_OPTIONS: usize = 2;
+
+/// Appends an attribute's header and body (layout 2).
+fn put_attr(out: &mut Vec<u8>, ty: AttrId, options: &[u8], count: usize, body: &[u8]) {
+    put_varint(out, ty.0 as usize);
+    let mut head = body.len() << 2;
+    if !options.is_empty() {
+        head |= HEAD_OPTIONS;
+    }
+    if count != 1 {
+        head |= HEAD_COUNT;
+    }
+    put_varint(out, head);
+    if !options.is_empty() {
+        put_bytes(out, options);
+    }
+    if count != 1 {
+        put_varint(out, count);
+    }
+    out.extend_from_slice(body);
+}
+
 /// Appends one attribute (`body`: scratch): type, options, and each (raw, normalized) value,
-/// interned where the type's values are.
+/// interned where the type's values are (or, with `intern_all`, wherever the table takes it).
 fn pack_attr<'a>(
     out: &mut Vec<u8>,
     body: &mut Vec<u8>,
     ty: AttrId,
     options: &str,
     values: impl ExactSizeIterator<Item = Pair<'a>>,
+    intern_all: bool,
 ) {
-    put_varint(out, ty.0 as usize);
-    put_bytes(out, options.as_bytes());
-    put_varint(out, values.len());
+    let count = values.len();
     body.clear();
-    let interned = intern::is_interned_type(ty);
+    let interned = intern_all || intern::is_interned_type(ty);
     for (raw, norm) in values {
         put_value(body, interned, raw, norm);
     }
-    put_bytes(out, body);
+    put_attr(out, ty, options.as_bytes(), count, body);
 }
 
 /// Appends one value to an attribute's body: interned where its type's values are and the
@@ -269,9 +270,6 @@ fn pack_kept(
     if count == 0 {
         return false;
     }
-    put_varint(out, attr.ty.0 as usize);
-    put_bytes(out, attr.options.as_bytes());
-    put_varint(out, count);
     body.clear();
     let interned = intern::is_interned_type(attr.ty);
     if attr.table.is_some() {
@@ -289,7 +287,7 @@ fn pack_kept(
     for (raw, norm) in add {
         put_value(body, interned, raw, norm);
     }
-    put_bytes(out, body);
+    put_attr(out, attr.ty, attr.options.as_bytes(), count, body);
     true
 }
 
@@ -349,7 +347,7 @@ fn pack_attrs_one(out: &mut Vec<u8>, body: &mut Vec<u8>, a: &Attr) {
         .iter()
         .enumerate()
         .map(|(i, raw)| (&**raw, a.norm.get(i).map_or(&**raw, |n| &**n)));
-    pack_attr(out, body, a.ty, &a.options, pairs);
+    pack_attr(out, body, a.ty, &a.options, pairs, false);
 }
 
 /// Packs an entry from borrowed pieces, for a builder that has its values as slices (a bulk
@@ -365,11 +363,10 @@ pub struct Packer {
 }
 
 impl Packer {
-    /// Starts an entry: its DN as given, its normalized DN, and its `depth` normalized RDNs
-    /// (`rdns`, as `put_rdn` writes them, most specific first).
-    pub fn start(&mut self, dn: &str, norm: &str, depth: usize, rdns: &[u8]) {
+    /// Starts an entry: its DN as given, its normalized DN, and its number of RDNs.
+    pub fn start(&mut self, dn: &str, norm: &str, depth: usize) {
         self.out.clear();
-        put_name(&mut self.out, dn, norm, depth, rdns);
+        put_name(&mut self.out, dn, norm, depth);
         self.count_at = self.out.len();
         self.out.push(0);
         self.count = 0;
@@ -383,7 +380,19 @@ impl Packer {
         options: &str,
         values: impl ExactSizeIterator<Item = Pair<'a>>,
     ) {
-        pack_attr(&mut self.out, &mut self.body, ty, options, values);
+        pack_attr(&mut self.out, &mut self.body, ty, options, values, false);
+        self.count += 1;
+    }
+
+    /// `attr` for values that the caller knows recur on many entries (a bulk load's one time
+    /// stamp and entryCSN): they are interned whatever their type, while the table has room.
+    pub fn attr_interned<'a>(
+        &mut self,
+        ty: AttrId,
+        options: &str,
+        values: impl ExactSizeIterator<Item = Pair<'a>>,
+    ) {
+        pack_attr(&mut self.out, &mut self.body, ty, options, values, true);
         self.count += 1;
     }
 
@@ -398,9 +407,6 @@ impl Packer {
         }
     }
 }
-
-/// The normalized RDN sequence of a DN, as `NormDn::rdns`.
-type Rdns = Vec<Vec<(AttrId, Vec<u8>)>>;
 
 fn str_of(b: &[u8]) -> &str {
     // Attribute options are nearly always empty: no call to check them.
@@ -422,7 +428,7 @@ impl Entry {
     ) -> Entry {
         SCRATCH.with_borrow_mut(|(out, part)| {
             out.clear();
-            pack_name(out, part, dn, ndn);
+            put_name(out, dn, &ndn.norm, ndn.rdns.len());
             pack_attrs(out, part, attrs);
             Entry {
                 id,
@@ -481,9 +487,9 @@ impl Entry {
     /// This entry under another name and parent, attributes unchanged (copied as they are).
     pub fn renamed(&self, dn: &str, ndn: &NormDn, parent: Option<EntryId>) -> Entry {
         let attrs = &self.packed[self.name_end()..];
-        SCRATCH.with_borrow_mut(|(out, part)| {
+        SCRATCH.with_borrow_mut(|(out, _)| {
             out.clear();
-            pack_name(out, part, dn, ndn);
+            put_name(out, dn, &ndn.norm, ndn.rdns.len());
             out.extend_from_slice(attrs);
             Entry {
                 id: self.id,
@@ -501,19 +507,30 @@ impl Entry {
 
     /// An entry from packed bytes read back from disk, checked to be well formed with
     /// attribute ids below `attr_count` and interned ids below `interned.len()`, so that no
-    /// accessor can fail on it. Interned ids are those of `interned` (the file's table): when
-    /// `same_ids`, they are this process's ids too and the bytes are taken as they are;
-    /// otherwise the entry is packed afresh. Whether the attribute ids and normalized forms
-    /// are those of the schema in force is the caller's business (the snapshot records a
-    /// schema fingerprint; see also `attrs_in`).
+    /// accessor can fail on it. `layout` is the packed layout of the bytes (1 or 2, see the
+    /// module's notes); layout 1 is converted. Interned ids are those of `interned` (the
+    /// file's table): when `same_ids`, they are this process's ids too and the bytes are taken
+    /// as they are; otherwise the entry is packed afresh. Whether the attribute ids and
+    /// normalized forms are those of the schema in force is the caller's business (the
+    /// snapshot records a schema fingerprint; see also `attrs_in`).
     pub fn from_packed(
         id: EntryId,
         parent: Option<EntryId>,
         packed: &[u8],
+        layout: u8,
         attr_count: usize,
         interned: &[Pair<'_>],
         same_ids: bool,
     ) -> Result<Entry, String> {
+        let converted;
+        let packed = match layout {
+            1 => {
+                converted = convert_layout1(packed, attr_count)?;
+                &converted[..]
+            }
+            2 => packed,
+            n => return Err(format!("packed layout {n} is unknown")),
+        };
         let depth = check_packed(packed, attr_count, interned.len())?;
         let e = Entry {
             id,
@@ -561,7 +578,7 @@ impl Entry {
         }
     }
 
-    /// A cursor past the DN and the normalized DN (at the RDN block).
+    /// A cursor past the DN and the normalized DN (at the depth).
     fn after_dns(&self) -> Cur<'_> {
         let mut c = self.cur();
         c.bytes();
@@ -574,15 +591,10 @@ impl Entry {
         c
     }
 
-    fn rdn_block(&self) -> Cur<'_> {
-        let mut c = self.after_dns();
-        Cur { b: c.bytes(), i: 0 }
-    }
-
-    /// Where the name part (DN, normalized DN, RDNs) ends and the attributes begin.
+    /// Where the name part (DN, normalized DN, depth) ends and the attributes begin.
     fn name_end(&self) -> usize {
         let mut c = self.after_dns();
-        c.bytes();
+        c.varint();
         c.i
     }
 
@@ -591,23 +603,18 @@ impl Entry {
         self.depth as usize
     }
 
-    /// The normalized DN with its RDNs (allocates; comparisons should use `ndn_str`).
-    pub fn ndn(&self) -> NormDn {
-        let mut c = self.rdn_block();
-        let n = c.varint();
-        let mut rdns: Rdns = Vec::with_capacity(n);
-        for _ in 0..n {
-            let k = c.varint();
-            let mut rdn = Vec::with_capacity(k);
-            for _ in 0..k {
-                let ty = AttrId(c.varint() as u32);
-                rdn.push((ty, c.bytes().to_vec()));
-            }
-            rdns.push(rdn);
-        }
-        NormDn {
-            norm: self.ndn_str().to_string(),
-            rdns,
+    /// The normalized DN with its RDNs, parsed and normalized again from the DN with `schema`
+    /// (the schema of the version holding the entry): the RDNs are not kept, being a copy of
+    /// the DN's content. Allocates and costs a parse; comparisons should use `ndn_str`.
+    pub fn ndn(&self, schema: &Schema) -> NormDn {
+        match schema::Dn::parse(self.dn()).and_then(|d| d.normalize(schema)) {
+            Ok(n) => n,
+            // The DN was normalized with this schema (or one it extends) when the entry was
+            // made, so this is not reached; the normalized DN is still right without RDNs.
+            Err(_) => NormDn {
+                norm: self.ndn_str().to_string(),
+                rdns: Vec::new(),
+            },
         }
     }
 
@@ -679,9 +686,18 @@ impl<'a> Iterator for Attrs<'a> {
         }
         self.left -= 1;
         let ty = AttrId(self.c.varint() as u32);
-        let options = str_of(self.c.bytes());
-        let count = self.c.varint();
-        let body = self.c.bytes();
+        let head = self.c.varint();
+        let options = if head & HEAD_OPTIONS != 0 {
+            str_of(self.c.bytes())
+        } else {
+            ""
+        };
+        let count = if head & HEAD_COUNT != 0 {
+            self.c.varint()
+        } else {
+            1
+        };
+        let body = self.c.take(head >> 2);
         Some(AttrRef {
             ty,
             options,
@@ -807,11 +823,8 @@ impl<'a> Iterator for Pairs<'a> {
     }
 }
 
-/// Checks that `packed` is a well-formed entry buffer whose attribute ids are below
-/// `attr_count` and interned ids below `interned` (so that reading it can never fail);
-/// returns the number of RDNs.
-fn check_packed(packed: &[u8], attr_count: usize, interned: usize) -> Result<usize, String> {
-    let mut r = Check { b: packed, i: 0 };
+/// Checks the DN and normalized DN at the start of a packed entry (both layouts).
+fn check_dns(r: &mut Check<'_>) -> Result<(), String> {
     let dn = r.bytes("DN")?;
     std::str::from_utf8(dn).map_err(|_| "DN is not UTF-8".to_string())?;
     match r.varint("normalized DN")? {
@@ -821,6 +834,73 @@ fn check_packed(packed: &[u8], attr_count: usize, interned: usize) -> Result<usi
             std::str::from_utf8(b).map_err(|_| "normalized DN is not UTF-8".to_string())?;
         }
     }
+    Ok(())
+}
+
+/// Checks an attribute's values (`body`): `count` of them, interned ids below `interned`.
+fn check_body(body: &[u8], count: usize, interned: usize) -> Result<(), String> {
+    let mut v = Check { b: body, i: 0 };
+    let mut seen = 0;
+    while v.i < body.len() {
+        let x = v.varint("value")?;
+        seen += 1;
+        if x & 1 == 1 {
+            if x >> 1 >= interned {
+                return Err(format!("interned value {} is not in the table", x >> 1));
+            }
+            continue;
+        }
+        v.take(x >> 1, "value")?;
+        match v.varint("normalized value")? {
+            0 => {}
+            n => {
+                v.take(n - 1, "normalized value")?;
+            }
+        }
+    }
+    if seen != count {
+        return Err(format!("attribute holds {seen} values, not {count}"));
+    }
+    Ok(())
+}
+
+/// Checks that `packed` is a well-formed entry buffer (layout 2) whose attribute ids are
+/// below `attr_count` and interned ids below `interned` (so that reading it can never fail);
+/// returns the number of RDNs.
+fn check_packed(packed: &[u8], attr_count: usize, interned: usize) -> Result<usize, String> {
+    let mut r = Check { b: packed, i: 0 };
+    check_dns(&mut r)?;
+    let depth = r.varint("depth")?;
+    let n = r.varint("attribute count")?;
+    for _ in 0..n {
+        r.attr_type(attr_count)?;
+        let head = r.varint("attribute header")?;
+        if head & HEAD_OPTIONS != 0 {
+            let o = r.bytes("options")?;
+            std::str::from_utf8(o).map_err(|_| "options are not UTF-8".to_string())?;
+        }
+        let count = if head & HEAD_COUNT != 0 {
+            r.varint("value count")?
+        } else {
+            1
+        };
+        let body = r.take(head >> 2, "values")?;
+        check_body(body, count, interned)?;
+    }
+    if r.i != packed.len() {
+        return Err("entry has trailing bytes".into());
+    }
+    Ok(depth)
+}
+
+/// A packed entry of layout 1 (snapshot formats 2 and 3) in layout 2: the RDN block becomes
+/// its count, each attribute header is written anew, the values are copied as they are.
+/// Checks the framing as it goes (the values are left to `check_packed`).
+fn convert_layout1(packed: &[u8], attr_count: usize) -> Result<Vec<u8>, String> {
+    let mut out = Vec::with_capacity(packed.len());
+    let mut r = Check { b: packed, i: 0 };
+    check_dns(&mut r)?;
+    out.extend_from_slice(&packed[..r.i]);
     let block = r.bytes("RDNs")?;
     let mut q = Check { b: block, i: 0 };
     let depth = q.varint("RDN count")?;
@@ -833,40 +913,20 @@ fn check_packed(packed: &[u8], attr_count: usize, interned: usize) -> Result<usi
     if q.i != block.len() {
         return Err("RDN block has trailing bytes".into());
     }
+    put_varint(&mut out, depth);
     let n = r.varint("attribute count")?;
+    put_varint(&mut out, n);
     for _ in 0..n {
-        r.attr_type(attr_count)?;
-        let o = r.bytes("options")?;
-        std::str::from_utf8(o).map_err(|_| "options are not UTF-8".to_string())?;
+        let ty = r.attr_type(attr_count)?;
+        let options = r.bytes("options")?;
         let count = r.varint("value count")?;
         let body = r.bytes("values")?;
-        let mut v = Check { b: body, i: 0 };
-        let mut seen = 0;
-        while v.i < body.len() {
-            let x = v.varint("value")?;
-            seen += 1;
-            if x & 1 == 1 {
-                if x >> 1 >= interned {
-                    return Err(format!("interned value {} is not in the table", x >> 1));
-                }
-                continue;
-            }
-            v.take(x >> 1, "value")?;
-            match v.varint("normalized value")? {
-                0 => {}
-                n => {
-                    v.take(n - 1, "normalized value")?;
-                }
-            }
-        }
-        if seen != count {
-            return Err(format!("attribute holds {seen} values, not {count}"));
-        }
+        put_attr(&mut out, AttrId(ty as u32), options, count, body);
     }
     if r.i != packed.len() {
         return Err("entry has trailing bytes".into());
     }
-    Ok(depth)
+    Ok(out)
 }
 
 struct Check<'a> {
@@ -917,12 +977,12 @@ impl<'a> Check<'a> {
     }
 
     #[inline]
-    fn attr_type(&mut self, attr_count: usize) -> Result<(), String> {
+    fn attr_type(&mut self, attr_count: usize) -> Result<usize, String> {
         let ty = self.varint("attribute type")?;
         if ty >= attr_count {
             return Err(format!("attribute type {ty} is not in the schema"));
         }
-        Ok(())
+        Ok(ty)
     }
 }
 
@@ -940,10 +1000,54 @@ mod tests {
         }
     }
 
+    /// The normalized RDN sequence of a DN, as `NormDn::rdns`.
+    type Rdns = Vec<Vec<(AttrId, Vec<u8>)>>;
+
     /// Reads packed bytes of this process (no interned values of another table).
     fn unpack(packed: &[u8], attr_count: usize) -> Result<Entry, String> {
         let table: Vec<Pair<'static>> = (0..intern::len()).filter_map(intern::get).collect();
-        Entry::from_packed(1, None, packed, attr_count, &table, true)
+        Entry::from_packed(1, None, packed, 2, attr_count, &table, true)
+    }
+
+    /// An entry packed in layout 1 (snapshot formats 2 and 3), as it was written then.
+    fn pack_layout1(dn: &str, ndn: &NormDn, attrs: &[Attr]) -> Vec<u8> {
+        let mut out = Vec::new();
+        put_bytes(&mut out, dn.as_bytes());
+        if ndn.norm == dn {
+            out.push(0);
+        } else {
+            put_varint(&mut out, ndn.norm.len() + 1);
+            out.extend_from_slice(ndn.norm.as_bytes());
+        }
+        let mut rdns = Vec::new();
+        put_varint(&mut rdns, ndn.rdns.len());
+        for rdn in &ndn.rdns {
+            put_varint(&mut rdns, rdn.len());
+            for (ty, v) in rdn {
+                put_varint(&mut rdns, ty.0 as usize);
+                put_bytes(&mut rdns, v);
+            }
+        }
+        put_bytes(&mut out, &rdns);
+        put_varint(&mut out, attrs.len());
+        for a in attrs {
+            put_varint(&mut out, a.ty.0 as usize);
+            put_bytes(&mut out, a.options.as_bytes());
+            put_varint(&mut out, a.values.len());
+            let mut body = Vec::new();
+            for (raw, norm) in a.values.iter().zip(&a.norm) {
+                put_varint(&mut body, 2 * raw.len());
+                body.extend_from_slice(raw);
+                if norm == raw {
+                    body.push(0);
+                } else {
+                    put_varint(&mut body, norm.len() + 1);
+                    body.extend_from_slice(norm);
+                }
+            }
+            put_bytes(&mut out, &body);
+        }
+        out
     }
 
     #[test]
@@ -974,13 +1078,13 @@ mod tests {
         let mut file: Vec<Pair<'static>> = vec![(b"", b""); x.max(y) as usize + 1];
         file[x as usize] = (b"Interned-Y", b"Interned-Y");
         file[y as usize] = (b"Interned-X", b"interned-x");
-        let swapped = Entry::from_packed(9, None, e.packed(), 4001, &file, false).expect("ok");
+        let swapped = Entry::from_packed(9, None, e.packed(), 2, 4001, &file, false).expect("ok");
         assert_eq!(
             swapped.to_attrs()[0].values,
             [Box::from(&b"Interned-Y"[..]), Box::from(&b"Interned-X"[..])]
         );
         // A number outside the file's table is refused.
-        assert!(Entry::from_packed(9, None, e.packed(), 4001, &[], false).is_err());
+        assert!(Entry::from_packed(9, None, e.packed(), 2, 4001, &[], false).is_err());
     }
 
     fn ndn(norm: &str, rdns: Rdns) -> NormDn {
@@ -990,47 +1094,42 @@ mod tests {
         }
     }
 
+    fn parsed(schema: &Schema, dn: &str) -> NormDn {
+        schema::Dn::parse(dn)
+            .and_then(|d| d.normalize(schema))
+            .expect("dn")
+    }
+
     #[test]
     fn packs_and_reads_back() {
+        let schema = Schema::builtin();
         let attrs = vec![
             attr(3, "", &[(b"Top", b"top"), (b"person", b"person")]),
             attr(7, ";lang-en", &[(b"A  B", b"a b")]),
             attr(9, "", &[(&[0, 0xff, 0x80], &[0, 0xff, 0x80])]),
         ];
-        let n = ndn(
-            "cn=a b,dc=x",
-            vec![
-                vec![(AttrId(7), b"a b".to_vec())],
-                vec![(AttrId(2), b"x".to_vec())],
-            ],
-        );
+        let n = parsed(&schema, "CN=A  B,DC=x");
         let e = Entry::new(5, Some(1), "CN=A  B,DC=x", &n, &attrs);
         assert_eq!((e.id, e.parent), (5, Some(1)));
         assert_eq!(e.dn(), "CN=A  B,DC=x");
         assert_eq!(e.ndn_str(), "cn=a b,dc=x");
-        assert_eq!(e.ndn().rdns, n.rdns);
+        assert_eq!(e.ndn(&schema), n);
         assert_eq!(e.depth(), 2);
         assert_eq!(e.to_attrs(), attrs);
         assert_eq!(e.attrs().len(), 3);
         let fewer = e.with_attrs(&attrs[1..]);
         assert_eq!((fewer.id, fewer.parent, fewer.depth()), (5, Some(1), 2));
         assert_eq!((fewer.dn(), fewer.ndn_str()), (e.dn(), e.ndn_str()));
-        assert_eq!(fewer.ndn().rdns, n.rdns);
+        assert_eq!(fewer.ndn(&schema), n);
         assert_eq!(fewer.to_attrs(), &attrs[1..]);
-        let m = ndn(
-            "cn=a b,ou=y",
-            vec![
-                vec![(AttrId(7), b"a b".to_vec())],
-                vec![(AttrId(4), b"y".to_vec())],
-            ],
-        );
+        let m = parsed(&schema, "CN=A  B,OU=Y");
         let moved = e.renamed("CN=A  B,OU=Y", &m, Some(8));
         assert_eq!((moved.id, moved.parent, moved.depth()), (5, Some(8), 2));
         assert_eq!(
             (moved.dn(), moved.ndn_str()),
             ("CN=A  B,OU=Y", "cn=a b,ou=y")
         );
-        assert_eq!(moved.ndn().rdns, m.rdns);
+        assert_eq!(moved.ndn(&schema), m);
         assert_eq!(moved.to_attrs(), attrs);
         let oc = e.attr(AttrId(3)).expect("type 3");
         assert_eq!(oc.len(), 2);
@@ -1044,6 +1143,39 @@ mod tests {
         assert_eq!(same.ndn_str(), "dc=x");
         assert_eq!(same.attrs().count(), 0);
         assert!(unpack(same.packed(), 0).is_ok());
+        // A single value without options: type, header (body length and flags), body.
+        let one = Entry::new(6, None, "dc=x", &ndn("dc=x", vec![]), &attrs[2..]);
+        // (After "dc=x", the normalized DN being the same, and a depth of 0.)
+        assert_eq!(&one.packed()[7..], &[1, 9, 5 << 2, 6, 0, 0xff, 0x80, 0][..]);
+    }
+
+    #[test]
+    fn layout_1_is_converted() {
+        let schema = Schema::builtin();
+        let attrs = vec![
+            attr(3, "", &[(b"Top", b"top"), (b"person", b"person")]),
+            attr(7, ";lang-en", &[(b"A  B", b"a b")]),
+            attr(9, "", &[(b"x", b"x")]),
+            attr(11, "", &[]),
+        ];
+        let types = schema.attr_count();
+        for dn in ["CN=A  B,DC=x", "dc=x", ""] {
+            let n = parsed(&schema, dn);
+            let old = pack_layout1(dn, &n, &attrs);
+            let e = Entry::from_packed(4, Some(2), &old, 1, types, &[], true).expect("layout 1");
+            let want = Entry::new(4, Some(2), dn, &n, &attrs);
+            assert_eq!(e.packed(), want.packed(), "{dn}");
+            assert_eq!((e.depth(), e.ndn(&schema)), (n.rdns.len(), n));
+            // Damage in the old framing is refused, not converted.
+            for cut in 0..old.len() {
+                assert!(
+                    Entry::from_packed(4, None, &old[..cut], 1, types, &[], true).is_err(),
+                    "{dn}: cut at {cut}"
+                );
+            }
+            assert!(Entry::from_packed(4, None, &old, 1, 11, &[], true).is_err());
+        }
+        assert!(Entry::from_packed(4, None, &[], 3, types, &[], true).is_err());
     }
 
     #[test]
@@ -1103,11 +1235,59 @@ mod tests {
             prop_assert!(unpack(e.packed(), 300).is_ok());
         }
 
+        /// `ndn` parses the stored DN again: for any DN a client may give, in the form the
+        /// server stores it (`Dn::pretty`), that gives the DN the entry was made with.
+        #[test]
+        fn the_normalized_dn_is_parsed_back(
+            rdns in proptest::collection::vec(
+                proptest::collection::vec(
+                    (prop_oneof![
+                        Just("cn"), Just("CN"), Just("2.5.4.3"), Just("ou"), Just("dc"),
+                        Just("uid"), Just("o"), Just("l"), Just("telephoneNumber"),
+                        Just("mail"), Just("sn"), Just("description"),
+                    ], "[ -~\u{e9}\u{4e2d}]{1,12}"),
+                    1..3),
+                1..5),
+        ) {
+            let schema = Schema::builtin();
+            let mut text = String::new();
+            for (i, rdn) in rdns.iter().enumerate() {
+                if i > 0 {
+                    text.push(',');
+                }
+                for (j, (ty, v)) in rdn.iter().enumerate() {
+                    if j > 0 {
+                        text.push('+');
+                    }
+                    text.push_str(ty);
+                    text.push('=');
+                    for (k, c) in v.chars().enumerate() {
+                        let edge = (k == 0 && (c == ' ' || c == '#'))
+                            || (k + 1 == v.chars().count() && c == ' ');
+                        if edge || ",+\"\\<>;=".contains(c) {
+                            text.push('\\');
+                        }
+                        text.push(c);
+                    }
+                }
+            }
+            let Ok(dn) = schema::Dn::parse(&text) else {
+                return Err(TestCaseError::reject("not a DN"));
+            };
+            let Ok(n) = dn.normalize(&schema) else {
+                return Err(TestCaseError::reject("does not normalize"));
+            };
+            let stored = dn.pretty(&schema);
+            let e = Entry::new(1, None, &stored, &n, &[]);
+            prop_assert_eq!(e.ndn(&schema), n);
+            prop_assert_eq!(e.depth(), rdns.len());
+        }
+
         #[test]
         fn checking_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
             if let Ok(e) = unpack(&bytes, 50) {
                 // Whatever passes the check reads without panicking.
-                let _ = (e.dn(), e.ndn(), e.to_attrs());
+                let _ = (e.dn(), e.ndn(&Schema::builtin()), e.to_attrs());
             }
         }
     }

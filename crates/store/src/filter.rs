@@ -306,7 +306,7 @@ fn extensible(
         }
     }
     if dn {
-        for rdn in &e.ndn().rdns {
+        for rdn in &e.ndn(schema).rdns {
             for (ty, v) in rdn {
                 if attr.is_some_and(|t| !schema.is_subtype(*ty, t))
                     || (attr.is_none() && rule.is_some_and(|r| !schema.rule_applies(r, *ty)))

@@ -1,65 +1,324 @@
-//! A persistent (structurally shared) map from 64-bit hashes to values, for the indexes that
-//! are looked up by hash: the equality index and the DN map.
+//! A persistent (structurally shared) map from hashed keys to posting lists (the ids of the
+//! entries holding the key), for what is looked up by hash: the equality and substring index
+//! and the DN map.
 //!
 //! Why not `imbl::OrdMap`: its B-tree nodes are allocated at their full capacity of 64 keys
 //! plus 65 child pointers, and a median split leaves nodes half full, so a map filled in key
 //! order cost ~98 bytes per 32-byte item (~65 in random order), and one insert costs ~200 ns
-//! even in key order (measured with 2M items). Here the items live in sorted leaf vectors of
+//! even in key order (measured with 2M items). Here the keys live in sorted leaf vectors of
 //! exactly their size behind two fixed levels of 256 pointers each, chosen by the top 16 bits
-//! of the key (the keys are hashes, so leaves fill evenly): ~one item's size per item, a bulk
-//! build is one sort, and a write copies two 2 KiB pointer arrays and one leaf (the first
-//! time a version changes them; `Arc::make_mut` after that), about what a B-tree path costs.
+//! of the key (the keys are hashes, so leaves fill evenly): a bulk build is one sort per
+//! top-level slot (`from_buckets`, on every core), and a write copies two 2 KiB pointer
+//! arrays and one leaf (the first time a version changes them; `Arc::make_mut` after that),
+//! about what a B-tree path costs.
 //!
-//! Several items may share a key (hash collisions of the DN map); lookups return all of them.
+//! A key is the top 48 bits of a 64-bit hash (`key_of`): the leaf holds the 32 bits below
+//! the 16 that chose it. Most keys name one entry (a uid, a mail address, a DN), and such a key
+//! costs 8 bytes, its 32 bits and the id (a leaf's `ones`); a key of several entries keeps a
+//! shared bitmap (`many`). Before, every key took a 64-bit hash and a 16-byte posting: 24
+//! bytes, and 16 in the DN map. With 48 bits, a lookup of an absent key among 10 million finds
+//! one by chance once in about 28 million lookups, and every user of this map checks what it
+//! finds (a DN lookup compares the entry's DN, an index candidate is checked against the whole
+//! filter), so a collision costs one check, never a wrong answer.
 
 use std::sync::Arc;
 
+use roaring::RoaringBitmap;
+
+use crate::entry::EntryId;
+
 const FAN: usize = 256;
 
-type Leaf<V> = Arc<Vec<(u64, V)>>;
-type Mid<V> = Arc<Vec<Option<Leaf<V>>>>;
+/// The part of a 64-bit hash this map keys on: its top 48 bits. Keys are made with this, so
+/// two keys the map cannot tell apart are equal (and an entry's list of keys, deduplicated,
+/// holds each once).
+#[inline]
+pub fn key_of(hash: u64) -> u64 {
+    hash & !0xffff
+}
+
+/// The slots of a key in the two levels, and the bits the leaf keeps.
+#[inline]
+fn split(key: u64) -> (usize, usize, u32) {
+    (
+        (key >> 56) as usize,
+        ((key >> 48) & 0xff) as usize,
+        (key >> 16) as u32,
+    )
+}
+
+/// The entries holding one key (never none: a key whose last entry goes is removed).
+#[derive(Clone, Copy, Debug)]
+pub enum PostingRef<'a> {
+    One(EntryId),
+    Many(&'a RoaringBitmap),
+}
+
+impl<'a> PostingRef<'a> {
+    /// Adds these ids to `out`.
+    pub fn union_into(self, out: &mut RoaringBitmap) {
+        match self {
+            PostingRef::One(id) => {
+                out.insert(id);
+            }
+            PostingRef::Many(b) => *out |= b,
+        }
+    }
+
+    /// How many entries hold the key.
+    pub fn count(self) -> u64 {
+        match self {
+            PostingRef::One(_) => 1,
+            PostingRef::Many(b) => b.len(),
+        }
+    }
+
+    /// Whether `id` holds the key.
+    pub fn contains(self, id: EntryId) -> bool {
+        match self {
+            PostingRef::One(one) => one == id,
+            PostingRef::Many(b) => b.contains(id),
+        }
+    }
+
+    /// Keeps in `acc` only the ids this posting also holds.
+    pub fn retain_in(self, acc: &mut RoaringBitmap) {
+        match self {
+            PostingRef::One(id) => {
+                let keep = acc.contains(id);
+                acc.clear();
+                if keep {
+                    acc.insert(id);
+                }
+            }
+            PostingRef::Many(b) => *acc &= b,
+        }
+    }
+
+    /// The ids, in order.
+    pub fn iter(self) -> impl Iterator<Item = EntryId> + 'a {
+        let (one, many) = match self {
+            PostingRef::One(id) => (Some(id), None),
+            PostingRef::Many(b) => (None, Some(b.iter())),
+        };
+        one.into_iter().chain(many.into_iter().flatten())
+    }
+}
+
+/// The keys of one 16-bit prefix: each in exactly one of the two vectors, both sorted by key.
+#[derive(Clone, Default)]
+struct Leaf {
+    /// Keys held by one entry: (key bits 16..48, id).
+    ones: Vec<(u32, EntryId)>,
+    /// Keys held by several entries.
+    many: Vec<(u32, Arc<RoaringBitmap>)>,
+}
+
+impl Leaf {
+    fn get(&self, k: u32) -> Option<PostingRef<'_>> {
+        if let Ok(i) = self.ones.binary_search_by_key(&k, |p| p.0) {
+            return Some(PostingRef::One(self.ones[i].1));
+        }
+        let i = self.many.binary_search_by_key(&k, |p| p.0).ok()?;
+        Some(PostingRef::Many(&self.many[i].1))
+    }
+
+    /// Adds `id` under `k`; true when `k` is a new key.
+    fn insert(&mut self, k: u32, id: EntryId) -> bool {
+        match self.ones.binary_search_by_key(&k, |p| p.0) {
+            Ok(i) => {
+                let other = self.ones[i].1;
+                if other != id {
+                    self.ones.remove(i);
+                    let b: RoaringBitmap = [other, id].into_iter().collect();
+                    let at = self.many.partition_point(|p| p.0 < k);
+                    self.many.insert(at, (k, Arc::new(b)));
+                }
+                false
+            }
+            Err(i) => match self.many.binary_search_by_key(&k, |p| p.0) {
+                Ok(j) => {
+                    Arc::make_mut(&mut self.many[j].1).insert(id);
+                    false
+                }
+                Err(_) => {
+                    self.ones.insert(i, (k, id));
+                    true
+                }
+            },
+        }
+    }
+
+    /// Removes `id` from `k`; true when `k` is gone (no entry holds it any more).
+    fn remove(&mut self, k: u32, id: EntryId) -> bool {
+        if let Ok(i) = self.ones.binary_search_by_key(&k, |p| p.0) {
+            if self.ones[i].1 == id {
+                self.ones.remove(i);
+                return true;
+            }
+            return false;
+        }
+        let Ok(j) = self.many.binary_search_by_key(&k, |p| p.0) else {
+            return false;
+        };
+        let b = Arc::make_mut(&mut self.many[j].1);
+        b.remove(id);
+        match (b.len(), b.min()) {
+            (0, _) => {
+                self.many.remove(j);
+                true
+            }
+            (1, Some(last)) => {
+                self.many.remove(j);
+                let at = self.ones.partition_point(|p| p.0 < k);
+                self.ones.insert(at, (k, last));
+                false
+            }
+            _ => false,
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.ones.is_empty() && self.many.is_empty()
+    }
+
+    /// A leaf from (key, id) pairs of one 16-bit prefix, sorted and without repeats; returns
+    /// it with its number of keys.
+    fn from_sorted(pairs: &[(u64, EntryId)]) -> (Leaf, usize) {
+        let mut leaf = Leaf::default();
+        for run in pairs.chunk_by(|a, b| a.0 == b.0) {
+            let k = split(run[0].0).2;
+            match run {
+                [(_, id)] => leaf.ones.push((k, *id)),
+                _ => {
+                    let b = RoaringBitmap::from_sorted_iter(run.iter().map(|p| p.1))
+                        .unwrap_or_default();
+                    leaf.many.push((k, Arc::new(b)));
+                }
+            }
+        }
+        leaf.ones.shrink_to_fit();
+        leaf.many.shrink_to_fit();
+        let keys = leaf.ones.len() + leaf.many.len();
+        (leaf, keys)
+    }
+}
+
+type Mid = Arc<Vec<Option<Arc<Leaf>>>>;
+
+fn empty<T>() -> Arc<Vec<Option<T>>> {
+    Arc::new((0..FAN).map(|_| None).collect())
+}
 
 #[derive(Clone)]
-pub struct HashTrie<V> {
-    mids: Arc<Vec<Option<Mid<V>>>>,
+pub struct HashTrie {
+    mids: Arc<Vec<Option<Mid>>>,
+    /// The number of keys.
     len: usize,
 }
 
-impl<V> Default for HashTrie<V> {
+impl Default for HashTrie {
     fn default() -> Self {
         HashTrie {
-            mids: Arc::new((0..FAN).map(|_| None).collect()),
+            mids: empty(),
             len: 0,
         }
     }
 }
 
-#[inline]
-fn slots(key: u64) -> (usize, usize) {
-    ((key >> 56) as usize, ((key >> 48) & 0xff) as usize)
+/// (key, id) pairs gathered by the top byte of the key (the first level's slot), for
+/// `HashTrie::from_buckets`: each thread of a bulk build fills its own.
+pub(crate) struct Buckets(Vec<Vec<(u64, EntryId)>>);
+
+impl Default for Buckets {
+    fn default() -> Self {
+        Buckets((0..FAN).map(|_| Vec::new()).collect())
+    }
 }
 
-impl<V: Clone> HashTrie<V> {
+impl Buckets {
+    #[inline]
+    pub fn push(&mut self, key: u64, id: EntryId) {
+        self.0[(key >> 56) as usize].push((key, id));
+    }
+}
+
+/// One first-level slot of a bulk build: its number and the pairs each part gathered for it.
+type SlotWork = (usize, Vec<Vec<(u64, EntryId)>>);
+
+impl HashTrie {
     pub fn new() -> Self {
         Self::default()
     }
 
-    /// Builds the map from items sorted by key (items of one key keep their order).
-    pub fn from_sorted(items: Vec<(u64, V)>) -> Self {
-        let len = items.len();
-        let mut mids: Vec<Option<Mid<V>>> = (0..FAN).map(|_| None).collect();
-        let mut it = items.into_iter().peekable();
-        while let Some(&(key, _)) = it.peek() {
-            let (m, l) = slots(key);
-            let prefix = key >> 48;
-            let mut leaf = Vec::new();
-            while let Some(item) = it.next_if(|(k, _)| k >> 48 == prefix) {
-                leaf.push(item);
+    /// The map of (key, id) pairs sorted by key, then id (repeats are ignored).
+    pub fn from_sorted(pairs: &[(u64, EntryId)]) -> Self {
+        let mut b = Buckets::default();
+        for &(k, id) in pairs {
+            b.push(key_of(k), id);
+        }
+        Self::from_buckets(vec![b], 1)
+    }
+
+    /// The map of all the pairs in `parts`, in any order (repeats are ignored), built on
+    /// `threads` threads: each sorts and builds whole first-level slots.
+    pub(crate) fn from_buckets(mut parts: Vec<Buckets>, threads: usize) -> Self {
+        let threads = threads.clamp(1, FAN);
+        // Slot m goes to thread m % threads: hashes fill the slots evenly.
+        let mut work: Vec<Vec<SlotWork>> = (0..threads).map(|_| Vec::new()).collect();
+        for m in 0..FAN {
+            let runs: Vec<_> = parts
+                .iter_mut()
+                .map(|p| std::mem::take(&mut p.0[m]))
+                .collect();
+            work[m % threads].push((m, runs));
+        }
+        drop(parts);
+        let build = |slots: Vec<SlotWork>| {
+            let mut out = Vec::with_capacity(slots.len());
+            for (m, runs) in slots {
+                let mut pairs: Vec<(u64, EntryId)> =
+                    Vec::with_capacity(runs.iter().map(Vec::len).sum());
+                for r in runs {
+                    pairs.extend(r);
+                }
+                if pairs.is_empty() {
+                    continue;
+                }
+                pairs.sort_unstable();
+                pairs.dedup();
+                let mut mid: Vec<Option<Arc<Leaf>>> = (0..FAN).map(|_| None).collect();
+                let mut keys = 0;
+                for run in pairs.chunk_by(|a, b| a.0 >> 48 == b.0 >> 48) {
+                    let (leaf, n) = Leaf::from_sorted(run);
+                    keys += n;
+                    mid[split(run[0].0).1] = Some(Arc::new(leaf));
+                }
+                out.push((m, Arc::new(mid), keys));
             }
-            leaf.shrink_to_fit();
-            let mid = mids[m].get_or_insert_with(|| Arc::new((0..FAN).map(|_| None).collect()));
-            // Only this builder holds the new vector, so this never copies.
-            Arc::make_mut(mid)[l] = Some(Arc::new(leaf));
+            out
+        };
+        let built: Vec<(usize, Mid, usize)> = if threads == 1 {
+            work.into_iter().flat_map(build).collect()
+        } else {
+            std::thread::scope(|s| {
+                let handles: Vec<_> = work
+                    .into_iter()
+                    .map(|slots| s.spawn(move || build(slots)))
+                    .collect();
+                handles
+                    .into_iter()
+                    // A building thread cannot fail short of running out of memory; an
+                    // incomplete map would then be the wrong answer, so let that surface.
+                    .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+                    .collect()
+            })
+        };
+        let mut mids: Vec<Option<Mid>> = (0..FAN).map(|_| None).collect();
+        let mut len = 0;
+        for (m, mid, keys) in built {
+            mids[m] = Some(mid);
+            len += keys;
         }
         HashTrie {
             mids: Arc::new(mids),
@@ -67,6 +326,7 @@ impl<V: Clone> HashTrie<V> {
         }
     }
 
+    /// The number of keys.
     pub fn len(&self) -> usize {
         self.len
     }
@@ -75,77 +335,79 @@ impl<V: Clone> HashTrie<V> {
         self.len == 0
     }
 
-    fn leaf(&self, key: u64) -> &[(u64, V)] {
-        let (m, l) = slots(key);
-        match self.mids[m].as_ref().and_then(|mid| mid[l].as_ref()) {
-            Some(leaf) => leaf,
-            None => &[],
-        }
-    }
-
-    /// The values stored under `key`.
-    pub fn get(&self, key: u64) -> impl Iterator<Item = &V> {
-        let leaf = self.leaf(key);
-        let from = leaf.partition_point(|(k, _)| *k < key);
-        leaf[from..]
-            .iter()
-            .take_while(move |(k, _)| *k == key)
-            .map(|(_, v)| v)
+    /// The entries holding `key` (made with `key_of`).
+    #[inline]
+    pub fn get(&self, key: u64) -> Option<PostingRef<'_>> {
+        let (m, l, k) = split(key);
+        self.mids[m].as_ref()?[l].as_ref()?.get(k)
     }
 
     /// The leaf that holds (or would hold) `key`, made unique to this map.
-    fn leaf_mut(&mut self, key: u64) -> &mut Vec<(u64, V)> {
-        let (m, l) = slots(key);
+    fn leaf_mut(&mut self, key: u64) -> &mut Leaf {
+        let (m, l, _) = split(key);
         let mids = Arc::make_mut(&mut self.mids);
-        let mid = mids[m].get_or_insert_with(|| Arc::new((0..FAN).map(|_| None).collect()));
-        let leaf = Arc::make_mut(mid)[l].get_or_insert_with(|| Arc::new(Vec::new()));
+        let mid = mids[m].get_or_insert_with(empty);
+        let leaf = Arc::make_mut(mid)[l].get_or_insert_with(Default::default);
         Arc::make_mut(leaf)
     }
 
-    /// The first value under `key` that `pred` accepts, for changing in place.
-    pub fn get_mut(&mut self, key: u64, pred: impl Fn(&V) -> bool) -> Option<&mut V> {
-        if !self.get(key).any(&pred) {
-            return None;
+    /// Adds `id` to the entries holding `key`.
+    pub fn insert(&mut self, key: u64, id: EntryId) {
+        if self.leaf_mut(key).insert(split(key).2, id) {
+            self.len += 1;
         }
-        let leaf = self.leaf_mut(key);
-        let from = leaf.partition_point(|(k, _)| *k < key);
-        leaf[from..]
-            .iter_mut()
-            .take_while(|(k, _)| *k == key)
-            .map(|(_, v)| v)
-            .find(|v| pred(v))
     }
 
-    /// Adds `value` under `key` (after any values already there).
-    pub fn insert(&mut self, key: u64, value: V) {
-        let leaf = self.leaf_mut(key);
-        let at = leaf.partition_point(|(k, _)| *k <= key);
-        leaf.insert(at, (key, value));
-        self.len += 1;
-    }
-
-    /// Removes and returns the first value under `key` that `pred` accepts.
-    pub fn remove(&mut self, key: u64, pred: impl Fn(&V) -> bool) -> Option<V> {
-        if !self.get(key).any(&pred) {
-            return None;
+    /// Removes `id` from the entries holding `key` (if it is there).
+    pub fn remove(&mut self, key: u64, id: EntryId) {
+        let holds = self.get(key).is_some_and(|p| match p {
+            PostingRef::One(one) => one == id,
+            PostingRef::Many(b) => b.contains(id),
+        });
+        if !holds {
+            return;
         }
-        let (m, l) = slots(key);
+        let (m, l, k) = split(key);
         let leaf = self.leaf_mut(key);
-        let from = leaf.partition_point(|(k, _)| *k < key);
-        let at = from
-            + leaf[from..]
-                .iter()
-                .take_while(|(k, _)| *k == key)
-                .position(|(_, v)| pred(v))?;
-        let (_, v) = leaf.remove(at);
-        if leaf.is_empty() {
+        if !leaf.remove(k, id) {
+            return;
+        }
+        let emptied = leaf.is_empty();
+        self.len -= 1;
+        if emptied {
             // `leaf_mut` made both levels unique, so these do not copy.
             if let Some(mid) = Arc::make_mut(&mut self.mids)[m].as_mut() {
                 Arc::make_mut(mid)[l] = None;
             }
         }
-        self.len -= 1;
-        Some(v)
+    }
+
+    /// Adds this map's arrays and leaves to `part` (`footprint`), and its bitmaps to
+    /// `bitmaps`.
+    pub(crate) fn footprint(
+        &self,
+        part: &mut crate::sizes::Part,
+        bitmaps: &mut crate::sizes::Part,
+    ) {
+        use crate::sizes::{alloc_size, arc_size, arc_vec, bitmap_size};
+        use std::mem::size_of;
+        arc_vec(FAN, 8, part);
+        for mid in self.mids.iter().flatten() {
+            arc_vec(FAN, 8, part);
+            for leaf in mid.iter().flatten() {
+                part.add(arc_size::<Leaf>());
+                part.add(alloc_size(
+                    leaf.ones.capacity() * size_of::<(u32, EntryId)>(),
+                ));
+                part.add(alloc_size(
+                    leaf.many.capacity() * size_of::<(u32, Arc<RoaringBitmap>)>(),
+                ));
+                for (_, b) in &leaf.many {
+                    bitmaps.add(arc_size::<RoaringBitmap>());
+                    bitmap_size(b, bitmaps);
+                }
+            }
+        }
     }
 }
 
@@ -153,57 +415,74 @@ impl<V: Clone> HashTrie<V> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
-    use std::collections::BTreeMap;
+    use std::collections::{BTreeMap, BTreeSet};
+
+    fn ids(t: &HashTrie, key: u64) -> Vec<EntryId> {
+        t.get(key).map(|p| p.iter().collect()).unwrap_or_default()
+    }
 
     #[test]
     fn versions_are_independent() {
-        let mut a: HashTrie<u32> = HashTrie::from_sorted(vec![(1, 10), (1, 11), (u64::MAX, 12)]);
+        let k = |x: u64| key_of(x << 16);
+        let mut a = HashTrie::from_sorted(&[(k(1), 10), (k(1), 11), (k(u64::MAX >> 16), 12)]);
         let b = a.clone();
-        a.insert(1, 13);
-        *a.get_mut(u64::MAX, |_| true).expect("present") = 99;
-        assert_eq!(a.remove(1, |v| *v == 10), Some(10));
-        assert_eq!(a.get(1).copied().collect::<Vec<_>>(), [11, 13]);
-        assert_eq!(a.get(u64::MAX).copied().collect::<Vec<_>>(), [99]);
-        assert_eq!(b.get(1).copied().collect::<Vec<_>>(), [10, 11]);
-        assert_eq!(b.get(u64::MAX).copied().collect::<Vec<_>>(), [12]);
-        assert_eq!((a.len(), b.len()), (3, 3));
-        assert_eq!(a.remove(7, |_| true), None);
-        assert!(a.get_mut(7, |_| true).is_none());
+        a.insert(k(1), 13);
+        a.insert(k(u64::MAX >> 16), 99);
+        a.remove(k(u64::MAX >> 16), 12);
+        a.remove(k(1), 10);
+        assert_eq!(ids(&a, k(1)), [11, 13]);
+        assert_eq!(ids(&a, k(u64::MAX >> 16)), [99]);
+        assert_eq!(ids(&b, k(1)), [10, 11]);
+        assert_eq!(ids(&b, k(u64::MAX >> 16)), [12]);
+        assert_eq!((a.len(), b.len()), (2, 2));
+        a.remove(k(7), 1);
+        assert!(a.get(k(7)).is_none());
+        // The low 16 bits of a hash are not part of the key.
+        assert_eq!(ids(&a, k(1) | 0xffff), [11, 13]);
     }
 
     proptest! {
         /// Any sequence of inserts and removes (keys crowded into few leaves, so that leaves
-        /// grow, empty and collide) agrees with a model, and bulk building agrees too.
+        /// grow, empty and share keys) agrees with a model, and bulk building agrees too.
         #[test]
         fn agrees_with_a_model(ops in proptest::collection::vec(
             (any::<bool>(), 0u64..8, 0u64..4, 0u32..5), 0..300)
         ) {
-            let mut t: HashTrie<u32> = HashTrie::new();
-            let mut model: BTreeMap<u64, Vec<u32>> = BTreeMap::new();
+            let mut t = HashTrie::new();
+            let mut model: BTreeMap<u64, BTreeSet<EntryId>> = BTreeMap::new();
             for (add, hi, lo, v) in ops {
-                let key = (hi << 60) | (hi << 48) | lo;
+                let key = key_of((hi << 60) | (hi << 48) | (lo << 16));
                 if add {
                     t.insert(key, v);
-                    model.entry(key).or_default().push(v);
+                    model.entry(key).or_default().insert(v);
                 } else {
-                    let got = t.remove(key, |x| *x == v);
-                    let want = model.get_mut(&key).and_then(|vs| {
-                        let i = vs.iter().position(|x| *x == v)?;
-                        Some(vs.remove(i))
-                    });
-                    prop_assert_eq!(got, want);
+                    t.remove(key, v);
+                    if let Some(s) = model.get_mut(&key) {
+                        s.remove(&v);
+                        if s.is_empty() {
+                            model.remove(&key);
+                        }
+                    }
                 }
             }
-            let items: Vec<(u64, u32)> = model
+            let pairs: Vec<(u64, EntryId)> = model
                 .iter()
                 .flat_map(|(k, vs)| vs.iter().map(move |v| (*k, *v)))
                 .collect();
-            let built = HashTrie::from_sorted(items.clone());
-            prop_assert_eq!(t.len(), items.len());
-            prop_assert_eq!(built.len(), items.len());
-            for (k, vs) in &model {
-                prop_assert_eq!(&t.get(*k).copied().collect::<Vec<_>>(), vs);
-                prop_assert_eq!(&built.get(*k).copied().collect::<Vec<_>>(), vs);
+            let built = HashTrie::from_sorted(&pairs);
+            let mut parts = vec![Buckets::default(), Buckets::default()];
+            for (i, (k, v)) in pairs.iter().rev().enumerate() {
+                parts[i % 2].push(*k, *v);
+                parts[0].push(*k, *v);
+            }
+            let parallel = HashTrie::from_buckets(parts, 3);
+            for m in [&t, &built, &parallel] {
+                prop_assert_eq!(m.len(), model.len());
+                for (k, vs) in &model {
+                    let want: Vec<EntryId> = vs.iter().copied().collect();
+                    prop_assert_eq!(ids(m, *k), want);
+                    prop_assert_eq!(m.get(*k).map_or(0, |p| p.count()), vs.len() as u64);
+                }
             }
         }
     }

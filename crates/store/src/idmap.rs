@@ -83,6 +83,22 @@ impl<V: Clone> IdMap<V> {
         old
     }
 
+    /// Adds this map's arrays to `part` (`footprint`).
+    pub(crate) fn footprint(&self, part: &mut crate::sizes::Part) {
+        let slot = std::mem::size_of::<Option<V>>();
+        let arr = |part: &mut crate::sizes::Part| crate::sizes::arc_vec(FAN, slot, part);
+        crate::sizes::arc_vec(FAN, 8, part);
+        for l1 in self.root.iter().flatten() {
+            crate::sizes::arc_vec(FAN, 8, part);
+            for l2 in l1.iter().flatten() {
+                crate::sizes::arc_vec(FAN, 8, part);
+                for _ in l2.iter().flatten() {
+                    arr(part);
+                }
+            }
+        }
+    }
+
     /// All values in id order.
     pub fn values(&self) -> impl Iterator<Item = &V> {
         fn some<T>(level: &[Option<T>]) -> impl Iterator<Item = &T> {

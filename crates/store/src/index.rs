@@ -143,7 +143,7 @@ const TAG_FINAL: u8 = 3;
 /// The hash of a substring key.
 pub(crate) fn sub_key(ty: AttrId, tag: u8, bytes: &[u8]) -> u64 {
     use std::hash::BuildHasher;
-    crate::version::hasher().hash_one((ty.0, tag, bytes))
+    crate::hashtrie::key_of(crate::version::hasher().hash_one((ty.0, tag, bytes)))
 }
 
 /// The index keys of an entry, each list sorted and without duplicates (option variants of a
@@ -157,11 +157,66 @@ pub(crate) struct Keys {
     pub ord: Vec<(AttrId, Vec<u8>)>,
 }
 
+/// One index key of an entry (`each_key`).
+pub(crate) enum Key {
+    Pres(AttrId),
+    /// An equality or substring key (a hash).
+    Hashed(u64),
+    /// An ordering key: the type and the value's `Schema::ord_key`.
+    Ord(AttrId, Vec<u8>),
+}
+
+/// Calls `f` with every index key of `e`, in the order of its attributes; a key may come more
+/// than once (option variants of a type share keys).
+pub(crate) fn each_key(indexes: &Indexes, schema: &Schema, e: &Entry, f: &mut impl FnMut(Key)) {
+    let mut hashed = Vec::new();
+    for a in e.attrs() {
+        attr_each_key(indexes, schema, &a, &mut hashed, f);
+    }
+}
+
+/// Calls `f` with the index keys of one attribute's values (`hashed`: scratch).
+fn attr_each_key(
+    indexes: &Indexes,
+    schema: &Schema,
+    a: &AttrRef<'_>,
+    hashed: &mut Vec<u64>,
+    f: &mut impl FnMut(Key),
+) {
+    let kinds = indexes.kinds(a.ty);
+    if kinds.is_empty() {
+        return;
+    }
+    if kinds.contains(IndexKinds::PRES) {
+        f(Key::Pres(a.ty));
+    }
+    if kinds.contains(IndexKinds::EQ) {
+        for n in a.norm() {
+            f(Key::Hashed(crate::version::index_key(a.ty, n)));
+        }
+    }
+    if kinds.intersects(IndexKinds::SUB) {
+        for v in a.values() {
+            if let Some(s) = schema.substr_value(a.ty, v) {
+                value_sub_keys(a.ty, kinds, &s, hashed);
+                for k in hashed.drain(..) {
+                    f(Key::Hashed(k));
+                }
+            }
+        }
+    }
+    if kinds.contains(IndexKinds::ORD) {
+        for v in a.values() {
+            if let Some(o) = schema.ord_key(a.ty, v) {
+                f(Key::Ord(a.ty, o));
+            }
+        }
+    }
+}
+
 pub(crate) fn entry_keys(indexes: &Indexes, schema: &Schema, e: &Entry) -> Keys {
     let mut k = Keys::default();
-    for a in e.attrs() {
-        attr_keys(indexes, schema, &a, &mut k);
-    }
+    each_key(indexes, schema, e, &mut |key| k.push(key));
     k.finish();
     k
 }
@@ -170,43 +225,23 @@ pub(crate) fn entry_keys(indexes: &Indexes, schema: &Schema, e: &Entry) -> Keys 
 /// them.
 pub(crate) fn type_keys(indexes: &Indexes, schema: &Schema, e: &Entry, ty: AttrId) -> Keys {
     let mut k = Keys::default();
+    let mut hashed = Vec::new();
     for a in e.attrs().filter(|a| a.ty == ty) {
-        attr_keys(indexes, schema, &a, &mut k);
+        attr_each_key(indexes, schema, &a, &mut hashed, &mut |key| k.push(key));
     }
     k.finish();
     k
 }
 
-/// Adds the keys of one attribute's values to `k` (unsorted).
-fn attr_keys(indexes: &Indexes, schema: &Schema, a: &AttrRef<'_>, k: &mut Keys) {
-    let kinds = indexes.kinds(a.ty);
-    if kinds.is_empty() {
-        return;
-    }
-    if kinds.contains(IndexKinds::PRES) {
-        k.pres.push(a.ty);
-    }
-    if kinds.contains(IndexKinds::EQ) {
-        k.hashed
-            .extend(a.norm().map(|n| crate::version::index_key(a.ty, n)));
-    }
-    if kinds.intersects(IndexKinds::SUB) {
-        for v in a.values() {
-            if let Some(s) = schema.substr_value(a.ty, v) {
-                value_sub_keys(a.ty, kinds, &s, &mut k.hashed);
-            }
-        }
-    }
-    if kinds.contains(IndexKinds::ORD) {
-        for v in a.values() {
-            if let Some(o) = schema.ord_key(a.ty, v) {
-                k.ord.push((a.ty, o));
-            }
-        }
-    }
-}
-
 impl Keys {
+    fn push(&mut self, key: Key) {
+        match key {
+            Key::Pres(ty) => self.pres.push(ty),
+            Key::Hashed(h) => self.hashed.push(h),
+            Key::Ord(ty, o) => self.ord.push((ty, o)),
+        }
+    }
+
     /// Sorts each list and drops repeats.
     pub(crate) fn finish(&mut self) {
         self.pres.sort_unstable();

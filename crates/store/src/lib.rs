@@ -13,6 +13,8 @@
 //!   `Txn`, each all-or-nothing, and are acknowledged after their batch is published. A `Txn`
 //!   may also extend the schema compatibly (`Txn::extend_schema`), published with the batch.
 //!
+//! - `footprint`: what a version's structures take in memory, by part, in the allocator's
+//!   size classes.
 //! - `stats`: the writer's figures for monitoring (batches, operations per batch, commit
 //!   latency, queue depth), in relaxed atomics and lock-free histograms.
 //! - `feed`: the change feed: each published batch with its entries before and after, queued
@@ -24,12 +26,14 @@
 pub mod entry;
 pub mod feed;
 pub mod filter;
+pub mod footprint;
 pub mod hashtrie;
 pub mod idmap;
 pub mod index;
 pub mod intern;
 pub mod persist;
 pub mod plan;
+mod sizes;
 pub mod stats;
 pub mod version;
 pub mod writer;

@@ -15,9 +15,9 @@ use roaring::RoaringBitmap;
 use schema::{AttrId, NormDn, Schema};
 
 use crate::entry::{AttrRef, Entry, EntryId};
-use crate::hashtrie::HashTrie;
+use crate::hashtrie::{key_of, Buckets, HashTrie, PostingRef};
 use crate::idmap::IdMap;
-use crate::index::{entry_keys, type_keys, IndexKinds, Indexes, Keys};
+use crate::index::{each_key, entry_keys, type_keys, IndexKinds, Indexes, Key, Keys};
 
 /// Equality index key: a 64-bit hash of the attribute type and the equality-normalized value
 /// (`index_key`). Index lookups only propose candidates, and every candidate is checked against
@@ -35,18 +35,18 @@ pub(crate) fn hasher() -> &'static std::hash::RandomState {
 /// The DN map's key of a normalized DN.
 fn dn_key(norm: &str) -> u64 {
     use std::hash::BuildHasher;
-    hasher().hash_one(norm.as_bytes())
+    key_of(hasher().hash_one(norm.as_bytes()))
 }
 
 /// The equality index key of a normalized value of type `ty`.
 pub fn index_key(ty: AttrId, norm: &[u8]) -> IndexKey {
     use std::hash::BuildHasher;
-    hasher().hash_one((ty.0, norm))
+    key_of(hasher().hash_one((ty.0, norm)))
 }
 
-/// The entries holding one indexed value. Most values of the reference attributes (uid, mail,
-/// cn, sn) name exactly one entry, so that case is stored inline: a bitmap per value would cost
-/// a few hundred bytes per entry and attribute.
+/// The entries holding one ordering key. Most values name exactly one entry, so that case is
+/// stored inline: a bitmap per value would cost a few hundred bytes per entry and attribute.
+/// (The hashed keys keep theirs in `HashTrie`, more compactly.)
 #[derive(Clone, Debug)]
 pub enum Posting {
     One(EntryId),
@@ -54,43 +54,10 @@ pub enum Posting {
 }
 
 impl Posting {
-    /// Adds this posting's ids to `out`.
-    pub fn union_into(&self, out: &mut RoaringBitmap) {
+    pub fn as_ref(&self) -> PostingRef<'_> {
         match self {
-            Posting::One(id) => {
-                out.insert(*id);
-            }
-            Posting::Many(b) => *out |= &**b,
-        }
-    }
-
-    /// How many entries this posting holds (never none: an emptied posting is removed).
-    pub fn count(&self) -> u64 {
-        match self {
-            Posting::One(_) => 1,
-            Posting::Many(b) => b.len(),
-        }
-    }
-
-    /// Whether this posting holds `id`.
-    pub fn contains(&self, id: EntryId) -> bool {
-        match self {
-            Posting::One(one) => *one == id,
-            Posting::Many(b) => b.contains(id),
-        }
-    }
-
-    /// Keeps in `acc` only the ids this posting also holds.
-    pub fn retain_in(&self, acc: &mut RoaringBitmap) {
-        match self {
-            Posting::One(id) => {
-                let keep = acc.contains(*id);
-                acc.clear();
-                if keep {
-                    acc.insert(*id);
-                }
-            }
-            Posting::Many(b) => *acc &= &**b,
+            Posting::One(id) => PostingRef::One(*id),
+            Posting::Many(b) => PostingRef::Many(b),
         }
     }
 
@@ -136,8 +103,8 @@ impl Posting {
 /// one was): `Txn::replace_attrs_with` then updates the equality index by these values alone.
 ///
 /// The keys of the values removed are removed without looking at the values that stay, so
-/// were one of those to share a removed value's 64-bit key (odds of about 5 in 10^15 per
-/// removal for an attribute of 100,000 values), a search for it would miss this entry until
+/// were one of those to share a removed value's 48-bit key (`hashtrie::key_of`; odds of about
+/// 4 in 10^10 per removal for an attribute of 100,000 values), a search for it would miss this entry until
 /// it is next changed whole or the server restarts; the full comparison of `put` has no such
 /// case. The callers use it for attributes with many values (`dit::modify`).
 #[derive(Debug, Clone)]
@@ -160,10 +127,10 @@ pub struct Version {
     /// Entries by the hash of their normalized DN (`dn_key`), with the id to tell apart
     /// the DNs of one hash: a lookup checks the entry's own DN, so a collision costs a
     /// comparison. A map keyed by the DN strings cost ~90 bytes per entry; this costs ~20.
-    pub(crate) by_dn: HashTrie<EntryId>,
+    pub(crate) by_dn: HashTrie,
     pub(crate) children: OrdMap<EntryId, Arc<RoaringBitmap>>,
     /// Equality and substring keys (`index`): hashes of the type, kind and bytes.
-    pub(crate) eq: HashTrie<Posting>,
+    pub(crate) eq: HashTrie,
     pub(crate) pres: OrdMap<AttrId, Arc<RoaringBitmap>>,
     /// The ordering index: by type and `Schema::ord_key`, so a range of keys is a range of
     /// values in the ordering rule's order.
@@ -177,20 +144,6 @@ pub struct Version {
     pub(crate) schema: Arc<Schema>,
 }
 
-/// The ids of a run of (key, id) pairs sorted by id.
-fn run_bitmap<K>(run: &[(K, EntryId)]) -> RoaringBitmap {
-    RoaringBitmap::from_sorted_iter(run.iter().map(|p| p.1)).unwrap_or_default()
-}
-
-/// One bitmap per key of `pairs` (sorted by key, then id).
-fn bitmap_runs<K: Ord + Copy>(pairs: &[(K, EntryId)]) -> OrdMap<K, Arc<RoaringBitmap>> {
-    let mut m = OrdMap::new();
-    for run in pairs.chunk_by(|a, b| a.0 == b.0) {
-        m.insert(run[0].0, Arc::new(run_bitmap(run)));
-    }
-    m
-}
-
 /// One posting per run of equal keys in `pairs` (sorted by key, then id).
 fn posting_runs<K: Clone + PartialEq>(
     pairs: &[(K, EntryId)],
@@ -199,50 +152,94 @@ fn posting_runs<K: Clone + PartialEq>(
         let posting = if run.len() == 1 {
             Posting::One(run[0].1)
         } else {
-            Posting::Many(Arc::new(run_bitmap(run)))
+            Posting::Many(Arc::new(
+                RoaringBitmap::from_sorted_iter(run.iter().map(|p| p.1)).unwrap_or_default(),
+            ))
         };
         (run[0].0.clone(), posting)
     })
 }
 
-/// The index maps of a version built in bulk.
-struct Built {
-    children: OrdMap<EntryId, Arc<RoaringBitmap>>,
-    eq: HashTrie<Posting>,
-    pres: OrdMap<AttrId, Arc<RoaringBitmap>>,
-    ord: OrdMap<(AttrId, Vec<u8>), Posting>,
+/// Bitmaps of ids by key, for one range of entries; the bitmaps of the ranges are joined
+/// with `|=`.
+struct IdRuns<K> {
+    runs: Vec<(K, RoaringBitmap)>,
+    at: rustc_hash::FxHashMap<K, usize>,
+    /// The run pushed to last, tried first (entries come in runs under one parent).
+    last: usize,
 }
 
-/// The children, equality/substring, presence and ordering maps of `all`, built from sorted
-/// runs.
-fn build_indexes(all: &[Arc<Entry>], indexes: &Indexes, schema: &Schema) -> Built {
-    let mut kids: Vec<(EntryId, EntryId)> = all
-        .iter()
-        .filter_map(|e| e.parent.map(|p| (p, e.id)))
-        .collect();
-    kids.sort_unstable();
-    let mut keys: Vec<(IndexKey, EntryId)> = Vec::with_capacity(all.len() * 4);
-    let mut present: Vec<(AttrId, EntryId)> = Vec::new();
-    let mut ordered: Vec<((AttrId, Vec<u8>), EntryId)> = Vec::new();
-    for e in all {
-        let k = entry_keys(indexes, schema, e);
-        present.extend(k.pres.into_iter().map(|t| (t, e.id)));
-        keys.extend(k.hashed.into_iter().map(|k| (k, e.id)));
-        ordered.extend(k.ord.into_iter().map(|k| (k, e.id)));
+impl<K> Default for IdRuns<K> {
+    fn default() -> Self {
+        IdRuns {
+            runs: Vec::new(),
+            at: Default::default(),
+            last: 0,
+        }
     }
-    keys.sort_unstable();
-    present.sort_unstable();
-    ordered.sort_unstable();
-    let postings: Vec<(IndexKey, Posting)> = posting_runs(&keys).collect();
-    drop(keys);
-    let eq = HashTrie::from_sorted(postings);
-    let ord: OrdMap<(AttrId, Vec<u8>), Posting> = posting_runs(&ordered).collect();
-    Built {
-        children: bitmap_runs(&kids),
-        eq,
-        pres: bitmap_runs(&present),
-        ord,
+}
+
+impl<K: std::hash::Hash + Eq + Copy> IdRuns<K> {
+    #[inline]
+    fn push(&mut self, key: K, id: EntryId) {
+        let i = match self.runs.get(self.last) {
+            Some((k, _)) if *k == key => self.last,
+            _ => {
+                let runs = &mut self.runs;
+                *self.at.entry(key).or_insert_with(|| {
+                    runs.push((key, RoaringBitmap::new()));
+                    runs.len() - 1
+                })
+            }
+        };
+        self.last = i;
+        // Not `push`: it finds a bitset container's maximum by scanning its words from the end
+        // (up to 1,024 for each id, measured as a fifth of a start's time). A repeat within
+        // the entry is ignored.
+        self.runs[i].1.insert(id);
     }
+}
+
+/// What one thread of a bulk build gathers from a range of entries (in id order).
+#[derive(Default)]
+struct RangeKeys {
+    names: Buckets,
+    hashed: Buckets,
+    pres: IdRuns<AttrId>,
+    /// Children by parent. Most entries share their parent with the one before, so the last
+    /// parent's place is tried first.
+    kids: IdRuns<EntryId>,
+    ordered: Vec<((AttrId, Vec<u8>), EntryId)>,
+}
+
+fn range_keys(entries: &[Arc<Entry>], indexes: &Indexes, schema: &Schema) -> RangeKeys {
+    let mut r = RangeKeys::default();
+    for e in entries {
+        let id = e.id;
+        r.names.push(dn_key(e.ndn_str()), id);
+        if let Some(p) = e.parent {
+            r.kids.push(p, id);
+        }
+        each_key(indexes, schema, e, &mut |k| match k {
+            Key::Pres(ty) => r.pres.push(ty, id),
+            Key::Hashed(h) => r.hashed.push(h, id),
+            Key::Ord(ty, o) => r.ordered.push(((ty, o), id)),
+        });
+    }
+    r
+}
+
+/// Joins the bitmaps of consecutive ranges, by key.
+fn join_runs<K: Ord + Copy>(
+    parts: impl Iterator<Item = IdRuns<K>>,
+) -> OrdMap<K, Arc<RoaringBitmap>> {
+    let mut all: std::collections::BTreeMap<K, RoaringBitmap> = Default::default();
+    for part in parts {
+        for (k, b) in part.runs {
+            *all.entry(k).or_default() |= b;
+        }
+    }
+    all.into_iter().map(|(k, b)| (k, Arc::new(b))).collect()
 }
 
 impl Version {
@@ -264,10 +261,11 @@ impl Version {
     /// A version holding `entries` (e.g. recovered from disk), as of batch `seq`, allocating
     /// new ids from `next_id`. Each entry's `parent` must be among `entries` (or `None`).
     ///
-    /// Built in bulk rather than entry by entry (start-up time is this plus reading the files):
-    /// the index keys of all entries are collected and sorted, so the hash tries are built from
-    /// sorted runs in one pass (`HashTrie::from_sorted`) and every bitmap from a sorted run; the
-    /// entry/DN maps and the indexes are built on two threads.
+    /// Built in bulk rather than entry by entry (start-up time is this plus reading the files),
+    /// on every core: each thread collects the DN and index keys of a range of entries, sorted
+    /// into buckets by the tries' first level; then each thread sorts and builds whole
+    /// first-level slots of the tries (`HashTrie::from_buckets`). Bitmaps (presence, children)
+    /// are appended to in id order and joined across ranges.
     pub fn restore(
         schema: Arc<Schema>,
         indexes: &Indexes,
@@ -277,52 +275,58 @@ impl Version {
     ) -> Version {
         let mut v = Version::empty(indexes.clone(), schema);
         let mut all: Vec<Arc<Entry>> = entries.into_iter().map(Arc::new).collect();
-        // A repeated id: the last one wins, as successive puts would have it (the sort is
-        // stable, so after reversing, the first of a run of equal ids is the last given).
-        all.reverse();
-        all.sort_by_key(|e| e.id);
-        all.dedup_by_key(|e| e.id);
+        if !all.windows(2).all(|w| w[0].id < w[1].id) {
+            // A repeated id: the last one wins, as successive puts would have it (the sort is
+            // stable, so after reversing, the first of a run of equal ids is the last given).
+            all.reverse();
+            all.sort_by_key(|e| e.id);
+            all.dedup_by_key(|e| e.id);
+        }
         let last = all.last().map_or(0, |e| e.id.saturating_add(1));
         v.next_id = v.next_id.max(last).max(next_id);
         v.seq = seq;
 
-        let Version {
-            entries,
-            by_dn,
-            children,
-            eq,
-            pres,
-            ord,
-            indexes,
-            schema,
-            ..
-        } = &mut v;
-        let indexes: &Indexes = indexes;
-        let schema: &Schema = schema;
-        let all = &all;
-        std::thread::scope(|s| {
-            let maps = s.spawn(move || {
-                let mut ents = IdMap::new();
-                for e in all {
-                    ents.insert(e.id, e.clone());
-                }
-                let mut dns: Vec<(u64, EntryId)> =
-                    all.iter().map(|e| (dn_key(e.ndn_str()), e.id)).collect();
-                dns.sort_unstable();
-                let names = HashTrie::from_sorted(dns);
-                (ents, names)
-            });
-            let built = build_indexes(all, indexes, schema);
-            *children = built.children;
-            *eq = built.eq;
-            *pres = built.pres;
-            *ord = built.ord;
-            // The spawned closure cannot panic short of running out of memory; an empty map
-            // would then be the wrong answer, so let that panic surface.
-            let (ents, names) = maps.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
-            *entries = ents;
-            *by_dn = names;
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .clamp(1, 64);
+        let per = all.len().div_ceil(threads).max(1);
+        let (indexes, schema) = (&*v.indexes, &*v.schema);
+        let parts: Vec<RangeKeys> = std::thread::scope(|s| {
+            let handles: Vec<_> = all
+                .chunks(per)
+                .map(|range| s.spawn(move || range_keys(range, indexes, schema)))
+                .collect();
+            // A collecting thread cannot fail short of running out of memory; an incomplete
+            // index would then give wrong answers, so let that surface.
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+                .collect()
         });
+        let mut names = Vec::with_capacity(parts.len());
+        let mut hashed = Vec::with_capacity(parts.len());
+        let mut pres = Vec::with_capacity(parts.len());
+        let mut kids = Vec::with_capacity(parts.len());
+        let mut ordered = Vec::new();
+        for p in parts {
+            names.push(p.names);
+            hashed.push(p.hashed);
+            pres.push(p.pres);
+            kids.push(p.kids);
+            ordered.extend(p.ordered);
+        }
+        v.by_dn = HashTrie::from_buckets(names, threads);
+        v.eq = HashTrie::from_buckets(hashed, threads);
+        v.pres = join_runs(pres.into_iter());
+        v.children = join_runs(kids.into_iter());
+        ordered.sort_unstable();
+        ordered.dedup();
+        v.ord = posting_runs(&ordered).collect();
+        let mut ents = IdMap::new();
+        for e in all {
+            ents.insert(e.id, e);
+        }
+        v.entries = ents;
         v
     }
 
@@ -355,8 +359,9 @@ impl Version {
 
     pub fn lookup_norm(&self, norm: &str) -> Option<&Arc<Entry>> {
         self.by_dn
-            .get(dn_key(norm))
-            .filter_map(|id| self.entries.get(*id))
+            .get(dn_key(norm))?
+            .iter()
+            .filter_map(|id| self.entries.get(id))
             .find(|e| e.ndn_str() == norm)
     }
 
@@ -396,8 +401,8 @@ impl Version {
     }
 
     /// The postings of hashed key `key` (equality or substring).
-    pub(crate) fn hashed_postings(&self, key: IndexKey) -> Option<&Posting> {
-        self.eq.get(key).next()
+    pub(crate) fn hashed_postings(&self, key: IndexKey) -> Option<PostingRef<'_>> {
+        self.eq.get(key)
     }
 
     /// Adds to `out` the entries with an ordering key of `ty` within `lo..=hi` (`None`:
@@ -426,13 +431,13 @@ impl Version {
             }
         }
         for (_, p) in self.ord.range((from, to)) {
-            p.union_into(out);
+            p.as_ref().union_into(out);
         }
     }
 
     /// Whether entry `id` may hold a value of type `ty` (with any options) whose equality form
     /// is `norm`, by the equality index alone: `Some(false)` is certain, `Some(true)` is
-    /// almost certain (two values may share a 64-bit key); `None` when `ty` has no equality
+    /// almost certain (two values may share a 48-bit key); `None` when `ty` has no equality
     /// index. Lets a change adding a value to an attribute of 100,000 values skip comparing it
     /// with each of them.
     pub fn may_hold(&self, id: EntryId, ty: AttrId, norm: &[u8]) -> Option<bool> {
@@ -440,8 +445,8 @@ impl Version {
             .then(|| self.eq_postings(ty, norm).is_some_and(|p| p.contains(id)))
     }
 
-    pub(crate) fn eq_postings(&self, ty: AttrId, norm: &[u8]) -> Option<&Posting> {
-        self.eq.get(index_key(ty, norm)).next()
+    pub(crate) fn eq_postings(&self, ty: AttrId, norm: &[u8]) -> Option<PostingRef<'_>> {
+        self.eq.get(index_key(ty, norm))
     }
 
     pub(crate) fn pres_postings(&self, ty: AttrId) -> Option<&RoaringBitmap> {
@@ -478,10 +483,7 @@ impl Version {
             Arc::make_mut(self.pres.entry(*ty).or_default()).insert(id);
         }
         for key in eq {
-            match self.eq.get_mut(*key, |_| true) {
-                Some(p) => p.insert(id),
-                None => self.eq.insert(*key, Posting::One(id)),
-            }
+            self.eq.insert(*key, id);
         }
     }
 
@@ -505,11 +507,7 @@ impl Version {
             }
         }
         for key in eq {
-            if let Some(p) = self.eq.get_mut(*key, |_| true) {
-                if p.remove(id) {
-                    self.eq.remove(*key, |_| true);
-                }
-            }
+            self.eq.remove(*key, id);
         }
     }
 
@@ -548,7 +546,7 @@ impl Version {
                 self.index_add(id, &came.pres, &came.hashed, &came.ord);
                 let old = old_entry;
                 if old.ndn_str() != entry.ndn_str() {
-                    self.by_dn.remove(dn_key(old.ndn_str()), |x| *x == id);
+                    self.by_dn.remove(dn_key(old.ndn_str()), id);
                     self.by_dn.insert(dn_key(entry.ndn_str()), id);
                 }
                 if old.parent != entry.parent {
@@ -663,7 +661,7 @@ impl Version {
         let old = self.entries.remove(id)?;
         let k = self.index_keys(&old);
         self.index_remove(id, &k.pres, &k.hashed, &k.ord);
-        self.by_dn.remove(dn_key(old.ndn_str()), |x| *x == id);
+        self.by_dn.remove(dn_key(old.ndn_str()), id);
         if let Some(p) = old.parent {
             self.unlink_child(p, id);
         }

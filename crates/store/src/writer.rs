@@ -587,7 +587,7 @@ impl Txn {
         self.touched.push(id);
         for d in descendants {
             // A descendant's DN ends with the old DN: keep its own leading part, swap the rest.
-            let (d_dn, d_ndn) = (d.dn(), d.ndn());
+            let (d_dn, d_ndn) = (d.dn(), d.ndn(&self.work.schema));
             let keep = d_dn.len().saturating_sub(old_dn_len);
             let keep_norm = d_ndn.norm.len().saturating_sub(old_norm_len);
             let new_dn = format!("{}{}", d_dn.get(..keep).unwrap_or(""), dn);

@@ -15,7 +15,7 @@ use std::rc::Rc;
 
 use rustc_hash::FxHashMap;
 use schema::{AttrId, Schema};
-use store::entry::{put_rdn, Packer};
+use store::entry::Packer;
 
 use super::Prepared;
 use crate::{add, Dit};
@@ -30,8 +30,7 @@ struct Parent {
     /// As stored (`Dn::pretty`).
     text: String,
     norm: String,
-    /// Its RDNs as `put_rdn` packs them, and how many.
-    packed_rdns: Vec<u8>,
+    /// Its number of RDNs.
     depth: usize,
 }
 
@@ -51,7 +50,6 @@ pub(super) struct FastBuild {
     parents: FxHashMap<Box<str>, Option<Rc<Parent>>>,
     /// Normalized values of the record being built, back to back.
     norms: Vec<u8>,
-    rdns: Vec<u8>,
 }
 
 /// A byte a first-RDN value may hold for the fast path: one that `Dn::parse` takes as it is
@@ -112,14 +110,9 @@ impl FastBuild {
             .ok()
             .filter(|p| !p.ndn.is_root())
             .map(|p| {
-                let mut packed_rdns = Vec::new();
-                for rdn in &p.ndn.rdns {
-                    put_rdn(&mut packed_rdns, rdn.iter().map(|(ty, v)| (*ty, &v[..])));
-                }
                 Rc::new(Parent {
                     text: p.text,
                     norm: p.ndn.norm,
-                    packed_rdns,
                     depth: p.ndn.rdns.len(),
                 })
             });
@@ -294,11 +287,7 @@ impl FastBuild {
         norm.push_str(std::str::from_utf8(&self.norms[rs..re]).ok()?);
         norm.push(',');
         norm.push_str(&parent.norm);
-        self.rdns.clear();
-        put_rdn(&mut self.rdns, std::iter::once((rty, rval)));
-        self.rdns.extend_from_slice(&parent.packed_rdns);
-        let depth = parent.depth + 1;
-        self.packer.start(&text, &norm, depth, &self.rdns);
+        self.packer.start(&text, &norm, parent.depth + 1);
         for (i, &(ty, from)) in groups.iter().enumerate() {
             let norms = &self.norms;
             let values = &vals[from..group_end(i, &groups, &vals)];
@@ -308,10 +297,12 @@ impl FastBuild {
                 values.iter().map(|&(raw, s, e)| (raw, &norms[s..e])),
             );
         }
+        // The import's stamps are the same on every entry it stamps (one time, one entryCSN:
+        // the import is one batch), so they are interned: ~70 bytes less per entry.
         for a in stamps.attrs() {
             if !groups.iter().any(|(t, _)| *t == a.ty) {
                 let pairs = a.values.iter().zip(&a.norm).map(|(r, n)| (&**r, &**n));
-                self.packer.attr(a.ty, &a.options, pairs);
+                self.packer.attr_interned(a.ty, &a.options, pairs);
             }
         }
         Some(Prepared {
@@ -402,12 +393,19 @@ mod tests {
                 assert_eq!(f.entry.dn(), s.entry.dn(), "{dn}");
                 assert_eq!(f.entry.ndn_str(), s.entry.ndn_str(), "{dn}");
                 assert_eq!(f.entry.depth(), s.entry.depth(), "{dn}");
-                assert_eq!(f.entry.ndn().rdns, s.entry.ndn().rdns, "{dn}");
+                let schema = shared.schema();
+                assert_eq!(f.entry.ndn(&schema), s.entry.ndn(&schema), "{dn}");
                 assert_eq!(f.norm, s.norm, "{dn}");
                 assert_eq!(f.rdn_len, s.rdn_len, "{dn}");
                 assert_eq!(
                     attrs_without_uuid(shared, &f.entry),
                     attrs_without_uuid(shared, &s.entry),
+                    "{dn}"
+                );
+                // The import's own stamps are interned, not carried by every entry.
+                let csn = b"20261124000000.000000Z#000000#000#000000";
+                assert!(
+                    !f.entry.packed().windows(csn.len()).any(|w| w == csn),
                     "{dn}"
                 );
             }

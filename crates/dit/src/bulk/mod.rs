@@ -164,7 +164,7 @@ impl ImportTree {
                 let (rdn, rest) = dn.split_at(b.rdn_len.min(dn.len()));
                 if rest.strip_prefix(',') != Some(pdn) {
                     let dn = add::stored_dn(rdn, pdn);
-                    e = e.renamed(&dn, &e.ndn(), Some(pid));
+                    e = e.renamed(&dn, &e.ndn(&shared.schema()), Some(pid));
                 }
             }
         }
@@ -407,7 +407,7 @@ fn compute_member_of(shared: &Dit, spec: &MemberOfSpec, tree: &mut ImportTree) {
         if let Ok(a) = store::Attr::new(&schema, member_of, "", values) {
             attrs.push(a);
         }
-        let rebuilt = Entry::new(e.id, e.parent, e.dn(), &e.ndn(), &attrs);
+        let rebuilt = Entry::new(e.id, e.parent, e.dn(), &e.ndn(&schema), &attrs);
         tree.entries[at as usize] = rebuilt;
     }
 }

@@ -199,7 +199,7 @@ pub(crate) fn entry_by_uid(shared: &Shared, uid: &str) -> Option<NormDn> {
             for id in ids.iter() {
                 if let Some(e) = v.get(id) {
                     if e.has_value(ty, &norm) {
-                        found.push(e.ndn());
+                        found.push(e.ndn(schema));
                     }
                 }
             }
@@ -207,7 +207,7 @@ pub(crate) fn entry_by_uid(shared: &Shared, uid: &str) -> Option<NormDn> {
         None => {
             for e in v.iter() {
                 if e.has_value(ty, &norm) {
-                    found.push(e.ndn());
+                    found.push(e.ndn(schema));
                 }
             }
         }

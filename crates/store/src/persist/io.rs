@@ -17,6 +17,9 @@ pub trait Io: Send + Sync {
     /// Opens an existing file for appending.
     fn open_append(&self, path: &Path) -> io::Result<Box<dyn IoFile>>;
     fn read(&self, path: &Path) -> io::Result<Vec<u8>>;
+    /// Opens an existing file for reading pieces of it (a snapshot is read chunk by chunk, on
+    /// several threads, instead of into one buffer the size of the file).
+    fn open_read(&self, path: &Path) -> io::Result<Box<dyn IoRead>>;
     /// Names (not paths) of the files in `dir`.
     fn list(&self, dir: &Path) -> io::Result<Vec<String>>;
     /// Atomically replaces `to` with `from`. Durable only after `sync_dir` of the directory.
@@ -34,11 +37,74 @@ pub trait IoFile: Send {
     fn sync(&mut self) -> io::Result<()>;
 }
 
+/// A file open for reading at any offset, from several threads at once.
+pub trait IoRead: Send + Sync {
+    /// The file's size in bytes.
+    fn len(&self) -> u64;
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Fills `buf` with the file's bytes from `offset` (an error if the file ends first).
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()>;
+}
+
+/// Bytes in memory read as a file (`read_snapshot` of a buffer).
+pub struct MemRead<'a>(pub &'a [u8]);
+
+impl IoRead for MemRead<'_> {
+    fn len(&self) -> u64 {
+        self.0.len() as u64
+    }
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        let from = usize::try_from(offset).unwrap_or(usize::MAX);
+        match from
+            .checked_add(buf.len())
+            .and_then(|end| self.0.get(from..end))
+        {
+            Some(b) => {
+                buf.copy_from_slice(b);
+                Ok(())
+            }
+            None => Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                format!("{} bytes at {offset} run past the end", buf.len()),
+            )),
+        }
+    }
+}
+
 /// The real file system.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct FsIo;
 
 struct FsFile(fs::File);
+
+/// A file read with positioned reads (`pread`), which need no shared cursor.
+struct FsRead {
+    file: fs::File,
+    len: u64,
+    #[cfg(not(unix))]
+    cursor: Mutex<()>,
+}
+
+impl IoRead for FsRead {
+    fn len(&self) -> u64 {
+        self.len
+    }
+    #[cfg(unix)]
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        std::os::unix::fs::FileExt::read_exact_at(&self.file, buf, offset)
+    }
+    #[cfg(not(unix))]
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        use std::io::{Read, Seek};
+        // Without positioned reads the cursor is shared: one reader at a time.
+        let _one = self.cursor.lock().unwrap_or_else(|p| p.into_inner());
+        let mut f = &self.file;
+        f.seek(io::SeekFrom::Start(offset))?;
+        f.read_exact(buf)
+    }
+}
 
 impl IoFile for FsFile {
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
@@ -64,6 +130,16 @@ impl Io for FsIo {
     }
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
         fs::read(path)
+    }
+    fn open_read(&self, path: &Path) -> io::Result<Box<dyn IoRead>> {
+        let file = fs::File::open(path)?;
+        let len = file.metadata()?.len();
+        Ok(Box::new(FsRead {
+            file,
+            len,
+            #[cfg(not(unix))]
+            cursor: Mutex::new(()),
+        }))
     }
     fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
         let mut names = Vec::new();
@@ -313,6 +389,18 @@ impl SimIo {
     }
 }
 
+/// A `SimIo` file opened for reading.
+struct SimRead(Vec<u8>);
+
+impl IoRead for SimRead {
+    fn len(&self) -> u64 {
+        self.0.len() as u64
+    }
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        MemRead(&self.0).read_exact_at(buf, offset)
+    }
+}
+
 impl Io for SimIo {
     fn create(&self, path: &Path) -> io::Result<Box<dyn IoFile>> {
         let mut st = self.lock();
@@ -348,6 +436,11 @@ impl Io for SimIo {
             .and_then(|id| st.files.get(id))
             .map(|f| f.data.clone())
             .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("{}", path.display())))
+    }
+
+    fn open_read(&self, path: &Path) -> io::Result<Box<dyn IoRead>> {
+        // The bytes as they are now: a later write to the file is not seen, as with `read`.
+        Ok(Box::new(SimRead(self.read(path)?)))
     }
 
     fn list(&self, dir: &Path) -> io::Result<Vec<String>> {

@@ -22,13 +22,14 @@ pub mod snapshot;
 use std::path::PathBuf;
 
 pub use codec::{Change, StoredAttr, StoredEntry};
-pub use io::{FsIo, Io, IoFile, Keep, SimIo};
+pub use io::{FsIo, Io, IoFile, IoRead, Keep, MemRead, SimIo};
 pub use log::{read_log, Batch, LogContents, LogOptions, LogWriter, TornTail};
 pub use recover::{
     prune, recover, verify, FileKind, FileReport, FileStatus, Recovered, VerifyReport,
 };
 pub use snapshot::{
-    read_snapshot, write_snapshot, write_snapshot_bulk, write_snapshot_with, Snapshot, SnapshotInfo,
+    read_snapshot, read_snapshot_from, write_snapshot, write_snapshot_bulk, write_snapshot_with,
+    Snapshot, SnapshotInfo,
 };
 
 /// Why persistence failed. Every variant names the file (and, for contents, the byte offset)

@@ -14,9 +14,9 @@ use std::sync::Arc;
 use schema::Schema;
 
 use super::codec::Change;
-use super::io::Io;
+use super::io::{Io, IoRead};
 use super::log::{parse_log_name, read_log};
-use super::snapshot::{parse_snapshot_name, read_snapshot};
+use super::snapshot::{parse_snapshot_name, read_snapshot_from};
 use super::PersistError;
 use crate::entry::{Entry, EntryId};
 
@@ -78,6 +78,11 @@ fn read(io: &dyn Io, dir: &Path, name: &str) -> Result<Vec<u8>, PersistError> {
     io.read(&p).map_err(|e| PersistError::io(p, e))
 }
 
+fn open(io: &dyn Io, dir: &Path, name: &str) -> Result<Box<dyn IoRead>, PersistError> {
+    let p = dir.join(name);
+    io.open_read(&p).map_err(|e| PersistError::io(p, e))
+}
+
 /// Recovers the state stored in `dir` (an absent or empty directory is an empty store).
 /// `schema` is the schema configured at start (built-in and configured files); the schema
 /// extensions stored in the directory are applied to it (`Recovered::schema`). An extension
@@ -88,14 +93,15 @@ pub fn recover(io: &dyn Io, dir: &Path, schema: &Schema) -> Result<Recovered, Pe
     let mut current: Option<Schema> = None;
     let files = list_files(io, dir)?;
     // Entries by id, sorted: a snapshot holds them in id order, and log replay adds new ids
-    // (always above every older one) at the end. `None`: deleted by the log.
-    let mut map: Vec<(EntryId, Option<Entry>)> = Vec::new();
+    // (always above every older one) at the end. Those the log deleted are in `deleted` until
+    // the end (a later Put of the same id takes it out again).
+    let mut map: Vec<Entry> = Vec::new();
+    let mut deleted = roaring::RoaringBitmap::new();
     let mut next_id: EntryId = 1;
     let mut last: u64 = 0;
     let mut snapshot = None;
     if let Some((seq, name)) = files.snapshots.last() {
-        let bytes = read(io, dir, name)?;
-        let mut snap = read_snapshot(name, &bytes, schema)?;
+        let mut snap = read_snapshot_from(name, &*open(io, dir, name)?, schema)?;
         current = snap.extended.take();
         if snap.seq != *seq {
             return Err(PersistError::Corrupt {
@@ -104,15 +110,15 @@ pub fn recover(io: &dyn Io, dir: &Path, schema: &Schema) -> Result<Recovered, Pe
                 reason: format!("holds batch {} but is named for batch {seq}", snap.seq),
             });
         }
-        map = snap.entries.into_iter().map(|e| (e.id, Some(e))).collect();
-        if !map.is_sorted_by_key(|s| s.0) {
-            map.sort_by_key(|s| s.0);
+        map = snap.entries;
+        if !map.is_sorted_by_key(|e| e.id) {
+            map.sort_by_key(|e| e.id);
         }
-        if let Some(w) = map.windows(2).find(|w| w[0].0 == w[1].0) {
+        if let Some(w) = map.windows(2).find(|w| w[0].id == w[1].id) {
             return Err(PersistError::Corrupt {
                 file: name.clone(),
                 offset: 0,
-                reason: format!("entry id {} appears twice", w[0].0),
+                reason: format!("entry id {} appears twice", w[0].id),
             });
         }
         next_id = snap.next_id;
@@ -196,14 +202,15 @@ pub fn recover(io: &dyn Io, dir: &Path, schema: &Schema) -> Result<Recovered, Pe
                     Change::Put(se) => {
                         let e = se.to_entry(schema).map_err(|e| e.located(name, b.offset))?;
                         next_id = next_id.max(e.id.saturating_add(1));
-                        match map.binary_search_by_key(&e.id, |s| s.0) {
-                            Ok(i) => map[i].1 = Some(e),
-                            Err(i) => map.insert(i, (e.id, Some(e))),
+                        deleted.remove(e.id);
+                        match map.binary_search_by_key(&e.id, |s| s.id) {
+                            Ok(i) => map[i] = e,
+                            Err(i) => map.insert(i, e),
                         }
                     }
                     Change::Delete { id } => {
-                        if let Ok(i) = map.binary_search_by_key(&id, |s| s.0) {
-                            map[i].1 = None;
+                        if map.binary_search_by_key(&id, |s| s.id).is_ok() {
+                            deleted.insert(id);
                         }
                     }
                 }
@@ -217,12 +224,21 @@ pub fn recover(io: &dyn Io, dir: &Path, schema: &Schema) -> Result<Recovered, Pe
         }
     }
 
-    let mut entries: Vec<Entry> = map.into_iter().filter_map(|s| s.1).collect();
+    let mut entries = map;
+    if !deleted.is_empty() {
+        entries.retain(|e| !deleted.contains(e.id));
+    }
     let mut parents_first = true;
+    // Entries come in runs under one parent: the last parent found is not looked up again.
+    let mut found = None;
     for e in &entries {
         next_id = next_id.max(e.id.saturating_add(1));
         if let Some(p) = e.parent {
             parents_first &= p < e.id;
+            if found == Some(p) {
+                continue;
+            }
+            found = Some(p);
             if entries.binary_search_by_key(&p, |e| e.id).is_err() {
                 return Err(PersistError::Corrupt {
                     file: dir.display().to_string(),
@@ -309,7 +325,7 @@ pub fn verify(io: &dyn Io, dir: &Path, schema: &Schema) -> Result<VerifyReport, 
     let files = list_files(io, dir)?;
     let mut out = Vec::new();
     for (seq, name) in &files.snapshots {
-        let bytes = read(io, dir, name)?;
+        let file = open(io, dir, name)?;
         let mut r = FileReport {
             name: name.clone(),
             kind: FileKind::Snapshot,
@@ -319,7 +335,7 @@ pub fn verify(io: &dyn Io, dir: &Path, schema: &Schema) -> Result<VerifyReport, 
             batches: 0,
             records: 0,
         };
-        match read_snapshot(name, &bytes, schema) {
+        match read_snapshot_from(name, &*file, schema) {
             Ok(s) if s.seq != *seq => {
                 r.status = FileStatus::Corrupt(format!(
                     "holds batch {} but is named for batch {seq}",

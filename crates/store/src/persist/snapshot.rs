@@ -10,15 +10,16 @@ use std::path::Path;
 use schema::Schema;
 
 use super::codec::{decode_entry, put_bytes, put_ids, put_varint, Reader};
-use super::io::Io;
+use super::io::{Io, IoRead, MemRead};
 use super::{crc, parse_seq_name, PersistError};
 use crate::entry::{Entry, EntryId, Pair};
 
 pub const SNAP_MAGIC: [u8; 8] = *b"LNDNSNAP";
 pub const SNAP_END_MAGIC: [u8; 8] = *b"LNDNSEND";
-/// The version written. Version 1 (raw values named by type name, re-normalized on load) and
-/// version 2 (packed entries, no schema extensions) are still read.
-pub const SNAP_VERSION: u32 = 3;
+/// The version written. Version 1 (raw values named by type name, re-normalized on load),
+/// version 2 (packed entries, no schema extensions) and version 3 (packed entries of layout 1)
+/// are still read.
+pub const SNAP_VERSION: u32 = 4;
 /// magic, u32 version, u64 seq, u64 next_id.
 pub const SNAP_HEADER_LEN: usize = 28;
 /// u32 crc, u32 footer length, end magic.
@@ -328,25 +329,42 @@ fn write_chunks(
     })
 }
 
-/// Reads a snapshot file's bytes, decoding its chunks on all available cores. `name` is used
-/// in error messages.
+/// Reads a snapshot from its bytes in memory (`read_snapshot_from`). `name` is used in error
+/// messages.
 pub fn read_snapshot(name: &str, bytes: &[u8], schema: &Schema) -> Result<Snapshot, PersistError> {
+    read_snapshot_from(name, &MemRead(bytes), schema)
+}
+
+/// Reads a snapshot file, decoding its chunks on all available cores, each thread reading
+/// its chunks into one reused buffer: the file is never held whole (at 10 million entries it
+/// is 4.5 GB, and a buffer that size cost as many page faults as the entries themselves).
+/// `name` is used in error messages.
+pub fn read_snapshot_from(
+    name: &str,
+    file: &dyn IoRead,
+    schema: &Schema,
+) -> Result<Snapshot, PersistError> {
     let corrupt = |offset: usize, reason: String| PersistError::Corrupt {
         file: name.to_string(),
         offset: offset as u64,
         reason,
     };
-    if bytes.len() < SNAP_HEADER_LEN {
-        return Err(corrupt(
-            0,
-            format!("header truncated ({} bytes)", bytes.len()),
-        ));
+    let at = |base: usize| move |e: super::codec::DecodeError| corrupt(base + e.offset, e.reason);
+    let read = |offset: usize, n: usize| -> Result<Vec<u8>, PersistError> {
+        let mut buf = vec![0; n];
+        file.read_exact_at(&mut buf, offset as u64)
+            .map_err(|e| PersistError::io(name, e))?;
+        Ok(buf)
+    };
+    let len = usize::try_from(file.len()).unwrap_or(usize::MAX);
+    if len < SNAP_HEADER_LEN {
+        return Err(corrupt(0, format!("header truncated ({len} bytes)")));
     }
-    if bytes[..8] != SNAP_MAGIC {
+    let head = read(0, SNAP_HEADER_LEN)?;
+    if head[..8] != SNAP_MAGIC {
         return Err(corrupt(0, "not a Linden snapshot (bad magic)".into()));
     }
-    let mut r = Reader::new(&bytes[8..SNAP_HEADER_LEN]);
-    let at = |base: usize| move |e: super::codec::DecodeError| corrupt(base + e.offset, e.reason);
+    let mut r = Reader::new(&head[8..]);
     let version = r.u32_le("version").map_err(at(8))?;
     let seq = r.u64_le("seq").map_err(at(8))?;
     let next_id = r.u64_le("next id").map_err(at(8))?;
@@ -362,14 +380,18 @@ pub fn read_snapshot(name: &str, bytes: &[u8], schema: &Schema) -> Result<Snapsh
         .map_err(|_| corrupt(20, format!("next entry id {next_id} out of range")))?;
 
     // Trailer and footer.
-    let len = bytes.len();
-    if len < SNAP_HEADER_LEN + TRAILER_LEN || bytes[len - 8..] != SNAP_END_MAGIC {
+    let trailer = if len >= SNAP_HEADER_LEN + TRAILER_LEN {
+        read(len - 12, 12)?
+    } else {
+        Vec::new()
+    };
+    if trailer.len() < 12 || trailer[4..] != SNAP_END_MAGIC {
         return Err(corrupt(
             len,
             "no end marker: the file is truncated or was never finished".into(),
         ));
     }
-    let mut t = Reader::new(&bytes[len - 12..len - 8]);
+    let mut t = Reader::new(&trailer[..4]);
     let footer_len = t.u32_le("footer length").map_err(at(len - 12))? as usize;
     if footer_len < 16 || footer_len > len - SNAP_HEADER_LEN - 12 {
         return Err(corrupt(
@@ -378,10 +400,10 @@ pub fn read_snapshot(name: &str, bytes: &[u8], schema: &Schema) -> Result<Snapsh
         ));
     }
     let foot_start = len - 12 - footer_len;
-    let foot = &bytes[foot_start..len - 12];
+    let foot = read(foot_start, footer_len)?;
     let stored = &foot[foot.len() - 4..];
     let stored = u32::from_le_bytes([stored[0], stored[1], stored[2], stored[3]]);
-    let mut guarded = bytes[..SNAP_HEADER_LEN].to_vec();
+    let mut guarded = head.clone();
     guarded.extend_from_slice(&foot[..foot.len() - 4]);
     if crc(&guarded) != stored {
         return Err(corrupt(
@@ -397,8 +419,33 @@ pub fn read_snapshot(name: &str, bytes: &[u8], schema: &Schema) -> Result<Snapsh
             format!("chunk count {n} exceeds the footer"),
         ));
     }
+    // The schema section of versions 2 and up: read whole (it is small), kept while the
+    // entries are decoded (the interned pairs are borrowed from it).
+    let section = if version >= 2 {
+        let mut h = Reader::new(&head[..0]);
+        let lead = if foot_start >= SNAP_HEADER_LEN + 8 {
+            read(SNAP_HEADER_LEN, 8)?
+        } else {
+            Vec::new()
+        };
+        if lead.len() == 8 {
+            h = Reader::new(&lead);
+        }
+        let plen = h
+            .u32_le("schema section length")
+            .map_err(at(SNAP_HEADER_LEN))? as usize;
+        if plen > foot_start - SNAP_HEADER_LEN - 8 {
+            return Err(corrupt(
+                SNAP_HEADER_LEN,
+                format!("schema section length {plen} runs past the chunks"),
+            ));
+        }
+        read(SNAP_HEADER_LEN, 8 + plen)?
+    } else {
+        Vec::new()
+    };
     let (packing, chunks_start, extended) = if version >= 2 {
-        let (p, end, ext) = read_schema_section(name, bytes, foot_start, version, schema)?;
+        let (p, end, ext) = read_schema_section(name, &section, version, schema)?;
         (Some(p), end, ext)
     } else {
         (None, SNAP_HEADER_LEN, None)
@@ -429,59 +476,73 @@ pub fn read_snapshot(name: &str, bytes: &[u8], schema: &Schema) -> Result<Snapsh
         ));
     }
 
-    let decode_chunk =
-        |&(off, clen, count): &(usize, usize, u32)| -> Result<Vec<Entry>, PersistError> {
-            let mut h = Reader::new(&bytes[off..off + 8]);
-            let hl = h.u32_le("chunk length").map_err(at(off))? as usize;
-            let hc = h.u32_le("chunk crc").map_err(at(off))?;
-            if hl != clen {
-                return Err(corrupt(
-                    off,
-                    format!("chunk length {hl}, index says {clen}"),
-                ));
-            }
-            let payload = &bytes[off + 8..off + 8 + clen];
-            if crc(payload) != hc {
-                return Err(corrupt(off, "chunk fails its checksum".into()));
-            }
-            let base = off + 8;
-            let mut p = Reader::new(payload);
-            let c = p.u32_le("entry count").map_err(at(base))?;
-            if c != count {
-                return Err(corrupt(
-                    base,
-                    format!("chunk holds {c} entries, index says {count}"),
-                ));
-            }
-            let mut out = Vec::with_capacity((c as usize).min(payload.len()));
-            for _ in 0..c {
-                let rec = base + p.pos();
-                let e = match &packing {
-                    None => decode_entry(&mut p, schema).map_err(at(base))?,
-                    Some(packing) => decode_packed(&mut p, packing, schema).map_err(at(base))?,
-                };
-                out.push(e.map_err(|e| e.located(name, rec as u64))?);
-            }
-            if !p.is_empty() {
-                return Err(corrupt(
-                    base + p.pos(),
-                    "bytes after the chunk's last entry".into(),
-                ));
-            }
-            Ok(out)
-        };
+    // One chunk, read into `buf` (the thread's, reused), checked and decoded into `out`.
+    let decode_chunk = |&(off, clen, count): &(usize, usize, u32),
+                        buf: &mut Vec<u8>,
+                        out: &mut Vec<Entry>|
+     -> Result<(), PersistError> {
+        buf.resize(8 + clen, 0);
+        file.read_exact_at(buf, off as u64)
+            .map_err(|e| PersistError::io(name, e))?;
+        let mut h = Reader::new(&buf[..8]);
+        let hl = h.u32_le("chunk length").map_err(at(off))? as usize;
+        let hc = h.u32_le("chunk crc").map_err(at(off))?;
+        if hl != clen {
+            return Err(corrupt(
+                off,
+                format!("chunk length {hl}, index says {clen}"),
+            ));
+        }
+        let payload = &buf[8..];
+        if crc(payload) != hc {
+            return Err(corrupt(off, "chunk fails its checksum".into()));
+        }
+        let base = off + 8;
+        let mut p = Reader::new(payload);
+        let c = p.u32_le("entry count").map_err(at(base))?;
+        if c != count {
+            return Err(corrupt(
+                base,
+                format!("chunk holds {c} entries, index says {count}"),
+            ));
+        }
+        out.reserve((c as usize).min(payload.len()));
+        for _ in 0..c {
+            let rec = base + p.pos();
+            let e = match &packing {
+                None => decode_entry(&mut p, schema).map_err(at(base))?,
+                Some(packing) => decode_packed(&mut p, packing, schema).map_err(at(base))?,
+            };
+            out.push(e.map_err(|e| e.located(name, rec as u64))?);
+        }
+        if !p.is_empty() {
+            return Err(corrupt(
+                base + p.pos(),
+                "bytes after the chunk's last entry".into(),
+            ));
+        }
+        Ok(())
+    };
+    let decode_group = |group: &[(usize, usize, u32)]| -> Result<Vec<Entry>, PersistError> {
+        let mut out = Vec::new();
+        let mut buf = Vec::new();
+        for c in group {
+            decode_chunk(c, &mut buf, &mut out)?;
+        }
+        Ok(out)
+    };
 
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .clamp(1, chunks.len().max(1));
     let per = chunks.len().div_ceil(threads).max(1);
     let parts: Vec<Result<Vec<Entry>, PersistError>> = if threads <= 1 {
-        vec![decode_group(&chunks, &decode_chunk)]
+        vec![decode_group(&chunks)]
     } else {
         std::thread::scope(|s| {
             let handles: Vec<_> = chunks
                 .chunks(per)
-                .map(|group| s.spawn(|| decode_group(group, &decode_chunk)))
+                .map(|group| s.spawn(|| decode_group(group)))
                 .collect();
             handles
                 .into_iter()
@@ -519,20 +580,21 @@ struct Packing<'b> {
     /// The file's numbers are this process's (the usual case at start-up, the table being
     /// filled from the file in its order), so packed entries need no renumbering.
     same_ids: bool,
+    /// The entries' packed layout (`Entry::from_packed`): 1 in versions 2 and 3, 2 since 4.
+    layout: u8,
 }
 
-/// Reads and checks the schema section that starts at byte 28; returns it, where the chunks
-/// start and, when the section carries schema extensions (version 3), `schema` extended by
-/// them.
+/// Reads and checks the schema section (`section`: the file's bytes from byte 28 to the
+/// section's end); returns it, where the chunks start and, when the section carries schema
+/// extensions (version 3), `schema` extended by them.
 fn read_schema_section<'b>(
     name: &str,
-    bytes: &'b [u8],
-    limit: usize,
+    section: &'b [u8],
     version: u32,
     schema: &Schema,
 ) -> Result<(Packing<'b>, usize, Option<Schema>), PersistError> {
     let (p, end, ext) =
-        schema_section_parts(bytes, limit, version).map_err(|(o, r)| PersistError::Corrupt {
+        schema_section_parts(section, version).map_err(|(o, r)| PersistError::Corrupt {
             file: name.to_string(),
             offset: o as u64,
             reason: r,
@@ -555,17 +617,18 @@ fn read_schema_section<'b>(
     Ok((packing, end, extended))
 }
 
-/// The parts of a schema section: the packing (`same_schema` unset) with the fingerprint,
-/// where the chunks start, and the extension text with its offset. Errors are (offset, reason).
+/// The parts of a schema section (`section`: the file's bytes from byte 28, at least the
+/// whole section): the packing (`same_schema` unset) with the fingerprint, where the chunks
+/// start, and the extension text with its offset. Offsets are the file's; errors are
+/// (offset, reason).
 #[allow(clippy::type_complexity)]
 fn schema_section_parts(
-    bytes: &[u8],
-    limit: usize,
+    section: &[u8],
     version: u32,
 ) -> Result<((Packing<'_>, [u8; 32]), usize, Option<(usize, &str)>), (usize, String)> {
     let start = SNAP_HEADER_LEN;
     let fail = |o: usize| move |e: super::codec::DecodeError| (o + e.offset, e.reason);
-    let mut h = Reader::new(&bytes[start..limit]);
+    let mut h = Reader::new(section);
     let len = h.u32_le("schema section length").map_err(fail(start))? as usize;
     let sum = h.u32_le("schema section crc").map_err(fail(start))?;
     if len > h.remaining() {
@@ -574,7 +637,7 @@ fn schema_section_parts(
             format!("schema section length {len} runs past the chunks"),
         ));
     }
-    let payload = &bytes[start + 8..start + 8 + len];
+    let payload = &section[8..8 + len];
     if crc(payload) != sum {
         return Err((start, "schema section fails its checksum".into()));
     }
@@ -616,6 +679,7 @@ fn schema_section_parts(
                 names,
                 interned,
                 same_ids,
+                layout: if version >= 4 { 2 } else { 1 },
             },
             fingerprint,
         ),
@@ -639,6 +703,7 @@ fn decode_packed(
         id,
         parent,
         packed,
+        packing.layout,
         packing.names.len(),
         &packing.interned,
         packing.same_ids,
@@ -663,15 +728,4 @@ fn decode_packed(
             .zip(&names)
             .map(|(a, n)| (n.as_str(), a.values().map(Box::from).collect())),
     ))
-}
-
-fn decode_group<F>(group: &[(usize, usize, u32)], f: &F) -> Result<Vec<Entry>, PersistError>
-where
-    F: Fn(&(usize, usize, u32)) -> Result<Vec<Entry>, PersistError>,
-{
-    let mut out = Vec::new();
-    for c in group {
-        out.extend(f(c)?);
-    }
-    Ok(out)
 }
