@@ -102,11 +102,14 @@ impl Posting {
 /// by equality-normalized form, exactly (each added value was not held before, each removed
 /// one was): `Txn::replace_attrs_with` then updates the equality index by these values alone.
 ///
-/// The keys of the values removed are removed without looking at the values that stay, so
-/// were one of those to share a removed value's 48-bit key (`hashtrie::key_of`; odds of about
-/// 4 in 10^10 per removal for an attribute of 100,000 values), a search for it would miss this entry until
-/// it is next changed whole or the server restarts; the full comparison of `put` has no such
-/// case. The callers use it for attributes with many values (`dit::modify`).
+/// The keys of the values removed stay in the index: finding out whether a value that stays
+/// shares a removed value's 48-bit key (`hashtrie::key_of`) would mean hashing every value
+/// that stays, and removing the key without that check would, once in about 10^10 removals
+/// from an attribute of 100,000 values, make a search miss this entry. A key left behind only
+/// proposes this entry as a candidate that the filter then rejects (every index user checks
+/// its candidates: `plan`), and `Version::may_hold` then answers "maybe". Such keys last until
+/// the server restarts (indexes are built at start), one posting per value removed. The
+/// callers use it for attributes with many values (`dit::modify`).
 #[derive(Debug, Clone)]
 pub struct ValueDelta<'a> {
     pub ty: AttrId,
@@ -608,9 +611,8 @@ impl Version {
             });
             match delta {
                 Some(d) => {
+                    // The removed values' keys stay (see `ValueDelta`).
                     if kinds.contains(IndexKinds::EQ) {
-                        gone.hashed
-                            .extend(d.removed.iter().map(|n| index_key(ty, n)));
                         came.hashed.extend(d.added.iter().map(|n| index_key(ty, n)));
                     }
                     if kinds.contains(IndexKinds::PRES) {

@@ -204,7 +204,16 @@ proptest! {
             let (cand, scan) = lookup(s, &v, f);
             let (cand2, scan2) = lookup(s, &rebuilt, f);
             prop_assert_eq!(&scan, &scan2);
-            prop_assert_eq!(&cand, &cand2, "{:?}", f);
+            // The index proposes what a fresh build does, plus the group for a member it
+            // lost (a removed value's key stays: `store::ValueDelta`), and never misses one.
+            match (&cand, &cand2) {
+                (Some(c), Some(c2)) => {
+                    let extra: Vec<u32> = c.iter().copied().filter(|id| !c2.contains(id)).collect();
+                    prop_assert!(extra.iter().all(|&id| id == g.id), "{:?}: {:?}", f, extra);
+                    prop_assert!(c2.iter().all(|id| c.contains(id)), "{:?}", f);
+                }
+                _ => prop_assert_eq!(&cand, &cand2, "{:?}", f),
+            }
             if let Some(c) = cand {
                 for id in &scan {
                     prop_assert!(c.contains(id), "{:?}", f);
