@@ -13,7 +13,7 @@ use std::collections::{HashMap, HashSet};
 use std::io::{Read, Write};
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::{ADMIN_DN, ADMIN_PW};
 use ldap3::{LdapConn, Mod, Scope, SearchEntry};
@@ -508,18 +508,6 @@ fn metrics_health_and_readiness_over_http() {
     assert!(es.is_empty());
 }
 
-/// Reads `path` until `done` holds for its text (the log writer flushes asynchronously).
-fn wait_for(path: &std::path::Path, done: impl Fn(&str) -> bool) -> String {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let text = std::fs::read_to_string(path).unwrap_or_default();
-        if done(&text) || Instant::now() > deadline {
-            return text;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 #[test]
 fn json_access_log_is_one_object_per_line() {
     let dir = tempfile::tempdir().expect("tmp");
@@ -549,7 +537,7 @@ fn json_access_log_is_one_object_per_line() {
         .success()
         .expect("ok");
     admin.unbind().expect("unbind");
-    let text = wait_for(&log, |t| t.contains("\"CLOSED\""));
+    let text = common::wait_for(&log, |t| t.contains("\"CLOSED\""));
     let lines: Vec<serde_json::Value> = text
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))

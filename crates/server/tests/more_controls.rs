@@ -236,26 +236,13 @@ fn proxied_authorization_acts_as_the_proxied_identity() {
     assert_eq!(code, 0, "alice binds with her new password: {err}");
 
     // The access log shows both identities.
-    let log = wait_for(&access, |t| t.contains(" MODIFY "));
+    let log = common::wait_for(&access, |t| t.contains(" MODIFY "));
     let line = log
         .lines()
         .find(|l| l.contains(" MODIFY ") && l.contains("authzid="))
         .unwrap_or_else(|| panic!("a proxied MODIFY line: {log}"));
     assert!(line.contains(&format!("bound=\"{BOB}\"")), "{line}");
     assert!(line.contains(&format!("authzid=\"{ALICE}\"")), "{line}");
-}
-
-/// Reads `path` until `done` holds for its text (the log writer flushes on its own thread;
-/// bounded by a deadline).
-fn wait_for(path: &Path, done: impl Fn(&str) -> bool) -> String {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    loop {
-        let text = std::fs::read_to_string(path).unwrap_or_default();
-        if done(&text) || std::time::Instant::now() > deadline {
-            return text;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
 }
 
 #[test]
