@@ -485,7 +485,6 @@ pub fn apply(
         .map(|c| ValueDelta {
             ty: c.ty,
             added: c.added.iter().map(|(_, n)| &**n).collect(),
-            removed: c.removed.iter().map(|(_, n)| &**n).collect(),
         })
         .collect();
     for k in &mut kept {

@@ -98,9 +98,9 @@ impl Posting {
     }
 }
 
-/// The values a change added to one attribute type (without options) and removed from it,
-/// by equality-normalized form, exactly (each added value was not held before, each removed
-/// one was): `Txn::replace_attrs_with` then updates the equality index by these values alone.
+/// The values a change added to one attribute type (without options), by equality-normalized
+/// form, exactly (none was held before), when every other value it changed was one it removed:
+/// `Txn::replace_attrs_with` then updates the equality index by the added values alone.
 ///
 /// The keys of the values removed stay in the index: finding out whether a value that stays
 /// shares a removed value's 48-bit key (`hashtrie::key_of`) would mean hashing every value
@@ -114,7 +114,6 @@ impl Posting {
 pub struct ValueDelta<'a> {
     pub ty: AttrId,
     pub added: Vec<&'a [u8]>,
-    pub removed: Vec<&'a [u8]>,
 }
 
 /// The items of sorted `a` that sorted `b` lacks.
@@ -532,8 +531,9 @@ impl Version {
     /// Only the types whose attributes changed (stored bytes compared) have their keys worked
     /// out, in the old entry and the new. For a type named in `deltas` whose index is
     /// equality and presence only and that is one attribute without options before and after,
-    /// the keys come from the values the change added and removed alone: a group of 100,000
-    /// members gaining one hashes one value instead of 200,000. (Substring and ordering keys are
+    /// the keys come from the values the change added alone (those of the values it removed
+    /// stay: see `ValueDelta`): a group of 100,000 members gaining one hashes one value instead
+    /// of 200,000. (Substring and ordering keys are
     /// shared between values, so they are always worked out from the whole type.)
     pub(crate) fn put_with(&mut self, entry: Entry, deltas: &[ValueDelta<'_>]) {
         self.put_arc_with(Arc::new(entry), deltas);

@@ -507,8 +507,8 @@ impl Txn {
         self.replace_attrs_with(id, attrs, &[])
     }
 
-    /// `replace_attrs`, with the values the change added and removed for some types
-    /// (`ValueDelta`, exact), so that their index keys are worked out from those values only.
+    /// `replace_attrs`, with the values the change added for some types (`ValueDelta`, exact),
+    /// so that their index keys are worked out from those values only.
     pub fn replace_attrs_with(
         &mut self,
         id: EntryId,
