@@ -380,23 +380,16 @@ impl Server {
             loop {
                 tick.tick().await;
                 if sh.persistence.as_ref().is_some_and(|p| p.due(&sh.config)) {
-                    let sh2 = sh.clone();
-                    let r = tokio::task::spawn_blocking(move || match &sh2.persistence {
-                        Some(p) => p.snapshot(&sh2.store, sh2.config.snapshot_cpu_share),
-                        None => Ok(None),
-                    })
-                    .await;
-                    match r {
-                        Ok(Ok(Some(rep))) => tracing::info!(
+                    match sh.background_snapshot().await {
+                        Ok(Some(rep)) => tracing::info!(
                             "snapshot {} written: {} entries, {} bytes in {:.2} s",
                             rep.file,
                             rep.entries,
                             rep.bytes,
                             rep.seconds
                         ),
-                        Ok(Ok(None)) => {}
-                        Ok(Err(e)) => tracing::error!("snapshot failed: {e}"),
-                        Err(e) => tracing::error!("snapshot task failed: {e}"),
+                        Ok(None) => {}
+                        Err(e) => tracing::error!("snapshot failed: {e}"),
                     }
                 }
             }

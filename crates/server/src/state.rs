@@ -167,6 +167,23 @@ pub struct Shared {
     pub(crate) syncprov: Option<Arc<crate::synclog::Provider>>,
 }
 
+impl Shared {
+    /// A paced snapshot (`snapshot_cpu_share`) of the newest version, written on a thread of
+    /// lower CPU priority while the server keeps serving: the periodic ones and those the
+    /// administrator asks for. `Ok(None)` when another one is being written, the version is on
+    /// disk already, or the server keeps nothing on disk.
+    pub(crate) async fn background_snapshot(
+        self: &Arc<Self>,
+    ) -> Result<Option<crate::SnapshotReport>, String> {
+        let sh = self.clone();
+        crate::persistence::in_background(move || match &sh.persistence {
+            Some(p) => p.snapshot(&sh.store, sh.config.snapshot_cpu_share),
+            None => Ok(None),
+        })
+        .await?
+    }
+}
+
 impl std::ops::Deref for Shared {
     type Target = dit::Dit;
 

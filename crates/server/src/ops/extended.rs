@@ -195,14 +195,7 @@ async fn snapshot(shared: &Arc<Shared>, who: &Identity) -> LdapResult<String> {
             "only the administrator may take a snapshot",
         ));
     }
-    let sh = shared.clone();
-    let r = tokio::task::spawn_blocking(move || match &sh.persistence {
-        Some(p) => p.snapshot(&sh.store, sh.config.snapshot_cpu_share),
-        None => Ok(None),
-    })
-    .await
-    .map_err(|e| LdapError::new(ResultCode::Other, format!("snapshot task failed: {e}")))?;
-    match r {
+    match shared.background_snapshot().await {
         Ok(Some(rep)) => {
             tracing::info!(
                 "snapshot {} written on request: {} entries, {} bytes in {:.2} s",
