@@ -30,7 +30,10 @@
 #
 # Environment: LINDEN (the binary measured, and the `linden bench` client for every server;
 # default target/release/linden, built if missing), LINDEN_BEFORE (a second Linden, shown as
-# "before"), WORKLOADS (comma-separated subset of the names above), WARMUP (s, default 3),
+# "before"), FLOOR (the `floor` example of the bench crate, `cargo build --release -p bench
+# --example floor`: an LDAP responder that does no directory work, measured as one more server;
+# its CPU per operation is the kernel's and the runtime's share that no server goes below, and
+# "slapd/floor" the largest ratio any server could reach against slapd on this machine), WORKLOADS (comma-separated subset of the names above), WARMUP (s, default 3),
 # UNBOUNDID_VERSION (7.0.1), KEEP=1 (keep the work directory with every raw output).
 set -euo pipefail
 
@@ -40,7 +43,7 @@ ROUNDS=${3:-3}
 WARMUP=${WARMUP:-3}
 WORKLOADS=${WORKLOADS:-ub-search-8x1,ub-search-4x32,ub-auth-8x1,lb-search-8x1,lb-search-8x32,lb-auth-8x1}
 VERSION=${UNBOUNDID_VERSION:-7.0.1}
-PORT_SLAPD=13491 PORT_AFTER=13492 PORT_BEFORE=13493
+PORT_SLAPD=13491 PORT_AFTER=13492 PORT_BEFORE=13493 PORT_FLOOR=13494
 SCRIPT=readpath.sh
 # shellcheck source=bench/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -87,6 +90,13 @@ start_linden() { # name binary port
 }
 start_linden after "$LINDEN" "$PORT_AFTER"
 [ -z "${LINDEN_BEFORE:-}" ] || start_linden before "$LINDEN_BEFORE" "$PORT_BEFORE"
+if [ -n "${FLOOR:-}" ]; then
+  [ -x "$FLOOR" ] || die "no floor binary at $FLOOR"
+  "$FLOOR" "127.0.0.1:$PORT_FLOOR" multi >"$WORK/floor.log" 2>&1 &
+  PID[floor]=$!; PORT[floor]=$PORT_FLOOR; PIDS+=("$!")
+  wait_ldap "ldap://127.0.0.1:$PORT_FLOOR"
+  SERVERS+=(floor)
+fi
 log "servers: ${SERVERS[*]} (pids ${PIDS[*]})"
 
 # --- runs -------------------------------------------------------------------------------------
