@@ -6,8 +6,10 @@
 //!   the blocking pool and back would cost more than the hash.
 //! - Slow schemes (Argon2id, PBKDF2, SHA-crypt) first ask the credential cache
 //!   (`pwhash::cache`): a hit is a keyed MAC over (DN, stored value, password) and a table
-//!   lookup. A miss runs the scheme on the blocking pool, so a cold login never stalls other
-//!   connections, and a success is remembered. `credential_cache_entries = 0` turns the cache
+//!   lookup. A miss runs the scheme on the hashing threads (`lowprio::Pool`: one per core,
+//!   five nice steps below the server), so a cold login never stalls other connections:
+//!   however many first logins arrive at once, at most one hash per core runs, and a
+//!   connection with a request to answer takes the core before it. A success is remembered. `credential_cache_entries = 0` turns the cache
 //!   off. docs/credential-cache.md has the threat model.
 //!
 //! Only the password check is cached: the entry, its access rules, the failed-bind throttling
@@ -17,10 +19,17 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use pwhash::cache::{CacheStats, CredentialCache};
 
+/// How much lower than the server's the hashing threads' CPU priority is (nice steps): at 5 a
+/// connection's thread weighs three times a hash on a shared core and takes it first when it
+/// wakes up, while first logins still get a quarter of a busy core each.
+const HASH_NICE_STEPS: i32 = 5;
+
 /// What `Shared` holds for password checks: the cache and how verifications ran.
 #[derive(Debug)]
 pub struct Credentials {
     cache: CredentialCache,
+    /// Where slow schemes run.
+    hashing: crate::lowprio::Pool,
     /// Checks that ran a slow scheme on the blocking pool.
     slow: AtomicU64,
     /// Checks done inline (every stored value a cheap scheme).
@@ -31,7 +40,8 @@ pub struct Credentials {
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct CredentialStats {
     pub cache: CacheStats,
-    /// Password checks that ran a slow scheme (Argon2, PBKDF2, SHA-crypt) on the blocking pool.
+    /// Password checks that ran a slow scheme (Argon2, PBKDF2, SHA-crypt) on the hashing
+    /// threads.
     pub slow_verifications: u64,
     /// Password checks done inline on the connection's task (cheap schemes only).
     pub inline_verifications: u64,
@@ -40,8 +50,10 @@ pub struct CredentialStats {
 impl Credentials {
     /// `capacity` tags at most (`credential_cache_entries`); 0 = no cache.
     pub fn new(capacity: usize) -> Credentials {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         Credentials {
             cache: CredentialCache::new(capacity),
+            hashing: crate::lowprio::Pool::new("linden-hash", HASH_NICE_STEPS, cores),
             slow: AtomicU64::new(0),
             inline: AtomicU64::new(0),
         }
@@ -80,14 +92,19 @@ impl Credentials {
         self.slow.fetch_add(1, Ordering::Relaxed);
         let pw = password.to_vec();
         let stored: Vec<Vec<u8>> = stored.iter().map(|s| s.to_vec()).collect();
-        let matched = tokio::task::spawn_blocking(move || {
+        let check = move || {
             stored.iter().enumerate().fold(None, |found, (i, s)| {
                 let ok = pwhash::verify(s, &pw);
                 found.or(ok.then_some(i))
             })
-        })
-        .await
-        .unwrap_or(None);
+        };
+        let matched = match self.hashing.run(check).await {
+            Ok(m) => m,
+            Err(e) => {
+                tracing::error!("password check not done: {e}");
+                None
+            }
+        };
         match matched {
             Some(i) => {
                 if cache {

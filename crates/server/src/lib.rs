@@ -43,7 +43,9 @@
 //!   password change, the connection restriction after a reset, the response control); the
 //!   policy itself is `dit::ppolicy`, the state a change leaves `dit::overlays::ppolicy`.
 //! - `credcache`: password checks for bind — cheap schemes inline, slow ones through the cache
-//!   of verified credentials or on the blocking pool (docs/credential-cache.md).
+//!   of verified credentials or on the hashing threads (docs/credential-cache.md).
+//! - `lowprio`: threads below the server's CPU priority, for what must not take the cores from
+//!   the connections: slow password hashes (a pool) and snapshots (`persistence`).
 //! - `audit`, `logs`: the audit and access logs (text or JSON lines).
 //! - `monitor`: cn=Monitor (the tree of the server's figures, who may read it);
 //!   `metrics`: the HTTP listener with `/metrics` (Prometheus/OpenMetrics), `/healthz` and
@@ -66,6 +68,7 @@ pub mod credcache;
 pub mod figures;
 pub mod lockout;
 pub mod logs;
+mod lowprio;
 pub mod metrics;
 pub mod monitor;
 mod op;

@@ -167,37 +167,14 @@ impl<I: Iterator> Iterator for Paced<I> {
 /// machine it changes nothing: the pacing (`snapshot_cpu_share`) bounds it as before.
 const SNAPSHOT_NICE_STEPS: i32 = 10;
 
-/// Runs `job` (a background or requested snapshot) on a thread of its own whose CPU priority is
-/// lowered by `SNAPSHOT_NICE_STEPS`, and returns its result. A thread of its own because an
-/// unprivileged process cannot raise a thread's priority back, and the blocking pool's threads
-/// are reused (password hashing runs there).
+/// Runs `job` (a background or requested snapshot) on a thread of its own,
+/// `SNAPSHOT_NICE_STEPS` below the server (`lowprio`), and returns its result.
 pub(crate) async fn in_background<R: Send + 'static>(
     job: impl FnOnce() -> R + Send + 'static,
 ) -> Result<R, String> {
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    std::thread::Builder::new()
-        .name("linden-snapshot".into())
-        .spawn(move || {
-            lower_priority();
-            let _ = tx.send(job());
-        })
-        .map_err(|e| format!("cannot start the snapshot thread: {e}"))?;
-    rx.await
-        .map_err(|_| "the snapshot thread ended without a result".to_string())
-}
-
-/// Lowers the calling thread's CPU priority by `SNAPSHOT_NICE_STEPS` (Linux, where nice is per
-/// thread); a refusal leaves it as it was.
-fn lower_priority() {
-    #[cfg(target_os = "linux")]
-    {
-        use rustix::process::{getpriority_process, setpriority_process};
-        let me = Some(rustix::thread::gettid());
-        let now = getpriority_process(me).unwrap_or(0);
-        if let Err(e) = setpriority_process(me, (now + SNAPSHOT_NICE_STEPS).min(19)) {
-            tracing::debug!("the snapshot thread keeps the server's CPU priority: {e}");
-        }
-    }
+    crate::lowprio::on_own_thread("linden-snapshot", SNAPSHOT_NICE_STEPS, job)
+        .await
+        .map_err(|e| format!("snapshot: {e}"))
 }
 
 impl Persistence {
@@ -272,25 +249,5 @@ impl Persistence {
         let by_volume = config.snapshot_log_bytes > 0
             && log_bytes(&self.dir).saturating_sub(last.1) >= config.snapshot_log_bytes;
         by_time || by_volume
-    }
-}
-
-#[cfg(all(test, target_os = "linux"))]
-mod tests {
-    use rustix::process::getpriority_process;
-
-    #[tokio::test]
-    async fn snapshots_run_at_a_lower_cpu_priority_than_the_server() {
-        let ours = getpriority_process(Some(rustix::thread::gettid())).unwrap();
-        let theirs = super::in_background(|| getpriority_process(Some(rustix::thread::gettid())))
-            .await
-            .unwrap()
-            .unwrap();
-        assert_eq!(theirs, (ours + super::SNAPSHOT_NICE_STEPS).min(19));
-        // The calling thread keeps its priority.
-        assert_eq!(
-            getpriority_process(Some(rustix::thread::gettid())).unwrap(),
-            ours
-        );
     }
 }
