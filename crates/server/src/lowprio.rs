@@ -120,7 +120,8 @@ impl Pool {
     }
 }
 
-#[cfg(all(test, target_os = "linux"))]
+#[cfg(test)]
+#[cfg(target_os = "linux")]
 mod tests {
     use super::*;
     use rustix::process::getpriority_process;
