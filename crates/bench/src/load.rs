@@ -137,7 +137,7 @@ pub struct BenchArgs {
     pub pacer: Pacer,
     /// With --rate and the thread pacer: microseconds between two wake-ups of the pacer thread
     /// at most (lower: finer pacing, more client CPU).
-    #[arg(long, default_value_t = 50)]
+    #[arg(long, default_value_t = crate::pace::DEFAULT_RESOLUTION_US)]
     pub pace_resolution: u64,
     /// `{rand}` is uniform in 0..range.
     #[arg(long, default_value_t = 1000)]

@@ -10,10 +10,17 @@
 //!
 //! Two pacers wake a connection when a request is due ([`Pacer`]):
 //! - `thread` (the default): one OS thread per run sleeps until the next due request
-//!   (`clock_nanosleep` with a 1 µs timer slack) and wakes the connections it is due on
-//!   through a [`tokio::sync::Notify`]. It wakes at most once per `--pace-resolution`
-//!   (50 µs by default), so at high rates each wake releases one request per connection or a
-//!   few, not a burst. Its CPU time is measured and reported (`pacer_cpu_secs`).
+//!   (`nanosleep` with a 1 µs timer slack) and wakes the connections it is due on through a
+//!   [`tokio::sync::Notify`]. It wakes at most once per `--pace-resolution`
+//!   ([`DEFAULT_RESOLUTION_US`] by default), so at high rates each wake releases a few requests
+//!   per connection, not a millisecond's burst. Its CPU time is measured and reported
+//!   (`pacer_cpu_secs`).
+//!
+//! The resolution trades precision for client CPU: every wake of a connection is a task
+//! wake-up and a `write`. At 67,500 searches/s over 8 connections on 2 shared cores
+//! (BENCHMARKS.md, "pacing"), 50 µs cost 1.5–2.5× the client CPU of tokio's timer and made the
+//! client itself late when the machine was busy; 200 µs kept the send lag's p99 at a few
+//! hundred µs for about 1.5× the timer's CPU.
 //! - `timer`: each connection sleeps on tokio's timer, whose resolution is 1 ms: a connection
 //!   wakes up to ~1 ms late and then sends every request whose time has passed at once. Kept
 //!   to compare with measurements made before the thread pacer.
@@ -22,6 +29,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::Notify;
+
+/// Default `--pace-resolution`: the pacer thread wakes at most once per this many µs.
+pub const DEFAULT_RESOLUTION_US: u64 = 200;
 
 /// How a connection is woken when a request is due under `--rate`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]

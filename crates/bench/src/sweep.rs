@@ -84,7 +84,7 @@ pub struct SweepArgs {
     pub pacer: load::Pacer,
     /// Microseconds between two wake-ups of the pacer thread at most (as `linden bench
     /// --pace-resolution`).
-    #[arg(long, default_value_t = 50)]
+    #[arg(long, default_value_t = crate::pace::DEFAULT_RESOLUTION_US)]
     pub pace_resolution: u64,
     /// The HTML page to write (charts and table).
     #[arg(long, default_value = "sweep.html")]
