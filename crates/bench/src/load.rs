@@ -397,9 +397,7 @@ pub async fn run_async(args: &BenchArgs) -> Result<Summary, Error> {
             } else {
                 args.duration
             },
-            pacer: args
-                .rate
-                .map(|_| args.pacer.name().to_string()),
+            pacer: args.rate.map(|_| args.pacer.name().to_string()),
             pacer_cpu_secs: pacer_cpu.map(|d| d.as_secs_f64()),
             client_cpu_secs: client_cpu,
         },

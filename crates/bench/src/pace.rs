@@ -309,8 +309,7 @@ mod tests {
     }
 
     #[test]
-    fn the_pacer_wakes_each_connection_once_per_due_request_and_not_more_often_than_the_resolution(
-    ) {
+    fn pacer_wakes_each_due_connection_once_and_at_most_once_per_resolution() {
         let t0 = Instant::now();
         let stop = t0 + us(10_000);
         // 2 connections at 20,000/s: a request every 100 µs each, 50 µs apart.

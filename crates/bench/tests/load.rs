@@ -367,7 +367,10 @@ fn rate_reports_latency_from_send_and_the_send_lag() {
         assert_eq!(s.pacer_cpu_secs.is_some(), pacer == "thread", "{s:?}");
         assert!(s.client_cpu_secs.is_some());
         let text = s.to_string();
-        assert!(text.contains("from send us:") && text.contains("send lag us:"), "{text}");
+        assert!(
+            text.contains("from send us:") && text.contains("send lag us:"),
+            "{text}"
+        );
     }
     // Closed loop: nothing is paced.
     let s = run_w(addr, "search", &[]);
