@@ -843,7 +843,12 @@ impl Conn {
     /// Runs until `stop` and the drain; returns the time of the last measured response.
     async fn run(mut self) -> Result<Instant, Error> {
         match &self.pace {
-            Some(p) => p.notified().await,
+            // A connection whose first request falls after the end of the run is never woken
+            // by the pacer: the end of the run wakes it.
+            Some(p) => tokio::select! {
+                () = p.notified() => {}
+                () = tokio::time::sleep_until(self.stop) => {}
+            },
             None => tokio::time::sleep_until(self.next_send.min(self.measure_start)).await,
         }
         let drain_deadline = self.stop + DRAIN_TIMEOUT;

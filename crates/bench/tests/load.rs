@@ -377,6 +377,30 @@ fn rate_reports_latency_from_send_and_the_send_lag() {
     assert_eq!((s.pacer.as_deref(), s.pacer_cpu_secs), (None, None));
 }
 
+/// A rate so low that some connections have nothing due before the end of the run: the pacer
+/// never wakes them, and the run still ends (1 request per second over 4 connections: each
+/// connection's first request is 0, 1, 2 and 3 s after the start of a 1 s run).
+#[test]
+fn connections_with_nothing_due_still_end_with_the_run() {
+    let (addr, counts) = fake_server();
+    let s = run(
+        addr,
+        &[
+            "search",
+            "--rate",
+            "1",
+            "--connections",
+            "4",
+            "--warmup",
+            "0",
+            "--duration",
+            "1",
+        ],
+    );
+    assert!(s.total.ops <= 2, "{s:?}");
+    assert_eq!(s.total.ops, counts.get(&counts.search));
+}
+
 /// A server (as lloadd) answering the initial bind busy: each connection binds again until it
 /// succeeds, and the run goes on.
 #[test]
