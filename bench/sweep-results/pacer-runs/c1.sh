@@ -1,8 +1,4 @@
-echo "loadavg before: $(cat /proc/loadavg)"
-B "$LINDEN_URL" --connections 8 --depth 64 --duration 3 --warmup 1 --json $WORK/probe.json >/dev/null
-MAX=$(python3 -c 'import json, os;print(round(json.load(open(os.environ["WORK"]+"/probe.json"))["total"]["ops_per_sec"]))')
-HALF=$((MAX/2))
-echo "linden closed-loop max $MAX/s, half $HALF/s"
+probe_half
 for r in 1 2 3; do
   if [ $((r%2)) = 1 ]; then order="thread timer"; else order="timer thread"; fi
   for p in $order; do

@@ -5,10 +5,7 @@ printf 'access_log = "%s"\naccess_log_format = "json"\n' "$WORK/access.log" > "$
   --admin-dn "$ADMIN" --admin-password "$SECRET" > "$WORK/linden2.log" 2>&1 &
 L2=$!; PIDS+=("$L2")
 wait_ldap ldap://127.0.0.1:13391
-B "$LINDEN_URL" --connections 8 --depth 64 --duration 3 --warmup 1 --json $WORK/probe.json >/dev/null
-MAX=$(python3 -c 'import json, os;print(round(json.load(open(os.environ["WORK"]+"/probe.json"))["total"]["ops_per_sec"]))')
-HALF=$((MAX/2))
-echo "linden closed-loop max $MAX/s, half $HALF/s"
+probe_half
 for r in 1 2 3; do
   for u in "$LINDEN_URL" ldap://127.0.0.1:13391; do
     : > "$WORK/access.log"

@@ -1,10 +1,6 @@
 # run-queue waits: sum of field 2 of /proc/PID/task/*/schedstat (ns)
 rqwait() { cat /proc/$1/task/*/schedstat 2>/dev/null | awk '{w+=$2; c+=$1} END {printf "%d %d\n", w/1000, c/1000}'; }
-echo "loadavg before: $(cat /proc/loadavg)"
-B "$LINDEN_URL" --connections 8 --depth 64 --duration 3 --warmup 1 --json $WORK/probe.json >/dev/null
-MAX=$(python3 -c 'import json, os;print(round(json.load(open(os.environ["WORK"]+"/probe.json"))["total"]["ops_per_sec"]))')
-HALF=$((MAX/2))
-echo "linden closed-loop max $MAX/s, half $HALF/s"
+probe_half
 for r in 1 2; do
   if [ $r = 1 ]; then order="8 2 32 8t1"; else order="8t1 32 2 8"; fi
   for c in $order; do
