@@ -6,6 +6,8 @@
 //!   deterministic for a seed.
 //! - [`load`]: the load generator: C connections × D outstanding requests, closed loop or at a
 //!   fixed rate, HdrHistogram latencies, per-interval lines and a summary (also as JSON).
+//! - [`pace`]: open-loop pacing: the send schedule, the pacer thread that wakes connections
+//!   when a request is due, and the latency / latency-from-send / pacing-lag split.
 //! - `template` (private): request PDUs encoded once with `{rand}`-style placeholders, then
 //!   re-emitted per request with the placeholders and the message id filled in, into a reused
 //!   buffer (no per-request allocation).
@@ -21,6 +23,7 @@
 
 pub mod gen;
 pub mod load;
+pub mod pace;
 pub mod plot;
 mod response;
 mod stats;

@@ -3,8 +3,9 @@
 //! Shape of a run: connect (and bind, with `--bind-dn`) all connections, then each connection
 //! runs as one tokio task that keeps up to `--depth` requests outstanding. Without `--rate` it
 //! sends a new request as soon as a slot frees (closed loop); with `--rate` each connection sends
-//! on its own schedule (aggregate rate / connections) and latency runs from the *intended* send
-//! time, so a server that falls behind shows it in the latencies (no coordinated omission). At the
+//! on its own schedule (aggregate rate / connections, [`crate::pace`]) and latency runs from the
+//! *intended* send time, so a server that falls behind shows it in the latencies (no coordinated
+//! omission); latency from the actual send and the pacing lag are reported beside it. At the
 //! end of `--warmup + --duration` connections stop sending and wait for what is outstanding; only
 //! requests whose (intended) send time is after the warm-up count.
 //!
@@ -13,6 +14,7 @@
 //! [`response::parse`]. Message ids name a slot (low 15 bits) and a generation, so a response finds
 //! its request in O(1) even when the server answers out of order.
 
+use crate::pace::{PaceState, PacerThread, Schedule, Timings};
 use crate::response::{self, tag};
 use crate::stats::{self, IntervalTotals, OpKind, Recorder, RunInfo};
 use crate::template::{Template, Vars};
@@ -29,7 +31,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+use tokio::sync::Notify;
 use tokio::time::Instant;
+
+pub use crate::pace::Pacer;
 
 pub use crate::stats::{Latency, OpSummary, Summary};
 
@@ -126,6 +131,14 @@ pub struct BenchArgs {
     /// Fixed aggregate rate in operations per second (open loop) instead of full speed.
     #[arg(long)]
     pub rate: Option<f64>,
+    /// With --rate: what wakes a connection when a request is due. `thread`: a pacer thread
+    /// sleeping with microsecond precision; `timer`: tokio's 1 ms timer (earlier versions).
+    #[arg(long, value_enum, default_value_t = Pacer::Thread)]
+    pub pacer: Pacer,
+    /// With --rate and the thread pacer: microseconds between two wake-ups of the pacer thread
+    /// at most (lower: finer pacing, more client CPU).
+    #[arg(long, default_value_t = crate::pace::DEFAULT_RESOLUTION_US)]
+    pub pace_resolution: u64,
     /// `{rand}` is uniform in 0..range.
     #[arg(long, default_value_t = 1000)]
     pub range: u64,
@@ -264,17 +277,34 @@ pub async fn run_async(args: &BenchArgs) -> Result<Summary, Error> {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64)
     });
-    // Per-connection send period under --rate, with connections offset to spread the sends.
-    let period = args
+    // Per-connection send times under --rate, with connections offset to spread the sends.
+    let schedule = args
         .rate
-        .map(|r| Duration::from_secs_f64(total_conns as f64 / r));
+        .map(|r| Schedule::new(start.into_std(), total_conns, r));
+    let period = schedule.as_ref().map(Schedule::period);
+    let notify: Vec<Arc<Notify>> = (0..total_conns).map(|_| Arc::default()).collect();
+    let cpu_at_start = crate::pace::process_cpu_time();
+    let pacer = match &schedule {
+        Some(s) if args.pacer == Pacer::Thread => Some(
+            PacerThread::start(
+                PaceState::new(
+                    s.clone(),
+                    Duration::from_micros(args.pace_resolution),
+                    stop.into_std(),
+                ),
+                notify.clone(),
+            )
+            .map_err(|e| Error::io("starting the pacer thread", e))?,
+        ),
+        _ => None,
+    };
 
     let recorders: Vec<Arc<Mutex<Recorder>>> = (0..total_conns).map(|_| Arc::default()).collect();
     let mut tasks = tokio::task::JoinSet::new();
     for (i, stream) in conns {
         let mix = populations[i / args.connections.max(1)];
-        let first_send = match period {
-            Some(p) => start + p.mul_f64(i as f64 / total_conns as f64),
+        let first_send = match &schedule {
+            Some(s) => Instant::from_std(s.first(i)),
             None => start,
         };
         let conn = Conn {
@@ -285,6 +315,8 @@ pub async fn run_async(args: &BenchArgs) -> Result<Summary, Error> {
             rng: StdRng::seed_from_u64(seed ^ (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)),
             recorder: recorders[i].clone(),
             slots: (0..args.depth).map(|_| Slot::default()).collect(),
+            unstamped: Vec::with_capacity(args.depth),
+            pace: pacer.as_ref().map(|_| notify[i].clone()),
             free: (0..args.depth as u32).rev().collect(),
             generation: 0,
             wbuf: Vec::with_capacity(64 * 1024),
@@ -338,9 +370,14 @@ pub async fn run_async(args: &BenchArgs) -> Result<Summary, Error> {
             }
         }
     }
+    let pacer_cpu = pacer.and_then(PacerThread::finish);
     if let Some(e) = failure {
         return Err(e);
     }
+    let client_cpu = match (cpu_at_start, crate::pace::process_cpu_time()) {
+        (Some(a), Some(b)) => Some(b.saturating_sub(a).as_secs_f64()),
+        _ => None,
+    };
 
     let guards: Vec<MutexGuard<'_, Recorder>> = recorders.iter().map(lock).collect();
     let refs: Vec<&Recorder> = guards.iter().map(|g| &**g).collect();
@@ -360,6 +397,9 @@ pub async fn run_async(args: &BenchArgs) -> Result<Summary, Error> {
             } else {
                 args.duration
             },
+            pacer: args.rate.map(|_| args.pacer.name().to_string()),
+            pacer_cpu_secs: pacer_cpu.map(|d| d.as_secs_f64()),
+            client_cpu_secs: client_cpu,
         },
         &refs,
     );
@@ -759,6 +799,8 @@ struct Slot {
     kind: Option<OpKind>,
     /// Intended send time: latency runs from here.
     sent: Option<Instant>,
+    /// When the request was handed to the socket (None until then).
+    actual: Option<Instant>,
     entries: u64,
     /// auth: the DN found by the search (capacity kept across requests).
     dn: Vec<u8>,
@@ -775,6 +817,10 @@ struct Conn {
     recorder: Arc<Mutex<Recorder>>,
     slots: Vec<Slot>,
     free: Vec<u32>,
+    /// Slots started since the last write: their `actual` send time is the write's.
+    unstamped: Vec<u32>,
+    /// Thread pacer: notified when a request of this connection is due.
+    pace: Option<Arc<Notify>>,
     generation: u32,
     wbuf: Vec<u8>,
     rbuf: Vec<u8>,
@@ -796,7 +842,15 @@ struct Conn {
 impl Conn {
     /// Runs until `stop` and the drain; returns the time of the last measured response.
     async fn run(mut self) -> Result<Instant, Error> {
-        tokio::time::sleep_until(self.next_send.min(self.measure_start)).await;
+        match &self.pace {
+            // A connection whose first request falls after the end of the run is never woken
+            // by the pacer: the end of the run wakes it.
+            Some(p) => tokio::select! {
+                () = p.notified() => {}
+                () = tokio::time::sleep_until(self.stop) => {}
+            },
+            None => tokio::time::sleep_until(self.next_send.min(self.measure_start)).await,
+        }
         let drain_deadline = self.stop + DRAIN_TIMEOUT;
         loop {
             let now = Instant::now();
@@ -805,6 +859,10 @@ impl Conn {
                 self.fill(now)?;
             }
             if !self.wbuf.is_empty() {
+                let t = Instant::now();
+                for slot in self.unstamped.drain(..) {
+                    self.slots[slot as usize].actual = Some(t);
+                }
                 self.stream
                     .write_all(&self.wbuf)
                     .await
@@ -819,20 +877,27 @@ impl Conn {
                 self.give_up(now);
                 break;
             }
-            // Sleep until the next scheduled send (rate mode, a slot is free), the end of the
-            // run, or the drain deadline, unless a response arrives first.
-            let wake = if !sending {
-                drain_deadline
-            } else if self.period.is_some() && !self.free.is_empty() {
-                self.next_send.min(self.stop)
-            } else {
-                self.stop
+            // Sleep until the next scheduled send (rate mode, a slot is free: the pacer thread
+            // says when, or tokio's timer), the end of the run, or the drain deadline, unless a
+            // response arrives first.
+            let paced = sending && self.period.is_some() && !self.free.is_empty();
+            let wake = match (sending, paced, &self.pace) {
+                (false, _, _) => drain_deadline,
+                (true, true, None) => self.next_send.min(self.stop),
+                _ => self.stop,
             };
             if self.rend == self.rbuf.len() {
                 self.make_room()?;
             }
-            let read =
-                tokio::time::timeout_at(wake, self.stream.read(&mut self.rbuf[self.rend..])).await;
+            let read = self.stream.read(&mut self.rbuf[self.rend..]);
+            let read = match (&self.pace, paced) {
+                (Some(pace), true) => tokio::select! {
+                    r = read => Ok(r),
+                    () = pace.notified() => continue,
+                    () = tokio::time::sleep_until(wake) => continue,
+                },
+                _ => tokio::time::timeout_at(wake, read).await,
+            };
             match read {
                 Err(_elapsed) => continue,
                 Ok(Err(e)) => return Err(Error::io(format!("connection {}: reading", self.index), e)),
@@ -954,6 +1019,8 @@ impl Conn {
         s.phase = phase;
         s.kind = Some(kind);
         s.sent = Some(intended);
+        s.actual = None;
+        self.unstamped.push(slot);
         s.entries = 0;
         s.dn.clear();
         s.delete_of_added = of_added;
@@ -1111,14 +1178,12 @@ impl Conn {
         let s = &self.slots[slot];
         if let (Some(kind), Some(sent)) = (s.kind, s.sent) {
             let measured = sent >= self.measure_start;
-            let micros = now.saturating_duration_since(sent).as_micros();
-            rec.record(
-                kind,
-                u64::try_from(micros).unwrap_or(u64::MAX),
-                measured,
-                error,
-                s.entries,
+            let t = Timings::of(
+                sent.into_std(),
+                s.actual.unwrap_or(sent).into_std(),
+                now.into_std(),
             );
+            rec.record(kind, t, measured, error, s.entries);
             if measured {
                 self.last_measured = self.last_measured.max(now);
             }

@@ -22,7 +22,7 @@ struct Curve {
     dash: &'static str,
 }
 
-const CURVES: [Curve; 3] = [
+const CURVES: [Curve; 4] = [
     Curve {
         label: "p50",
         value: |p| p.p50_us,
@@ -37,6 +37,13 @@ const CURVES: [Curve; 3] = [
         label: "p99.9",
         value: |p| p.p999_us,
         dash: "2 3",
+    },
+    // The server's share of p99 (the client's own send lag left out): where it sits below
+    // p99, the rest is the client's lateness.
+    Curve {
+        label: "p99 from send",
+        value: |p| p.service_p99_us,
+        dash: "10 3 2 3",
     },
 ];
 
@@ -59,10 +66,18 @@ pub fn page(report: &SweepReport) -> String {
         "<p>{} connections × {} outstanding requests at most, {} s measured per step; latency \
          runs from each request's intended send time, so a server that falls behind shows it. \
          Hollow markers: the server answered less than 90&nbsp;% of the offered load (the sweep \
-         stops raising it there).</p>",
+         stops raising it there). Sends paced by the {} pacer{}; the tables also give latency \
+         from each request's actual send and the send lag (actual minus intended send time: the \
+         client's own lateness), and the client's CPU time per step (warm-up included).</p>",
         report.connections,
         report.depth,
-        fmt_num(report.step_secs)
+        fmt_num(report.step_secs),
+        esc(&report.pacer),
+        if report.pacer == "thread" {
+            format!(" (wake-ups at most every {} µs)", report.pace_resolution_us)
+        } else {
+            " (tokio's 1 ms timer)".to_string()
+        }
     );
     if !report.note.is_empty() {
         let _ = writeln!(out, "<p>{}</p>", esc(&report.note));
@@ -170,7 +185,7 @@ pub fn chart(w: &WorkloadSweep) -> String {
     let _ = writeln!(
         s,
         "<text x=\"{}\" y=\"{}\" font-size=\"13\" text-anchor=\"middle\">offered load (operations/s)</text>\
-         <text transform=\"translate(18 {}) rotate(-90)\" font-size=\"13\" text-anchor=\"middle\">latency from intended send time</text>",
+         <text transform=\"translate(18 {}) rotate(-90)\" font-size=\"13\" text-anchor=\"middle\">latency (from the intended send time)</text>",
         LEFT + plot_w / 2.0,
         HEIGHT - 14.0,
         TOP + plot_h / 2.0
@@ -273,15 +288,20 @@ pub fn chart(w: &WorkloadSweep) -> String {
 /// One workload's numbers.
 fn table(w: &WorkloadSweep) -> String {
     let mut s = String::from(
-        "<table><tr><th>server</th><th>offered/s</th><th>achieved/s</th><th>p50</th>\
-         <th>p90</th><th>p99</th><th>p99.9</th><th>max</th><th>errors</th></tr>\n",
+        "<table><tr><th rowspan=\"2\">server</th><th rowspan=\"2\">offered/s</th>\
+         <th rowspan=\"2\">achieved/s</th><th colspan=\"5\">latency from the intended send</th>\
+         <th colspan=\"3\">from the actual send</th><th colspan=\"2\">send lag</th>\
+         <th rowspan=\"2\">client CPU</th><th rowspan=\"2\">errors</th></tr>\n\
+         <tr><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max</th>\
+         <th>p50</th><th>p99</th><th>p99.9</th><th>p99</th><th>max</th></tr>\n",
     );
     for series in &w.series {
         for p in &series.points {
             let _ = writeln!(
                 s,
                 "<tr{}><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
-                 <td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                 <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
+                 <td>{}</td><td>{}</td><td>{}</td></tr>",
                 if p.keeps_up() { "" } else { " class=\"sat\"" },
                 esc(&series.target),
                 fmt_rate(p.offered),
@@ -291,6 +311,13 @@ fn table(w: &WorkloadSweep) -> String {
                 fmt_us(p.p99_us),
                 fmt_us(p.p999_us),
                 fmt_us(p.max_us),
+                fmt_us(p.service_p50_us),
+                fmt_us(p.service_p99_us),
+                fmt_us(p.service_p999_us),
+                fmt_us(p.lag_p99_us),
+                fmt_us(p.lag_max_us),
+                p.client_cpu_secs
+                    .map_or_else(String::new, |c| format!("{} s", fmt_num(c))),
                 p.errors
             );
         }
@@ -301,15 +328,20 @@ fn table(w: &WorkloadSweep) -> String {
 }
 
 fn summary_row(s: &mut String, series: &Series) {
-    if let (Some(max), Some(p99)) = (series.max_rate, series.p99_at_half_max()) {
+    if let (Some(max), Some(p99), Some(from_send)) = (
+        series.max_rate,
+        series.p99_at_half_max(),
+        series.service_p99_at_half_max(),
+    ) {
         let _ = writeln!(
             s,
-            "<tr><td class=\"l\" colspan=\"9\">{}: closed-loop maximum {}/s; p99 at half of it \
-             ({}/s, interpolated): {}</td></tr>",
+            "<tr><td class=\"l\" colspan=\"15\">{}: closed-loop maximum {}/s; p99 at half of it \
+             ({}/s, interpolated): {} ({} from the actual send)</td></tr>",
             esc(&series.target),
             fmt_rate(max),
             fmt_rate(max / 2.0),
-            fmt_us(p99.round() as u64)
+            fmt_us(p99.round() as u64),
+            fmt_us(from_send.round() as u64)
         );
     }
 }

@@ -2,6 +2,7 @@
 //! its connection and once per interval by the reporter, so it is never contended for long),
 //! merged into the [`Summary`] at the end.
 
+use crate::pace::Timings;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -73,7 +74,12 @@ fn histogram() -> Histogram<u64> {
 
 #[derive(Debug)]
 pub(crate) struct KindStats {
+    /// Latency from the intended send time (the one reported first everywhere).
     total: Histogram<u64>,
+    /// Latency from the actual send time.
+    service: Histogram<u64>,
+    /// Actual minus intended send time.
+    lag: Histogram<u64>,
     interval: Histogram<u64>,
     ops: u64,
     errors: BTreeMap<u32, u64>,
@@ -85,6 +91,8 @@ impl KindStats {
     fn new() -> Self {
         KindStats {
             total: histogram(),
+            service: histogram(),
+            lag: histogram(),
             interval: histogram(),
             ops: 0,
             errors: BTreeMap::new(),
@@ -112,18 +120,21 @@ impl Recorder {
     pub(crate) fn record(
         &mut self,
         k: OpKind,
-        micros: u64,
+        t: Timings,
         measured: bool,
         error: Option<u32>,
         entries: u64,
     ) {
         let s = self.kind(k);
-        s.interval.saturating_record(micros.max(1));
+        s.interval.saturating_record(t.latency.max(1));
         if error.is_some() {
             s.interval_errors += 1;
         }
         if measured {
-            s.total.saturating_record(micros.max(1));
+            s.total.saturating_record(t.latency.max(1));
+            s.service.saturating_record(t.service.max(1));
+            // A lag of 0 µs is common (closed loop); the histogram's floor is 1.
+            s.lag.saturating_record(t.lag.max(1));
             s.ops += 1;
             s.entries += entries;
             if let Some(code) = error {
@@ -220,7 +231,14 @@ pub struct OpSummary {
     pub errors: u64,
     /// Failed operations by result code name (`noSuchObject`, ...).
     pub errors_by_code: BTreeMap<String, u64>,
+    /// From each request's intended send time to its answer (open loop: the schedule's time,
+    /// so client lateness and queueing count; closed loop: when a slot freed).
     pub latency_us: Latency,
+    /// From each request's actual send (its write to the socket) to its answer.
+    pub service_us: Latency,
+    /// Actual minus intended send time: the client's own pacing lateness (1 µs resolution,
+    /// 0 shows as 1).
+    pub lag_us: Latency,
     /// Entries returned per search (searches and auth only).
     pub entries_per_search: Option<f64>,
 }
@@ -238,6 +256,13 @@ pub struct Summary {
     pub duration_secs: f64,
     /// Connections that stopped early because they ran out of entries to delete.
     pub exhausted_connections: usize,
+    /// `--rate` only: how sends were paced (`thread` or `timer`, see `--pacer`).
+    pub pacer: Option<String>,
+    /// CPU seconds of the pacer thread over the whole run (warm-up included), when measured.
+    pub pacer_cpu_secs: Option<f64>,
+    /// CPU seconds of the whole client process over the run (warm-up and drain included),
+    /// when measured: what the load generator itself costs on a machine it shares.
+    pub client_cpu_secs: Option<f64>,
     pub total: OpSummary,
     /// One per kind of operation seen (the two populations of `search+modify`, the five parts
     /// of `mixed`).
@@ -251,14 +276,30 @@ impl Summary {
     }
 }
 
-fn summarise(
-    name: &str,
-    h: &Histogram<u64>,
-    ops: u64,
-    errors: &BTreeMap<u32, u64>,
-    entries: Option<u64>,
-    secs: f64,
-) -> OpSummary {
+/// The three histograms of one kind (or of all): latency, service, lag.
+struct Hists {
+    latency: Histogram<u64>,
+    service: Histogram<u64>,
+    lag: Histogram<u64>,
+}
+
+impl Hists {
+    fn new() -> Hists {
+        Hists {
+            latency: histogram(),
+            service: histogram(),
+            lag: histogram(),
+        }
+    }
+
+    fn add(&mut self, latency: &Histogram<u64>, service: &Histogram<u64>, lag: &Histogram<u64>) {
+        let _ = self.latency.add(latency);
+        let _ = self.service.add(service);
+        let _ = self.lag.add(lag);
+    }
+}
+
+fn percentiles(h: &Histogram<u64>) -> Latency {
     let q = |x: f64| {
         if h.is_empty() {
             0
@@ -266,20 +307,33 @@ fn summarise(
             h.value_at_quantile(x)
         }
     };
+    Latency {
+        mean: if h.is_empty() { 0.0 } else { h.mean() },
+        p50: q(0.5),
+        p90: q(0.9),
+        p99: q(0.99),
+        p999: q(0.999),
+        max: h.max(),
+    }
+}
+
+fn summarise(
+    name: &str,
+    h: &Hists,
+    ops: u64,
+    errors: &BTreeMap<u32, u64>,
+    entries: Option<u64>,
+    secs: f64,
+) -> OpSummary {
     OpSummary {
         name: name.to_string(),
         ops,
         ops_per_sec: if secs > 0.0 { ops as f64 / secs } else { 0.0 },
         errors: errors.values().sum(),
         errors_by_code: errors.iter().map(|(c, n)| (code_name(*c), *n)).collect(),
-        latency_us: Latency {
-            mean: if h.is_empty() { 0.0 } else { h.mean() },
-            p50: q(0.5),
-            p90: q(0.9),
-            p99: q(0.99),
-            p999: q(0.999),
-            max: h.max(),
-        },
+        latency_us: percentiles(&h.latency),
+        service_us: percentiles(&h.service),
+        lag_us: percentiles(&h.lag),
         entries_per_search: entries.map(|e| if ops > 0 { e as f64 / ops as f64 } else { 0.0 }),
     }
 }
@@ -293,19 +347,22 @@ pub(crate) struct RunInfo {
     pub rate: Option<f64>,
     pub warmup_secs: f64,
     pub duration_secs: f64,
+    pub pacer: Option<String>,
+    pub pacer_cpu_secs: Option<f64>,
+    pub client_cpu_secs: Option<f64>,
 }
 
 /// Merges the recorders of all connections.
 pub(crate) fn build_summary(info: RunInfo, recorders: &[&Recorder]) -> Summary {
     let secs = info.duration_secs;
-    let mut all_h = histogram();
+    let mut all_h = Hists::new();
     let mut all_ops = 0;
     let mut all_errors: BTreeMap<u32, u64> = BTreeMap::new();
     let mut all_entries = 0;
     let mut any_search = false;
     let mut operations = Vec::new();
     for kind in OpKind::ALL {
-        let mut h = histogram();
+        let mut h = Hists::new();
         let mut ops = 0;
         let mut errors: BTreeMap<u32, u64> = BTreeMap::new();
         let mut entries = 0;
@@ -315,7 +372,7 @@ pub(crate) fn build_summary(info: RunInfo, recorders: &[&Recorder]) -> Summary {
                 continue;
             };
             seen = true;
-            let _ = h.add(&s.total);
+            h.add(&s.total, &s.service, &s.lag);
             ops += s.ops;
             entries += s.entries;
             for (c, n) in &s.errors {
@@ -327,7 +384,7 @@ pub(crate) fn build_summary(info: RunInfo, recorders: &[&Recorder]) -> Summary {
         }
         let searches = matches!(kind, OpKind::Search | OpKind::Auth);
         any_search |= searches;
-        let _ = all_h.add(&h);
+        all_h.add(&h.latency, &h.service, &h.lag);
         all_ops += ops;
         all_entries += entries;
         for (c, n) in &errors {
@@ -364,6 +421,9 @@ pub(crate) fn build_summary(info: RunInfo, recorders: &[&Recorder]) -> Summary {
         warmup_secs: info.warmup_secs,
         duration_secs: secs,
         exhausted_connections: recorders.iter().map(|r| r.exhausted).sum(),
+        pacer: info.pacer,
+        pacer_cpu_secs: info.pacer_cpu_secs,
+        client_cpu_secs: info.client_cpu_secs,
         total,
         operations,
     }
@@ -395,6 +455,22 @@ impl std::fmt::Display for Summary {
                 write!(f, " entries/search={e:.2}")?;
             }
             writeln!(f, " errors={}", o.errors)?;
+            if self.rate.is_some() {
+                for (what, l) in [("from send", &o.service_us), ("send lag", &o.lag_us)] {
+                    writeln!(
+                        f,
+                        "  {:<8} {what:>9} us: mean={:.0} p50={} p90={} p99={} p99.9={} max={}",
+                        "", l.mean, l.p50, l.p90, l.p99, l.p999, l.max
+                    )?;
+                }
+            }
+        }
+        if let Some(cpu) = self.client_cpu_secs {
+            write!(f, "  client CPU {cpu:.2} s")?;
+            if let (Some(p), Some(pacer)) = (self.pacer_cpu_secs, &self.pacer) {
+                write!(f, " (the {pacer} pacer thread {p:.2} s)")?;
+            }
+            writeln!(f)?;
         }
         if self.exhausted_connections > 0 {
             writeln!(

@@ -5,7 +5,9 @@
 //! each request's intended send time) step the offered load through fractions of that maximum
 //! (or through the `--rates` given), the targets taking turns at every step, until a target
 //! stops keeping up. Every point is one ordinary [`crate::load`] run, so a sweep measures
-//! exactly what `linden bench --rate` measures. The result is a self-contained HTML page (one
+//! exactly what `linden bench --rate` measures: latency from the intended send time (the
+//! chart's curves), and beside it latency from the actual send and the client's pacing lag
+//! ([`crate::pace`]), so that the client's own lateness can be told from the server's. The result is a self-contained HTML page (one
 //! SVG chart per workload, both servers on it, and the numbers as a table) and optionally JSON.
 
 use crate::load::{self, BenchArgs, Summary, Workload};
@@ -77,6 +79,13 @@ pub struct SweepArgs {
     /// Runtime worker threads of the generator (default: one per CPU).
     #[arg(long)]
     pub threads: Option<usize>,
+    /// What wakes a connection when a request is due (as `linden bench --pacer`).
+    #[arg(long, value_enum, default_value_t = load::Pacer::Thread)]
+    pub pacer: load::Pacer,
+    /// Microseconds between two wake-ups of the pacer thread at most (as `linden bench
+    /// --pace-resolution`).
+    #[arg(long, default_value_t = crate::pace::DEFAULT_RESOLUTION_US)]
+    pub pace_resolution: u64,
     /// The HTML page to write (charts and table).
     #[arg(long, default_value = "sweep.html")]
     pub out: PathBuf,
@@ -117,12 +126,23 @@ pub struct Point {
     pub p99_us: u64,
     pub p999_us: u64,
     pub max_us: u64,
+    /// Latency from the actual send (the server's time, and the client's reading).
+    pub service_p50_us: u64,
+    pub service_p99_us: u64,
+    pub service_p999_us: u64,
+    /// Actual minus intended send time: the client's pacing lag.
+    pub lag_p50_us: u64,
+    pub lag_p99_us: u64,
+    pub lag_max_us: u64,
+    /// CPU seconds of the whole client over the step (warm-up included), when measured.
+    pub client_cpu_secs: Option<f64>,
     pub errors: u64,
 }
 
 impl Point {
     fn from_summary(offered: f64, s: &Summary) -> Point {
         let l = &s.total.latency_us;
+        let (sv, lag) = (&s.total.service_us, &s.total.lag_us);
         Point {
             offered,
             achieved: s.total.ops_per_sec,
@@ -131,6 +151,13 @@ impl Point {
             p99_us: l.p99,
             p999_us: l.p999,
             max_us: l.max,
+            service_p50_us: sv.p50,
+            service_p99_us: sv.p99,
+            service_p999_us: sv.p999,
+            lag_p50_us: lag.p50,
+            lag_p99_us: lag.p99,
+            lag_max_us: lag.max,
+            client_cpu_secs: s.client_cpu_secs,
             errors: s.total.errors,
         }
     }
@@ -158,6 +185,12 @@ impl Series {
     pub fn p99_at_half_max(&self) -> Option<f64> {
         let half = self.max_rate? / 2.0;
         interpolate(&self.points, half, |p| p.p99_us as f64)
+    }
+
+    /// p99 of latency from the actual send at half of the probed maximum (interpolated).
+    pub fn service_p99_at_half_max(&self) -> Option<f64> {
+        let half = self.max_rate? / 2.0;
+        interpolate(&self.points, half, |p| p.service_p99_us as f64)
     }
 }
 
@@ -194,6 +227,10 @@ pub struct WorkloadSweep {
 pub struct SweepReport {
     pub connections: usize,
     pub depth: usize,
+    /// `thread` or `timer` (see `linden bench --pacer`).
+    pub pacer: String,
+    /// The thread pacer's resolution in microseconds.
+    pub pace_resolution_us: u64,
     pub step_secs: f64,
     pub note: String,
     pub workloads: Vec<WorkloadSweep>,
@@ -243,6 +280,8 @@ impl SweepArgs {
         a.user_password.clone_from(&self.user_password);
         a.base.clone_from(&self.base);
         a.threads = self.threads;
+        a.pacer = self.pacer;
+        a.pace_resolution = self.pace_resolution;
         a.quiet = true;
         a.allow_errors = true;
         Ok(a)
@@ -256,6 +295,8 @@ pub fn run(args: &SweepArgs) -> Result<SweepReport, Error> {
     let mut report = SweepReport {
         connections: args.connections,
         depth: args.depth,
+        pacer: args.pacer.name().to_string(),
+        pace_resolution_us: args.pace_resolution,
         step_secs: args.step_duration,
         note: args.note.clone(),
         workloads: Vec::new(),
@@ -313,13 +354,17 @@ pub fn run(args: &SweepArgs) -> Result<SweepReport, Error> {
                 )?)?;
                 let p = Point::from_summary(offered, &summary);
                 println!(
-                    "{name} {}: offered {:.0}/s achieved {:.0}/s p50 {} µs p99 {} µs p99.9 {} µs{}",
+                    "{name} {}: offered {:.0}/s achieved {:.0}/s p50 {} µs p99 {} µs p99.9 {} µs \
+                     (from send: p50 {} µs p99 {} µs; send lag p99 {} µs){}",
                     s.target,
                     p.offered,
                     p.achieved,
                     p.p50_us,
                     p.p99_us,
                     p.p999_us,
+                    p.service_p50_us,
+                    p.service_p99_us,
+                    p.lag_p99_us,
                     if p.errors > 0 {
                         format!(" errors {}", p.errors)
                     } else {
@@ -331,12 +376,14 @@ pub fn run(args: &SweepArgs) -> Result<SweepReport, Error> {
             }
         }
         for s in &series {
-            if let Some(p99) = s.p99_at_half_max() {
+            if let (Some(p99), Some(from_send)) = (s.p99_at_half_max(), s.service_p99_at_half_max())
+            {
                 println!(
-                    "{name} {}: p99 at half the maximum rate ({:.0}/s): {:.0} µs",
+                    "{name} {}: p99 at half the maximum rate ({:.0}/s): {:.0} µs ({:.0} µs from send)",
                     s.target,
                     s.max_rate.unwrap_or_default() / 2.0,
-                    p99
+                    p99,
+                    from_send
                 );
             }
         }
@@ -378,6 +425,13 @@ mod tests {
             p99_us: p99,
             p999_us: p99 * 2,
             max_us: p99 * 3,
+            service_p50_us: p99 / 4,
+            service_p99_us: p99 / 2,
+            service_p999_us: p99,
+            lag_p50_us: 1,
+            lag_p99_us: 10,
+            lag_max_us: 20,
+            client_cpu_secs: None,
             errors: 0,
         }
     }
@@ -413,6 +467,7 @@ mod tests {
             points: vec![pt(400.0, 400.0, 100), pt(600.0, 600.0, 300)],
         };
         assert_eq!(s.p99_at_half_max(), Some(200.0));
+        assert_eq!(s.service_p99_at_half_max(), Some(100.0));
         let none = Series {
             max_rate: None,
             ..s.clone()

@@ -344,6 +344,63 @@ fn rate_holds_the_rate() {
     assert!((360..=440).contains(&s.total.ops), "ops {}", s.total.ops);
 }
 
+/// Open loop with either pacer: latency from the intended send splits into the send lag and
+/// latency from the actual send. Each request's latency is at least its lag and at least its
+/// time from the send, so every percentile of latency is at least theirs (no timing assumed).
+#[test]
+fn rate_reports_latency_from_send_and_the_send_lag() {
+    let (addr, counts) = fake_server();
+    for pacer in ["thread", "timer"] {
+        let before = counts.get(&counts.search);
+        let s = run_w(addr, "search", &["--rate", "400", "--pacer", pacer]);
+        assert_eq!(s.total.ops, counts.get(&counts.search) - before);
+        let (l, sv, lag) = (&s.total.latency_us, &s.total.service_us, &s.total.lag_us);
+        for (a, b, c) in [
+            (l.p50, sv.p50, lag.p50),
+            (l.p99, sv.p99, lag.p99),
+            (l.max, sv.max, lag.max),
+        ] {
+            assert!(a >= b && a >= c, "{pacer}: latency {a} service {b} lag {c}");
+        }
+        assert_eq!(s.pacer.as_deref(), Some(pacer));
+        // The thread pacer reports what it cost; the timer has no thread of its own.
+        assert_eq!(s.pacer_cpu_secs.is_some(), pacer == "thread", "{s:?}");
+        assert!(s.client_cpu_secs.is_some());
+        let text = s.to_string();
+        assert!(
+            text.contains("from send us:") && text.contains("send lag us:"),
+            "{text}"
+        );
+    }
+    // Closed loop: nothing is paced.
+    let s = run_w(addr, "search", &[]);
+    assert_eq!((s.pacer.as_deref(), s.pacer_cpu_secs), (None, None));
+}
+
+/// A rate so low that some connections have nothing due before the end of the run: the pacer
+/// never wakes them, and the run still ends (1 request per second over 4 connections: each
+/// connection's first request is 0, 1, 2 and 3 s after the start of a 1 s run).
+#[test]
+fn connections_with_nothing_due_still_end_with_the_run() {
+    let (addr, counts) = fake_server();
+    let s = run(
+        addr,
+        &[
+            "search",
+            "--rate",
+            "1",
+            "--connections",
+            "4",
+            "--warmup",
+            "0",
+            "--duration",
+            "1",
+        ],
+    );
+    assert!(s.total.ops <= 2, "{s:?}");
+    assert_eq!(s.total.ops, counts.get(&counts.search));
+}
+
 /// A server (as lloadd) answering the initial bind busy: each connection binds again until it
 /// succeeds, and the run goes on.
 #[test]
@@ -570,6 +627,13 @@ fn sweep_draws_every_server_on_one_chart_per_workload() {
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(v["workloads"][0]["series"][1]["target"], "two");
+    assert_eq!(v["pacer"], "thread");
+    let point = &v["workloads"][0]["series"][0]["points"][0];
+    for key in ["p99_us", "service_p99_us", "lag_p99_us", "lag_max_us"] {
+        assert!(point[key].is_u64(), "{key} missing from {point}");
+    }
+    // The table gives latency from the actual send and the send lag beside it.
+    assert!(page.contains("from the actual send") && page.contains("send lag"));
 }
 
 /// With `--rates` there is no probe: every server gets the same offered loads.
