@@ -21,21 +21,29 @@ pub(super) const HASHED_PER_BLOCK: usize = 32;
 pub(super) fn cut(text: &[u8], per_block: usize) -> Option<usize> {
     let mut seen = 0;
     let mut in_counted_record = false;
-    let mut at = 0;
-    for line in text.split_inclusive(|&b| b == b'\n') {
-        at += line.len();
-        let content = line.strip_suffix(b"\n").unwrap_or(line);
-        let content = content.strip_suffix(b"\r").unwrap_or(content);
-        if content.is_empty() {
-            if in_counted_record && seen >= per_block {
-                return (at < text.len()).then_some(at);
+    // Lines are found with `memchr` and only those that can start `userPassword` or be blank
+    // are looked at: this runs on the one reading thread, over every byte of the file.
+    let mut start = 0;
+    while start < text.len() {
+        let end = memchr::memchr(b'\n', &text[start..]).map_or(text.len(), |i| start + i + 1);
+        let line = &text[start..end];
+        start = end;
+        match line.first() {
+            _ if matches!(line, b"\n" | b"\r\n" | b"\r") => {
+                if in_counted_record && seen >= per_block {
+                    return (end < text.len()).then_some(end);
+                }
+                in_counted_record = false;
             }
-            in_counted_record = false;
-            continue;
-        }
-        if !in_counted_record && is_cleartext_password(content) {
-            in_counted_record = true;
-            seen += 1;
+            Some(b'u' | b'U') if !in_counted_record => {
+                let content = line.strip_suffix(b"\n").unwrap_or(line);
+                let content = content.strip_suffix(b"\r").unwrap_or(content);
+                if is_cleartext_password(content) {
+                    in_counted_record = true;
+                    seen += 1;
+                }
+            }
+            _ => {}
         }
     }
     None
