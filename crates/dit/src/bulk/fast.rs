@@ -52,6 +52,8 @@ pub(super) struct FastBuild {
     norms: Vec<u8>,
     /// Attributes of interned types packed before (`pack_recurring`).
     recurring: Vec<Recurring>,
+    /// The last structuralObjectClass value and its normalized form (`structural_norm`).
+    structural: Option<ValuePair>,
     /// The import's stamps, packed (`build`).
     all_stamps: Option<PackedAttrs>,
 }
@@ -188,6 +190,20 @@ impl FastBuild {
         });
     }
 
+    /// `norm` of a structuralObjectClass value (`ty`): the same class on nearly every entry,
+    /// so the last one's normalized form is kept.
+    fn structural_norm(&mut self, schema: &Schema, ty: AttrId, v: &[u8]) -> Option<(usize, usize)> {
+        let start = self.norms.len();
+        match &self.structural {
+            Some((raw, n)) if **raw == *v => self.norms.extend_from_slice(n),
+            _ => {
+                let (s, e) = self.norm(schema, ty, v)?;
+                self.structural = Some((v.into(), self.norms[s..e].into()));
+            }
+        }
+        Some((start, self.norms.len()))
+    }
+
     /// Normalizes `v` as a value of `ty` into `norms`; `None` if it is not valid.
     fn norm(&mut self, schema: &Schema, ty: AttrId, v: &[u8]) -> Option<(usize, usize)> {
         schema.validate(ty, v).ok()?;
@@ -303,7 +319,7 @@ impl FastBuild {
         let class = schema.class(structural);
         let structural = class.names.first().unwrap_or(&class.oid).as_bytes();
         if !groups.iter().any(|(t, _)| *t == k.structural_object_class) {
-            let (s, e) = self.norm(schema, k.structural_object_class, structural)?;
+            let (s, e) = self.structural_norm(schema, k.structural_object_class, structural)?;
             groups.push((k.structural_object_class, vals.len()));
             vals.push((structural, s, e));
         }
