@@ -365,7 +365,10 @@ impl FastBuild {
         // The import's stamps are the same on every entry it stamps (one time, one entryCSN:
         // the import is one batch), so they are interned: ~70 bytes less per entry. Entries
         // that carry none of them (nearly all) get them packed once per thread.
-        if groups.iter().all(|(t, _)| stamps.attrs().iter().all(|a| a.ty != *t)) {
+        if groups
+            .iter()
+            .all(|(t, _)| stamps.attrs().iter().all(|a| a.ty != *t))
+        {
             let all = self.all_stamps.get_or_insert_with(|| {
                 let mut p = PackedAttrs::default();
                 for a in stamps.attrs() {
