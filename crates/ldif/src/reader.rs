@@ -3,7 +3,9 @@
 //! Reading happens in two steps per record: collect the record's logical
 //! lines (folding undone, comments dropped) into one byte buffer, then parse
 //! them. Both buffers are reused, so a record costs no allocation beyond the
-//! [`Record`] it produces.
+//! [`Record`] it produces. A record of plain lines that lies whole in the
+//! input's buffer (always, when reading a slice) is parsed where it is, with
+//! no copy: a bulk import reads most of its records that way.
 
 use crate::{
     excerpt, is_attr_description, is_numeric_oid, AttrValue, ChangeRecord, Control, ErrorKind,
@@ -43,6 +45,9 @@ pub struct Reader<R> {
     lines: Vec<(Range<usize>, usize)>,
     /// Whether the first record has been seen (where `version:` may appear).
     started: bool,
+    /// Bytes of the input the last record borrowed in place (`collect_in_place`), consumed
+    /// before the next read.
+    pending: usize,
     done: bool,
     max_record_len: usize,
     allow_file_urls: bool,
@@ -56,6 +61,7 @@ impl<R: BufRead> Reader<R> {
             buf: Vec::with_capacity(4096),
             lines: Vec::with_capacity(32),
             started: false,
+            pending: 0,
             done: false,
             max_record_len: DEFAULT_MAX_RECORD_LEN,
             allow_file_urls: true,
@@ -90,7 +96,8 @@ impl<R: BufRead> Reader<R> {
         self.line_no
     }
 
-    pub fn into_inner(self) -> R {
+    pub fn into_inner(mut self) -> R {
+        self.inner.consume(std::mem::take(&mut self.pending));
         self.inner
     }
 
@@ -261,83 +268,136 @@ impl<R: BufRead> Reader<R> {
         }
     }
 
-    fn parse(&self) -> Result<RecordRef<'_>, LdifError> {
-        let mut lines = Lines {
-            buf: &self.buf,
-            lines: &self.lines,
-            pos: 0,
-        };
-        let p = Parser {
-            allow_file_urls: self.allow_file_urls,
-        };
-        let (dn_line, name, rest) = lines
-            .next_split()?
-            .ok_or_else(|| LdifError::new(self.line_no, ErrorKind::MissingDn, "empty record"))?;
-        if !name.eq_ignore_ascii_case(b"dn") {
-            return Err(LdifError::new(
-                dn_line,
-                ErrorKind::MissingDn,
-                format!(
-                    "expected 'dn:' to start a record, found '{}:' \
-                     (is a blank line missing or one too many?)",
-                    excerpt(name)
-                ),
-            ));
+    /// Finds the next record whole in the input's buffer (as a slice's is: all of it) when it
+    /// needs nothing undone: its lines are then parsed where they are, not copied into
+    /// `buf` line by line. Only a record of plain lines (no folding, comment or CRLF)
+    /// after the first record, ended by an empty line within the buffer, under the size
+    /// limit; anything else (`None`) goes the general way, which reads it afresh. Returns
+    /// the bytes it spans with its empty line; `lines` holds its lines, `line_no` is past it.
+    fn collect_in_place(&mut self) -> Option<usize> {
+        if !self.started {
+            return None;
         }
-        let dn = p.text(rest, dn_line, "DN")?;
-
-        let mut controls = Vec::new();
-        while let Some((line, name, rest)) = lines.peek_split()? {
-            if !name.eq_ignore_ascii_case(b"control") {
-                break;
-            }
-            lines.pos += 1;
-            controls.push(p.control(rest, line)?);
-        }
-
-        match lines.peek_split()? {
-            Some((line, name, rest)) if name.eq_ignore_ascii_case(b"changetype") => {
-                lines.pos += 1;
-                let change = p.change(trim(rest), line, &mut lines)?;
-                Ok(RecordRef::Change(Record::Change {
-                    dn: dn.into_owned(),
-                    change,
-                    controls,
-                    line: dn_line,
-                }))
-            }
-            next => {
-                if !controls.is_empty() {
-                    return Err(LdifError::new(
-                        next.map_or(dn_line, |n| n.0),
-                        ErrorKind::Structure,
-                        "'control:' lines must be followed by 'changetype:' \
-                         (controls only apply to change records)",
-                    ));
+        let data = self.inner.fill_buf().ok()?;
+        let limit = data.len().min(self.max_record_len);
+        self.lines.clear();
+        let mut at = 0;
+        let mut line = self.line_no;
+        loop {
+            let end = at + memchr::memchr(b'\n', data.get(at..limit)?)?;
+            line += 1;
+            if end == at {
+                if self.lines.is_empty() {
+                    return None;
                 }
-                let attrs = p.attrs(&mut lines)?;
-                if attrs.is_empty() {
-                    return Err(LdifError::new(
-                        dn_line,
-                        ErrorKind::Structure,
-                        format!("entry '{dn}' has no attributes"),
-                    ));
-                }
-                Ok(RecordRef::Content(EntryRef {
-                    dn,
-                    attrs,
-                    line: dn_line,
-                }))
+                self.line_no = line;
+                return Some(end + 1);
             }
+            if matches!(data[at], b' ' | b'#') || data[end - 1] == b'\r' {
+                return None;
+            }
+            self.lines.push((at..end, line));
+            at = end + 1;
         }
     }
 
+    fn parse(&self) -> Result<RecordRef<'_>, LdifError> {
+        parse_record(&self.buf, &self.lines, self.line_no, self.allow_file_urls)
+    }
+}
+
+/// Parses a collected record: its logical lines `lines` in `buf`; `line_no` is the line the
+/// record ended at.
+fn parse_record<'b>(
+    buf: &'b [u8],
+    lines: &'b [(Range<usize>, usize)],
+    line_no: usize,
+    allow_file_urls: bool,
+) -> Result<RecordRef<'b>, LdifError> {
+    let mut lines = Lines { buf, lines, pos: 0 };
+    let p = Parser { allow_file_urls };
+    let (dn_line, name, rest) = lines
+        .next_split()?
+        .ok_or_else(|| LdifError::new(line_no, ErrorKind::MissingDn, "empty record"))?;
+    if !name.eq_ignore_ascii_case(b"dn") {
+        return Err(LdifError::new(
+            dn_line,
+            ErrorKind::MissingDn,
+            format!(
+                "expected 'dn:' to start a record, found '{}:' \
+                     (is a blank line missing or one too many?)",
+                excerpt(name)
+            ),
+        ));
+    }
+    let dn = p.text(rest, dn_line, "DN")?;
+
+    let mut controls = Vec::new();
+    while let Some((line, name, rest)) = lines.peek_split()? {
+        if !name.eq_ignore_ascii_case(b"control") {
+            break;
+        }
+        lines.pos += 1;
+        controls.push(p.control(rest, line)?);
+    }
+
+    match lines.peek_split()? {
+        Some((line, name, rest)) if name.eq_ignore_ascii_case(b"changetype") => {
+            lines.pos += 1;
+            let change = p.change(trim(rest), line, &mut lines)?;
+            Ok(RecordRef::Change(Record::Change {
+                dn: dn.into_owned(),
+                change,
+                controls,
+                line: dn_line,
+            }))
+        }
+        next => {
+            if !controls.is_empty() {
+                return Err(LdifError::new(
+                    next.map_or(dn_line, |n| n.0),
+                    ErrorKind::Structure,
+                    "'control:' lines must be followed by 'changetype:' \
+                         (controls only apply to change records)",
+                ));
+            }
+            let attrs = p.attrs(&mut lines)?;
+            if attrs.is_empty() {
+                return Err(LdifError::new(
+                    dn_line,
+                    ErrorKind::Structure,
+                    format!("entry '{dn}' has no attributes"),
+                ));
+            }
+            Ok(RecordRef::Content(EntryRef {
+                dn,
+                attrs,
+                line: dn_line,
+            }))
+        }
+    }
+}
+
+impl<R: BufRead> Reader<R> {
     /// The next record, as the iterator would yield it, except that a content record borrows
     /// its DN and values from the reader's buffer (until the next call) instead of copying
     /// each into an allocation of its own: what a bulk load of millions of entries wants.
     pub fn next_borrowed(&mut self) -> Option<Result<RecordRef<'_>, LdifError>> {
         if self.done {
             return None;
+        }
+        self.inner.consume(std::mem::take(&mut self.pending));
+        if let Some(len) = self.collect_in_place() {
+            self.pending = len;
+            return Some(match self.inner.fill_buf() {
+                Ok(data) => parse_record(data, &self.lines, self.line_no, self.allow_file_urls),
+                // The buffer was filled just now, so this read reads nothing.
+                Err(e) => Err(LdifError::new(
+                    self.line_no,
+                    ErrorKind::Io,
+                    format!("read error: {e}"),
+                )),
+            });
         }
         match self.collect() {
             Ok(false) => {
@@ -816,5 +876,48 @@ mod tests {
         assert_eq!(percent_decode(b"/a%20b").as_deref(), Some(&b"/a b"[..]));
         assert_eq!(percent_decode(b"/a%2"), None);
         assert_eq!(percent_decode(b"/a%zz"), None);
+    }
+}
+
+#[cfg(test)]
+mod in_place {
+    use super::*;
+
+    /// Records read where they lie in a slice (`collect_in_place`) and records read line by
+    /// line (a one-byte buffer never holds a whole record, so every record goes the general
+    /// way) come out the same, errors and their line numbers included, for plain records,
+    /// folded lines, comments, CRLF endings, change records, bad records and a missing final
+    /// blank line.
+    #[test]
+    fn same_records_and_errors_as_the_general_way() {
+        let inputs: [&[u8]; 6] = [
+            b"version: 1\n\ndn: cn=a,dc=x\ncn: a\nsn: b\n\ndn: cn=b,dc=x\ncn: b\n\n",
+            b"dn: cn=a,dc=x\ncn: a\n\ndn: cn=b,dc=x\ncn: lo\n ng\n\n# note\ndn: cn=c,dc=x\ncn: c\n\n",
+            b"dn: cn=a,dc=x\r\ncn: a\r\n\r\ndn: cn=b,dc=x\ncn:: Yg==\n\n\n\ndn: cn=c,dc=x\ncn: c",
+            b"dn: cn=a,dc=x\ncn: a\n\ndn: cn=b,dc=x\nno colon here\n\ndn: cn=c,dc=x\ncn: c\n\n",
+            b"dn: cn=a,dc=x\nchangetype: modify\nreplace: cn\ncn: z\n-\n\ndn: cn=b,dc=x\ncn: b\n\n",
+            b"dn: cn=a,dc=x\ncn: a\n\ncn: no dn\n\ndn: cn=b,dc=x\n\n  \ndn: cn=c,dc=x\ncn: c\n\n",
+        ];
+        for input in inputs {
+            let whole: Vec<_> = Reader::new(input).collect();
+            let one_byte = std::io::BufReader::with_capacity(1, input);
+            let general: Vec<_> = Reader::new(one_byte).collect();
+            assert_eq!(whole, general, "{}", String::from_utf8_lossy(input));
+        }
+    }
+
+    /// Parts of a file (`part_of_file`) count their lines from where they start.
+    #[test]
+    fn part_of_file_line_numbers() {
+        let input = b"dn: cn=a,dc=x\ncn: a\n\ndn: cn=b,dc=x\nbad\n\n";
+        let recs: Vec<_> = Reader::new(&input[..]).part_of_file(100, false).collect();
+        match &recs[0] {
+            Ok(Record::Content { line, .. }) => assert_eq!(*line, 101),
+            other => panic!("{other:?}"),
+        }
+        match &recs[1] {
+            Err(e) => assert_eq!(e.line, 105, "{e:?}"),
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -332,11 +332,13 @@ fn prep(s: &str, fold: bool) -> String {
 }
 
 /// `prep` of a value that must be UTF-8 (`None` if it is not); ASCII needs no UTF-8 check.
-fn prep_bytes(v: &[u8], fold: bool) -> Option<String> {
+fn prep_bytes(v: &[u8], fold: bool) -> Option<Vec<u8>> {
     if v.is_ascii() {
-        Some(prep_ascii(v, fold))
+        let mut out = Vec::with_capacity(v.len());
+        prep_ascii_into(v, fold, &mut out);
+        Some(out)
     } else {
-        Some(prep_chars(utf8(v)?, fold))
+        Some(prep_chars(utf8(v)?, fold).into_bytes())
     }
 }
 
@@ -373,29 +375,36 @@ fn prep_chars(s: &str, fold: bool) -> String {
 /// normalize every stored value, so this is on their hot path). Same result as the general
 /// loop: controls other than white space map to nothing, TAB..CR and space are white space.
 fn prep_ascii(s: &[u8], fold: bool) -> String {
-    let mut out = String::with_capacity(s.len());
+    let mut out = Vec::with_capacity(s.len());
+    prep_ascii_into(s, fold, &mut out);
+    // ASCII in, ASCII out.
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// `prep_ascii`, appending to `out` (a bulk load normalizes into one buffer per entry).
+fn prep_ascii_into(s: &[u8], fold: bool, out: &mut Vec<u8>) {
+    let start = out.len();
     let mut pending = false;
     for &c in s {
         if c < 0x20 || c == 0x7f {
             if (0x09..=0x0d).contains(&c) {
-                pending = !out.is_empty();
+                pending = out.len() > start;
             }
             continue;
         }
         if c == b' ' {
-            pending = !out.is_empty();
+            pending = out.len() > start;
             continue;
         }
         if pending {
-            out.push(' ');
+            out.push(b' ');
             pending = false;
         }
-        out.push(char::from(if fold { c.to_ascii_lowercase() } else { c }));
+        out.push(if fold { c.to_ascii_lowercase() } else { c });
     }
-    if out.is_empty() && !s.is_empty() {
-        out.push(' ');
+    if out.len() == start && !s.is_empty() {
+        out.push(b' ');
     }
-    out
 }
 
 /// String preparation for a substring assertion component: like `prep`, but a run of white
@@ -688,6 +697,42 @@ fn first_component(v: &[u8]) -> &[u8] {
     }
 }
 
+/// The key of `v` in the families normalized a byte at a time (ASCII text, numeric strings,
+/// ASCII telephone numbers, octets), appended to `out`: `Some(true)`, or `Some(false)` when
+/// `v` is not valid for the family (`out` then holds part of a key); `None` for other
+/// families and input, which `normalize_family` handles. One implementation for both, so a
+/// bulk load that normalizes into one buffer gets the same keys.
+fn normalize_bytes_into(f: Family, v: &[u8], out: &mut Vec<u8>) -> Option<bool> {
+    let simple = matches!(f, F::Numeric | F::Octet)
+        || (v.is_ascii()
+            && matches!(
+                f,
+                F::CaseIgnore | F::CaseIgnoreIa5 | F::CaseExact | F::CaseExactIa5 | F::Telephone
+            ));
+    if !simple {
+        return None;
+    }
+    out.reserve(v.len());
+    match f {
+        F::CaseIgnore | F::CaseIgnoreIa5 => prep_ascii_into(v, true, out),
+        F::CaseExact | F::CaseExactIa5 => prep_ascii_into(v, false, out),
+        F::Numeric => {
+            if !v.iter().all(|b| b.is_ascii_digit() || *b == b' ') {
+                return Some(false);
+            }
+            out.extend(v.iter().copied().filter(|b| *b != b' '));
+        }
+        F::Telephone => out.extend(
+            v.iter()
+                .filter(|b| !b.is_ascii_whitespace() && **b != b'-' && **b != 0x0b)
+                .map(u8::to_ascii_lowercase),
+        ),
+        F::Octet => out.extend_from_slice(v),
+        _ => {}
+    }
+    Some(true)
+}
+
 fn utf8(v: &[u8]) -> Option<&str> {
     std::str::from_utf8(v).ok()
 }
@@ -749,11 +794,13 @@ impl Schema {
     }
 
     pub(crate) fn normalize_family(&self, f: Family, v: &[u8]) -> Option<Vec<u8>> {
+        let mut out = Vec::new();
+        if let Some(ok) = normalize_bytes_into(f, v, &mut out) {
+            return ok.then_some(out);
+        }
         Some(match f {
-            F::CaseIgnore => prep_bytes(v, true)?.into_bytes(),
-            F::CaseExact => prep_bytes(v, false)?.into_bytes(),
-            F::CaseIgnoreIa5 if v.is_ascii() => prep_ascii(v, true).into_bytes(),
-            F::CaseExactIa5 if v.is_ascii() => prep_ascii(v, false).into_bytes(),
+            F::CaseIgnore => prep_bytes(v, true)?,
+            F::CaseExact => prep_bytes(v, false)?,
             F::CaseIgnoreIa5 | F::CaseExactIa5 => return None,
             F::CaseIgnoreList => {
                 let s = utf8(v)?;
@@ -771,17 +818,8 @@ impl Schema {
                 k
             }
             F::Integer => integer_canon(v)?,
-            F::Numeric => {
-                if !v.iter().all(|b| b.is_ascii_digit() || *b == b' ') {
-                    return None;
-                }
-                v.iter().copied().filter(|b| *b != b' ').collect()
-            }
-            F::Telephone if v.is_ascii() => v
-                .iter()
-                .filter(|b| !b.is_ascii_whitespace() && **b != b'-' && **b != 0x0b)
-                .map(u8::to_ascii_lowercase)
-                .collect(),
+            // Always taken by `normalize_bytes_into`.
+            F::Numeric | F::Octet => return None,
             F::Telephone => {
                 let s = utf8(v)?;
                 s.chars()
@@ -790,7 +828,6 @@ impl Schema {
                     .collect::<String>()
                     .into_bytes()
             }
-            F::Octet => v.to_vec(),
             F::Boolean => {
                 if v.eq_ignore_ascii_case(b"TRUE") {
                     b"TRUE".to_vec()
@@ -893,6 +930,33 @@ impl Schema {
             Some(r) => self
                 .normalize_family(self.family(r), value)
                 .ok_or_else(|| ValueError(format!("{}: value #0 invalid per syntax", a.name()))),
+        }
+    }
+
+    /// `normalize_eq`, appending the key to `out` (on error `out` is left as it was): the
+    /// common families without an allocation of their own, for a bulk load that keeps the
+    /// keys of an entry in one buffer.
+    pub fn normalize_eq_into(
+        &self,
+        attr: AttrId,
+        value: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<(), ValueError> {
+        let start = out.len();
+        let family = self.attr(attr).equality.map(|r| self.family(r));
+        match normalize_bytes_into(family.unwrap_or(F::Octet), value, out) {
+            Some(true) => Ok(()),
+            Some(false) => {
+                out.truncate(start);
+                Err(ValueError(format!(
+                    "{}: value #0 invalid per syntax",
+                    self.attr(attr).name()
+                )))
+            }
+            None => {
+                out.extend_from_slice(&self.normalize_eq(attr, value)?);
+                Ok(())
+            }
         }
     }
 

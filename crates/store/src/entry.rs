@@ -396,6 +396,12 @@ impl Packer {
         self.count += 1;
     }
 
+    /// Appends attributes packed beforehand (`PackedAttrs`), as they are.
+    pub fn append(&mut self, attrs: &PackedAttrs) {
+        self.out.extend_from_slice(&attrs.bytes);
+        self.count += attrs.count;
+    }
+
     /// The packed entry.
     pub fn finish(&mut self, id: EntryId, parent: Option<EntryId>) -> Entry {
         put_count(&mut self.out, self.count_at, self.count);
@@ -405,6 +411,31 @@ impl Packer {
             depth: self.depth,
             packed: Box::from(&self.out[..]),
         }
+    }
+}
+
+/// Attributes packed once and appended to many entries (`Packer::append`): a bulk load packs
+/// the attributes that are the same on thousands of entries (its stamps, a run of entries'
+/// objectClass values) once, instead of looking up their interned ids entry after entry.
+/// The bytes are what `Packer::attr` would write: interned ids are the process's for good.
+#[derive(Default, Clone)]
+pub struct PackedAttrs {
+    bytes: Vec<u8>,
+    count: usize,
+}
+
+impl PackedAttrs {
+    /// Adds an attribute, as `Packer::attr` (`interned`: as `Packer::attr_interned`).
+    pub fn push<'a>(
+        &mut self,
+        ty: AttrId,
+        options: &str,
+        values: impl ExactSizeIterator<Item = Pair<'a>>,
+        interned: bool,
+    ) {
+        let mut body = Vec::new();
+        pack_attr(&mut self.bytes, &mut body, ty, options, values, interned);
+        self.count += 1;
     }
 }
 

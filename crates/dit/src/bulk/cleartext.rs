@@ -19,26 +19,48 @@ pub(super) const HASHED_PER_BLOCK: usize = 32;
 /// most `per_block` records with a clear-text password: the end of the blank line after the
 /// record that holds the `per_block`-th one; `None` when the whole text may go.
 pub(super) fn cut(text: &[u8], per_block: usize) -> Option<usize> {
+    // This runs on the one reading thread, over every byte of the file: only lines that start
+    // with `u` or `U` are looked at, found with two vectorized searches rather than line by
+    // line.
+    let mut starts: Vec<usize> = memchr::memmem::find_iter(text, b"\nu")
+        .chain(memchr::memmem::find_iter(text, b"\nU"))
+        .map(|i| i + 1)
+        .collect();
+    if matches!(text.first(), Some(b'u' | b'U')) {
+        starts.push(0);
+    }
+    starts.sort_unstable();
     let mut seen = 0;
-    let mut in_counted_record = false;
-    let mut at = 0;
-    for line in text.split_inclusive(|&b| b == b'\n') {
-        at += line.len();
-        let content = line.strip_suffix(b"\n").unwrap_or(line);
-        let content = content.strip_suffix(b"\r").unwrap_or(content);
-        if content.is_empty() {
-            if in_counted_record && seen >= per_block {
-                return (at < text.len()).then_some(at);
-            }
-            in_counted_record = false;
+    // The end of the record whose password was counted last: its other lines do not count.
+    let mut record_end = 0;
+    for start in starts {
+        if start < record_end {
             continue;
         }
-        if !in_counted_record && is_cleartext_password(content) {
-            in_counted_record = true;
-            seen += 1;
+        let end = memchr::memchr(b'\n', &text[start..]).map_or(text.len(), |i| start + i);
+        let line = &text[start..end];
+        if !is_cleartext_password(line.strip_suffix(b"\r").unwrap_or(line)) {
+            continue;
+        }
+        seen += 1;
+        record_end = blank_line_end(text, end);
+        if seen >= per_block {
+            return (record_end < text.len()).then_some(record_end);
         }
     }
     None
+}
+
+/// Where the first blank line (`\n` or `\r\n` alone) after the line ending at `from` ends;
+/// the text's length if there is none.
+fn blank_line_end(text: &[u8], from: usize) -> usize {
+    let rest = &text[from..];
+    let lf = memchr::memmem::find(rest, b"\n\n").map(|i| from + i + 2);
+    let crlf = memchr::memmem::find(rest, b"\n\r\n").map(|i| from + i + 3);
+    match (lf, crlf) {
+        (Some(a), Some(b)) => a.min(b),
+        (a, b) => a.or(b).unwrap_or(text.len()),
+    }
 }
 
 /// `userPassword: secret` (no `{SCHEME}` prefix) or `userPassword:: <base64>` whose value
@@ -77,6 +99,55 @@ mod tests {
 
     fn record(i: usize, pw: &str) -> String {
         format!("dn: uid=u{i},dc=x\nobjectClass: account\nuid: u{i}\n{pw}\n\n")
+    }
+
+    /// `cut` as it was written first, line by line: the searches must find the same ends.
+    fn cut_by_lines(text: &[u8], per_block: usize) -> Option<usize> {
+        let mut seen = 0;
+        let mut in_counted_record = false;
+        let mut at = 0;
+        for line in text.split_inclusive(|&b| b == b'\n') {
+            at += line.len();
+            let content = line.strip_suffix(b"\n").unwrap_or(line);
+            let content = content.strip_suffix(b"\r").unwrap_or(content);
+            if content.is_empty() {
+                if in_counted_record && seen >= per_block {
+                    return (at < text.len()).then_some(at);
+                }
+                in_counted_record = false;
+                continue;
+            }
+            if !in_counted_record && is_cleartext_password(content) {
+                in_counted_record = true;
+                seen += 1;
+            }
+        }
+        None
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn same_ends_as_line_by_line(
+            parts in proptest::collection::vec(0usize..9, 0..40),
+            per_block in 1usize..4,
+        ) {
+            const PIECES: [&str; 9] = [
+                "dn: uid=a,dc=x\n",
+                "userPassword: secret\n",
+                "userPassword: {SSHA}abcd\n",
+                "USERPASSWORD:: c2VjcmV0\r\n",
+                "uid: u\n",
+                "\n",
+                "\r\n",
+                "cn: x\n\n",
+                "userPassword: s",
+            ];
+            let text: String = parts.iter().map(|&i| PIECES[i]).collect();
+            proptest::prop_assert_eq!(
+                cut(text.as_bytes(), per_block),
+                cut_by_lines(text.as_bytes(), per_block)
+            );
+        }
     }
 
     #[test]

@@ -15,7 +15,7 @@ use std::rc::Rc;
 
 use rustc_hash::FxHashMap;
 use schema::{AttrId, Schema};
-use store::entry::Packer;
+use store::entry::{PackedAttrs, Packer};
 
 use super::Prepared;
 use crate::{add, Dit};
@@ -50,7 +50,24 @@ pub(super) struct FastBuild {
     parents: FxHashMap<Box<str>, Option<Rc<Parent>>>,
     /// Normalized values of the record being built, back to back.
     norms: Vec<u8>,
+    /// Attributes of interned types packed before (`pack_recurring`).
+    recurring: Vec<Recurring>,
+    /// The last structuralObjectClass value and its normalized form (`structural_norm`).
+    structural: Option<ValuePair>,
+    /// The import's stamps, packed (`build`).
+    all_stamps: Option<PackedAttrs>,
 }
+
+/// The values of an attribute of an interned type as spelled in the file, and the attribute
+/// packed.
+struct Recurring {
+    ty: AttrId,
+    raws: Vec<Box<[u8]>>,
+    packed: PackedAttrs,
+}
+
+/// Sets of values of interned types remembered per thread (`pack_recurring`).
+const MAX_RECURRING: usize = 64;
 
 /// A byte a first-RDN value may hold for the fast path: one that `Dn::parse` takes as it is
 /// and RFC 4514 escaping leaves alone, so the DN's string form is the input's.
@@ -145,12 +162,53 @@ impl FastBuild {
         Some((s, e))
     }
 
+    /// Packs an attribute of a type whose values are interned (objectClass,
+    /// structuralObjectClass): the same few sets of values recur on every entry, so each set
+    /// is packed once (its interned ids looked up once) and its bytes reused.
+    fn pack_recurring(&mut self, ty: AttrId, values: &[Value<'_>]) {
+        let same = |m: &Recurring| {
+            m.ty == ty
+                && m.raws.len() == values.len()
+                && m.raws.iter().zip(values).all(|(a, v)| **a == *v.0)
+        };
+        if let Some(m) = self.recurring.iter().find(|m| same(m)) {
+            self.packer.append(&m.packed);
+            return;
+        }
+        let norms = &self.norms;
+        let mut packed = PackedAttrs::default();
+        let pairs = values.iter().map(|&(raw, s, e)| (raw, &norms[s..e]));
+        packed.push(ty, "", pairs, false);
+        self.packer.append(&packed);
+        if self.recurring.len() >= MAX_RECURRING {
+            self.recurring.clear();
+        }
+        self.recurring.push(Recurring {
+            ty,
+            raws: values.iter().map(|v| v.0.into()).collect(),
+            packed,
+        });
+    }
+
+    /// `norm` of a structuralObjectClass value (`ty`): the same class on nearly every entry,
+    /// so the last one's normalized form is kept.
+    fn structural_norm(&mut self, schema: &Schema, ty: AttrId, v: &[u8]) -> Option<(usize, usize)> {
+        let start = self.norms.len();
+        match &self.structural {
+            Some((raw, n)) if **raw == *v => self.norms.extend_from_slice(n),
+            _ => {
+                let (s, e) = self.norm(schema, ty, v)?;
+                self.structural = Some((v.into(), self.norms[s..e].into()));
+            }
+        }
+        Some((start, self.norms.len()))
+    }
+
     /// Normalizes `v` as a value of `ty` into `norms`; `None` if it is not valid.
     fn norm(&mut self, schema: &Schema, ty: AttrId, v: &[u8]) -> Option<(usize, usize)> {
         schema.validate(ty, v).ok()?;
-        let n = schema.normalize_eq(ty, v).ok()?;
         let start = self.norms.len();
-        self.norms.extend_from_slice(&n);
+        schema.normalize_eq_into(ty, v, &mut self.norms).ok()?;
         Some((start, self.norms.len()))
     }
 
@@ -261,7 +319,7 @@ impl FastBuild {
         let class = schema.class(structural);
         let structural = class.names.first().unwrap_or(&class.oid).as_bytes();
         if !groups.iter().any(|(t, _)| *t == k.structural_object_class) {
-            let (s, e) = self.norm(schema, k.structural_object_class, structural)?;
+            let (s, e) = self.structural_norm(schema, k.structural_object_class, structural)?;
             groups.push((k.structural_object_class, vals.len()));
             vals.push((structural, s, e));
         }
@@ -279,7 +337,10 @@ impl FastBuild {
         }
 
         // Pack: the name part from the first RDN and the parent's, then the attributes.
-        let text = format!("{first},{}", parent.text);
+        let mut text = String::with_capacity(first.len() + 1 + parent.text.len());
+        text.push_str(first);
+        text.push(',');
+        text.push_str(&parent.text);
         let mut norm = String::with_capacity(text.len() + parent.norm.len());
         norm.push_str(rtype.name());
         norm.make_ascii_lowercase();
@@ -289,8 +350,12 @@ impl FastBuild {
         norm.push_str(&parent.norm);
         self.packer.start(&text, &norm, parent.depth + 1);
         for (i, &(ty, from)) in groups.iter().enumerate() {
-            let norms = &self.norms;
             let values = &vals[from..group_end(i, &groups, &vals)];
+            if store::intern::is_interned_type(ty) {
+                self.pack_recurring(ty, values);
+                continue;
+            }
+            let norms = &self.norms;
             self.packer.attr(
                 ty,
                 "",
@@ -298,11 +363,27 @@ impl FastBuild {
             );
         }
         // The import's stamps are the same on every entry it stamps (one time, one entryCSN:
-        // the import is one batch), so they are interned: ~70 bytes less per entry.
-        for a in stamps.attrs() {
-            if !groups.iter().any(|(t, _)| *t == a.ty) {
-                let pairs = a.values.iter().zip(&a.norm).map(|(r, n)| (&**r, &**n));
-                self.packer.attr_interned(a.ty, &a.options, pairs);
+        // the import is one batch), so they are interned: ~70 bytes less per entry. Entries
+        // that carry none of them (nearly all) get them packed once per thread.
+        if groups
+            .iter()
+            .all(|(t, _)| stamps.attrs().iter().all(|a| a.ty != *t))
+        {
+            let all = self.all_stamps.get_or_insert_with(|| {
+                let mut p = PackedAttrs::default();
+                for a in stamps.attrs() {
+                    let pairs = a.values.iter().zip(&a.norm).map(|(r, n)| (&**r, &**n));
+                    p.push(a.ty, &a.options, pairs, true);
+                }
+                p
+            });
+            self.packer.append(all);
+        } else {
+            for a in stamps.attrs() {
+                if !groups.iter().any(|(t, _)| *t == a.ty) {
+                    let pairs = a.values.iter().zip(&a.norm).map(|(r, n)| (&**r, &**n));
+                    self.packer.attr_interned(a.ty, &a.options, pairs);
+                }
             }
         }
         Some(Prepared {
