@@ -45,7 +45,7 @@
 //! - `credcache`: password checks for bind — cheap schemes inline, slow ones through the cache
 //!   of verified credentials or on the hashing threads (docs/credential-cache.md).
 //! - `lowprio`: threads below the server's CPU priority, for what must not take the cores from
-//!   the connections: slow password hashes (a pool) and snapshots (`persistence`).
+//!   the connections: slow password hashes.
 //! - `audit`, `logs`: the audit and access logs (text or JSON lines).
 //! - `monitor`: cn=Monitor (the tree of the server's figures, who may read it);
 //!   `metrics`: the HTTP listener with `/metrics` (Prometheus/OpenMetrics), `/healthz` and

@@ -1,9 +1,10 @@
-//! Work that must not take the cores from the clients: background snapshots and slow password
-//! hashes run on threads of their own at a lower CPU priority (Linux nice steps), so that when
-//! both compete for a core the scheduler runs the connections first.
+//! Work that must not take the cores from the clients: slow password hashes run on threads of
+//! their own at a lower CPU priority (Linux nice steps), so that when both compete for a core
+//! the scheduler runs the connections first.
 //!
 //! Threads of their own because an unprivileged process cannot raise a thread's priority back
-//! once lowered, and tokio's blocking pool reuses its threads for other work (large searches).
+//! once lowered, and tokio's blocking pool reuses its threads for other work (large searches,
+//! snapshots).
 //! Elsewhere than on Linux, where nice is per process, the priority stays as it is.
 
 use std::sync::mpsc;
@@ -23,25 +24,6 @@ pub(crate) fn lower_priority(steps: i32) {
     }
     #[cfg(not(target_os = "linux"))]
     let _ = steps;
-}
-
-/// Runs `job` on a new thread named `name`, `steps` nice steps below the server, and returns
-/// its result.
-pub(crate) async fn on_own_thread<R: Send + 'static>(
-    name: &str,
-    steps: i32,
-    job: impl FnOnce() -> R + Send + 'static,
-) -> Result<R, String> {
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    std::thread::Builder::new()
-        .name(name.into())
-        .spawn(move || {
-            lower_priority(steps);
-            let _ = tx.send(job());
-        })
-        .map_err(|e| format!("cannot start a thread for it: {e}"))?;
-    rx.await
-        .map_err(|_| "its thread ended without a result".to_string())
 }
 
 type Job = Box<dyn FnOnce() + Send>;
@@ -131,10 +113,8 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn own_threads_and_pools_run_below_the_server() {
+    async fn pools_run_below_the_server() {
         let ours = own_priority();
-        let theirs = on_own_thread("t", 10, own_priority).await.unwrap();
-        assert_eq!(theirs, (ours + 10).min(19));
         let pool = Pool::new("p", 5, 2);
         for _ in 0..3 {
             assert_eq!(pool.run(own_priority).await.unwrap(), (ours + 5).min(19));

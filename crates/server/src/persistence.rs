@@ -160,23 +160,6 @@ impl<I: Iterator> Iterator for Paced<I> {
     }
 }
 
-/// How much lower than the server's the CPU priority of a background snapshot is (nice
-/// steps): at 10 the scheduler gives a busy client thread on the same core about nine times
-/// the snapshot's share, so when clients keep every core busy the snapshot takes what is left
-/// instead of its paced share (measured: BENCHMARKS.md, "snapshot impact"). On an idle
-/// machine it changes nothing: the pacing (`snapshot_cpu_share`) bounds it as before.
-const SNAPSHOT_NICE_STEPS: i32 = 10;
-
-/// Runs `job` (a background or requested snapshot) on a thread of its own,
-/// `SNAPSHOT_NICE_STEPS` below the server (`lowprio`), and returns its result.
-pub(crate) async fn in_background<R: Send + 'static>(
-    job: impl FnOnce() -> R + Send + 'static,
-) -> Result<R, String> {
-    crate::lowprio::on_own_thread("linden-snapshot", SNAPSHOT_NICE_STEPS, job)
-        .await
-        .map_err(|e| format!("snapshot: {e}"))
-}
-
 impl Persistence {
     /// Writes a snapshot of the newest version and removes the files it makes unnecessary.
     /// `Ok(None)` when another snapshot is being written or this version is already on disk.

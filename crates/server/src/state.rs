@@ -168,19 +168,25 @@ pub struct Shared {
 }
 
 impl Shared {
-    /// A paced snapshot (`snapshot_cpu_share`) of the newest version, written on a thread of
-    /// lower CPU priority while the server keeps serving: the periodic ones and those the
-    /// administrator asks for. `Ok(None)` when another one is being written, the version is on
-    /// disk already, or the server keeps nothing on disk.
+    /// A paced snapshot (`snapshot_cpu_share`) of the newest version, written on the blocking
+    /// pool while the server keeps serving: the periodic ones and those the administrator asks
+    /// for. `Ok(None)` when another one is being written, the version is on disk already, or
+    /// the server keeps nothing on disk.
+    ///
+    /// A lower CPU priority for this thread (ten nice steps, as the hashing threads have) was
+    /// measured and left out: it made snapshots under full load twice as long and did not
+    /// change what modifies lose meanwhile, which is the disk's (BENCHMARKS.md, "snapshot
+    /// impact").
     pub(crate) async fn background_snapshot(
         self: &Arc<Self>,
     ) -> Result<Option<crate::SnapshotReport>, String> {
         let sh = self.clone();
-        crate::persistence::in_background(move || match &sh.persistence {
+        tokio::task::spawn_blocking(move || match &sh.persistence {
             Some(p) => p.snapshot(&sh.store, sh.config.snapshot_cpu_share),
             None => Ok(None),
         })
-        .await?
+        .await
+        .map_err(|e| format!("snapshot task failed: {e}"))?
     }
 }
 

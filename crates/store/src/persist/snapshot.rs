@@ -133,12 +133,13 @@ pub fn write_snapshot<'a>(
     )
 }
 
-/// Bytes written to a snapshot between intermediate fsyncs, checked after each chunk: with the
-/// default chunk size (~3.3 MB of reference entries) every chunk is synced. Small chunks and
-/// frequent syncs spread the snapshot's disk writes over its (paced) duration instead of
-/// sending ~26 MB at a time in front of the transaction log's fsyncs (measured: modifies
-/// during a 1M snapshot −9 % median over four runs, against −11 % with 65,536-entry chunks).
-const SYNC_EVERY_BYTES: usize = 2 << 20;
+/// Bytes written to a snapshot between intermediate fsyncs (a chunk is written in pieces of
+/// this size). Frequent syncs spread the snapshot's disk writes over its (paced) duration
+/// instead of sending ~26 MB at a time in front of the transaction log's fsyncs (measured:
+/// modifies during a 1M snapshot −9 % median over four runs with 2 MiB, against −11 % with
+/// 65,536-entry chunks); at 256 KiB a log fsync queued behind a piece waits for under a
+/// millisecond of this disk's writing (BENCHMARKS.md, "snapshot impact").
+const SYNC_EVERY_BYTES: usize = 256 << 10;
 
 /// `write_snapshot` with `chunk_entries` entries per chunk.
 pub fn write_snapshot_with<'a>(
@@ -286,14 +287,17 @@ fn write_chunks(
     let mut unsynced: usize = 0;
     for chunk in chunks {
         let count = u32::from_le_bytes([chunk[8], chunk[9], chunk[10], chunk[11]]);
-        f.write_all(&chunk).map_err(err)?;
         // Hand the data to the disk as it goes instead of leaving hundreds of megabytes dirty
         // for the final fsync: a burst that size stalls the transaction log's fsyncs (and so
-        // every write acknowledgement) while it drains.
-        unsynced += chunk.len();
-        if sync_every.is_some_and(|n| unsynced >= n) {
-            f.sync().map_err(err)?;
-            unsynced = 0;
+        // every write acknowledgement) while it drains. The pieces are smaller than a chunk,
+        // so a log fsync queued behind one waits for at most that much.
+        for piece in chunk.chunks(sync_every.unwrap_or(usize::MAX).max(1)) {
+            f.write_all(piece).map_err(err)?;
+            unsynced += piece.len();
+            if sync_every.is_some_and(|n| unsynced >= n) {
+                f.sync().map_err(err)?;
+                unsynced = 0;
+            }
         }
         index.push((offset, (chunk.len() - 8) as u32, count));
         offset += chunk.len() as u64;
