@@ -9,7 +9,6 @@
 //! ```sh
 //! cargo run --release -p bench --example floor -- 127.0.0.1:14100 multi    # tokio, one worker per core
 //! cargo run --release -p bench --example floor -- 127.0.0.1:14100 current  # tokio, one thread
-//! cargo run --release -p bench --example floor -- 127.0.0.1:14100 threads  # a blocking thread per connection
 //! linden bench search --url ldap://127.0.0.1:14100 --connections 8 --depth 1 --duration 5
 //! ```
 #![allow(
@@ -18,8 +17,6 @@
     clippy::panic,
     reason = "developer tool: a failed step ends the run with its message"
 )]
-
-use std::io::{Read, Write};
 
 use proto::{tags, LdapMessage, LdapResult, ProtocolOp, ResultCode};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -107,44 +104,10 @@ async fn serve_async(mut s: tokio::net::TcpStream) {
     }
 }
 
-fn serve_blocking(mut s: std::net::TcpStream) {
-    s.set_nodelay(true).ok();
-    let mut buf = Vec::with_capacity(64 << 10);
-    let mut out = Vec::with_capacity(64 << 10);
-    let mut chunk = vec![0u8; 64 << 10];
-    loop {
-        let n = match s.read(&mut chunk) {
-            Ok(0) | Err(_) => return,
-            Ok(n) => n,
-        };
-        buf.extend_from_slice(&chunk[..n]);
-        let (used, unbound) = answer(&buf, &mut out);
-        buf.drain(..used);
-        if !out.is_empty() && s.write_all(&out).is_err() {
-            return;
-        }
-        out.clear();
-        if unbound {
-            return;
-        }
-    }
-}
-
 fn main() {
     let mut args = std::env::args().skip(1);
     let addr = args.next().unwrap_or_else(|| "127.0.0.1:14100".into());
     let mode = args.next().unwrap_or_else(|| "multi".into());
-    if mode == "threads" {
-        let l = std::net::TcpListener::bind(&addr).expect("bind");
-        println!(
-            "listening on {} (a thread per connection)",
-            l.local_addr().expect("addr")
-        );
-        for s in l.incoming().flatten() {
-            std::thread::spawn(move || serve_blocking(s));
-        }
-        return;
-    }
     let mut b = if mode == "current" {
         tokio::runtime::Builder::new_current_thread()
     } else {
