@@ -692,6 +692,12 @@ static POOL: MemoryPool = MemoryPool {
     freed: std::sync::Condvar::new(),
 };
 
+/// How many Argon2 computations run at once (one per core): callers that give slow hashes
+/// threads of their own size them with this, so no thread waits here for a turn.
+pub fn concurrent_hashes() -> usize {
+    pool_limit()
+}
+
 fn pool_limit() -> usize {
     static LIMIT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *LIMIT.get_or_init(|| std::thread::available_parallelism().map_or(2, |n| n.get()))

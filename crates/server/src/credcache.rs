@@ -50,10 +50,13 @@ pub struct CredentialStats {
 impl Credentials {
     /// `capacity` tags at most (`credential_cache_entries`); 0 = no cache.
     pub fn new(capacity: usize) -> Credentials {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         Credentials {
             cache: CredentialCache::new(capacity),
-            hashing: crate::lowprio::Pool::new("linden-hash", HASH_NICE_STEPS, cores),
+            hashing: crate::lowprio::Pool::new(
+                "linden-hash",
+                HASH_NICE_STEPS,
+                pwhash::concurrent_hashes(),
+            ),
             slow: AtomicU64::new(0),
             inline: AtomicU64::new(0),
         }

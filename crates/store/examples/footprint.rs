@@ -31,19 +31,8 @@ fn main() {
     let rec =
         store::persist::recover(&store::persist::FsIo, dir.as_ref(), &schema).expect("recover");
     let read = t.elapsed().as_secs_f64();
-    let idx: Vec<_> = ["objectClass", "uid", "cn", "sn", "mail"]
-        .iter()
-        .filter_map(|a| rec.schema.attr_by_name(a))
-        .collect();
-    let indexes = store::Indexes::eq_pres(&idx);
     let t = Instant::now();
-    let v = store::Version::restore(
-        rec.schema.clone(),
-        &indexes,
-        rec.entries,
-        rec.next_id,
-        rec.last_seq,
-    );
+    let v = common::build_version(rec);
     let built = t.elapsed().as_secs_f64();
     println!(
         "{} entries: {read:.2} s reading, {built:.2} s building; resident {} MB = {} B/entry",

@@ -54,19 +54,8 @@ fn main() {
             store::persist::recover(&store::persist::FsIo, dir.as_ref(), &schema).expect("recover");
         let read = t.elapsed().as_secs_f64();
         let (u1, s1) = cpu();
-        let idx: Vec<_> = ["objectClass", "uid", "cn", "sn", "mail"]
-            .iter()
-            .filter_map(|a| rec.schema.attr_by_name(a))
-            .collect();
-        let indexes = store::Indexes::eq_pres(&idx);
         let t = Instant::now();
-        let v = store::Version::restore(
-            rec.schema.clone(),
-            &indexes,
-            rec.entries,
-            rec.next_id,
-            rec.last_seq,
-        );
+        let v = common::build_version(rec);
         let built = t.elapsed().as_secs_f64();
         let (u2, s2) = cpu();
         println!(
