@@ -9,8 +9,9 @@
 //!   lookup. A miss runs the scheme on the hashing threads (`lowprio::Pool`: one per core,
 //!   five nice steps below the server), so a cold login never stalls other connections:
 //!   however many first logins arrive at once, at most one hash per core runs, and a
-//!   connection with a request to answer takes the core before it. A success is remembered. `credential_cache_entries = 0` turns the cache
-//!   off. docs/credential-cache.md has the threat model.
+//!   connection with a request to answer takes the core before it. A success is remembered.
+//!   `credential_cache_entries = 0` turns the cache off. docs/credential-cache.md has the
+//!   threat model.
 //!
 //! Only the password check is cached: the entry, its access rules, the failed-bind throttling
 //! and anything else a bind checks are looked at every time by the caller.
@@ -30,7 +31,7 @@ pub struct Credentials {
     cache: CredentialCache,
     /// Where slow schemes run.
     hashing: crate::lowprio::Pool,
-    /// Checks that ran a slow scheme on the blocking pool.
+    /// Checks that ran a slow scheme on the hashing threads.
     slow: AtomicU64,
     /// Checks done inline (every stored value a cheap scheme).
     inline: AtomicU64,

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 /// Lowers the calling thread's CPU priority by `steps` nice steps (at most to 19); a refusal
 /// leaves it as it was.
-pub(crate) fn lower_priority(steps: i32) {
+fn lower_priority(steps: i32) {
     #[cfg(target_os = "linux")]
     {
         use rustix::process::{getpriority_process, setpriority_process};
@@ -94,7 +94,11 @@ impl Pool {
         let (tx, rx) = tokio::sync::oneshot::channel();
         queue
             .send(Box::new(move || {
-                let _ = tx.send(job());
+                // A job that panics loses its result (the caller gets an error), not the
+                // pool's thread, as a task on tokio's blocking pool would.
+                if let Ok(r) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job)) {
+                    let _ = tx.send(r);
+                }
             }))
             .map_err(|_| format!("the {} threads have stopped", self.name))?;
         rx.await
@@ -136,5 +140,12 @@ mod tests {
             sum += t.await.unwrap().unwrap();
         }
         assert_eq!(sum, (0..50u64).map(|i| i * 2).sum::<u64>());
+    }
+
+    #[tokio::test]
+    async fn a_job_that_panics_leaves_the_pool_working() {
+        let pool = Pool::new("p", 1, 1);
+        assert!(pool.run(|| panic!("a failing job")).await.is_err());
+        assert_eq!(pool.run(|| 7).await.unwrap(), 7);
     }
 }
