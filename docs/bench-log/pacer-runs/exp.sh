@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# The pacer experiments of BENCHMARKS.md "Pacing the open-loop client": sets up both servers as
+# The pacer experiments of docs/bench-log/2026-11-27.md "Pacing the open-loop client": sets up both servers as
 # bench/sweep.sh does (bench/servers.sh), then sources CMDFILE (c1.sh ... c8.sh here), whose output
 # is the matching .txt file (c5b.txt: a second run of c5.sh; c6.txt printed CPU per op only; the
 # client half of c4's run-queue line measured the wrong process and reads 0). From the checkout's root:
-#   LINDEN=target/release/linden bench/sweep-results/pacer-runs/exp.sh 100000 bench/sweep-results/pacer-runs/c5.sh
+#   LINDEN=target/release/linden docs/bench-log/pacer-runs/exp.sh 100000 docs/bench-log/pacer-runs/c5.sh
 set -euo pipefail
 N=${1:-100000}
 CMDS=$(realpath "$2")
