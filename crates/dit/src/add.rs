@@ -181,9 +181,13 @@ pub fn locate<'t>(shared: &Dit, tree: &'t impl Tree, norm: &str) -> LdapResult<S
         return Ok(Site::Root);
     }
     if shared.suffix_of(norm).is_none() {
+        let served: Vec<&str> = shared.suffixes.iter().map(|s| s.norm.as_str()).collect();
         return Err(LdapError::new(
             ResultCode::UnwillingToPerform,
-            "no global superior knowledge",
+            format!(
+                "no global superior knowledge: the entry is under none of the naming contexts served ({})",
+                served.join("; ")
+            ),
         ));
     }
     match schema::norm_parent(norm).and_then(|p| tree.find(p)) {

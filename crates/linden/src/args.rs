@@ -1,105 +1,114 @@
 //! The arguments of `linden serve` and `linden import`: what the command line may say about
-//! the settings (`config` merges them with the file). Kept apart from the command-line parser
-//! (`cli`) so that the configuration can name them without depending on the commands.
+//! the settings (`config` merges them with the file and the environment). Kept apart from the
+//! command-line parser (`cli`) so that the configuration can name them without depending on
+//! the commands.
+//!
+//! `serve`'s flags are not written here: `KeyFlags` makes one for every key declared in
+//! `server::config::KEYS` (`--max-pdu-size BYTES` for `max_pdu_size`), with the key's
+//! documentation, default and environment variable in its help.
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use clap::Args;
+use clap::{Arg, ArgAction, ArgMatches, Args, Command, FromArgMatches};
+use server::config::{Key, KEYS};
 
 #[derive(Debug, Default, Args)]
 pub struct ServeArgs {
-    /// Read settings from this TOML file. Flags given on the command line override it.
+    /// Read settings from this TOML file. The environment (LINDEN_<KEY>) and flags given on
+    /// the command line override it.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
 
-    /// Address and port to listen on (repeat for several, e.g. 127.0.0.1:389 and [::1]:389).
-    /// Port 0 lets the system choose one; each address actually bound is logged as
-    /// "listening on ADDR:PORT". [default: 127.0.0.1:3389] [key: listen]
-    #[arg(long, value_name = "ADDR:PORT")]
-    pub listen: Vec<SocketAddr>,
+    #[command(flatten)]
+    pub keys: KeyFlags,
+}
 
-    /// Also listen for LDAPS (TLS from the first byte) on this address, e.g. 0.0.0.0:636
-    /// (repeat for several). [default: none] [key: ldaps_listen]
-    #[arg(long, value_name = "ADDR:PORT")]
-    pub ldaps_listen: Vec<SocketAddr>,
+/// The configuration keys given as flags, each with the text of every occurrence.
+#[derive(Default)]
+pub struct KeyFlags {
+    pub given: Vec<(&'static Key, Vec<String>)>,
+}
 
-    /// Also serve LDAP on this Unix socket (ldapi://), where SASL EXTERNAL binds as the
-    /// connecting user. [default: none] [key: ldapi]
-    #[arg(long, value_name = "PATH")]
-    pub ldapi: Option<PathBuf>,
+impl std::fmt::Debug for KeyFlags {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Values may be secrets (the administrator password): only the flags' names.
+        f.debug_list()
+            .entries(self.given.iter().map(|(k, _)| k.name))
+            .finish()
+    }
+}
 
-    /// Data directory. Holds admin-password.hash when the administrator password is generated.
-    /// [default: ./linden-data] [key: data]
-    #[arg(long = "data", value_name = "DIR")]
-    pub data: Option<PathBuf>,
+impl KeyFlags {
+    /// Records `values` for the key `name` as if given on the command line.
+    pub fn give(&mut self, name: &str, values: Vec<String>) {
+        if let Some(k) = server::config::key(name) {
+            self.given.retain(|(g, _)| g.name != k.name);
+            self.given.push((k, values));
+        }
+    }
+}
 
-    /// A naming context to serve; repeat for several. Its entry is created at start if missing.
-    /// [default: dc=example,dc=com] [key: suffix]
-    #[arg(long = "suffix", value_name = "DN")]
-    pub suffixes: Vec<String>,
+fn arg_of(k: &'static Key) -> Option<Arg> {
+    let long = k.flag()?;
+    let mut help = format!(
+        "{} [default: {}] [env: {}] [key: {}]",
+        k.doc(),
+        k.default_shown(),
+        k.env(),
+        k.name
+    );
+    if k.reload == server::config::Reload::Live {
+        help.push_str(" [reload: live]");
+    }
+    let arg = Arg::new(k.name).long(long).help(help);
+    Some(if k.is_switch() {
+        arg.action(ArgAction::SetTrue)
+    } else {
+        let arg = arg
+            .value_name(k.value_name.unwrap_or("VALUE"))
+            .allow_hyphen_values(true);
+        if k.repeats() {
+            arg.action(ArgAction::Append)
+        } else {
+            arg.action(ArgAction::Set)
+        }
+    })
+}
 
-    /// DN of the administrator, who may do anything. It is not an entry in the tree.
-    /// [default: cn=admin,dc=example,dc=com] [key: admin_dn]
-    #[arg(long, value_name = "DN")]
-    pub admin_dn: Option<String>,
+impl FromArgMatches for KeyFlags {
+    fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
+        let mut given = Vec::new();
+        for k in KEYS.iter().filter(|k| k.value_name.is_some()) {
+            if k.is_switch() {
+                if m.try_get_one::<bool>(k.name).ok().flatten() == Some(&true) {
+                    given.push((k, vec!["true".to_string()]));
+                }
+            } else if let Ok(Some(values)) = m.try_get_many::<String>(k.name) {
+                given.push((k, values.cloned().collect()));
+            }
+        }
+        Ok(KeyFlags { given })
+    }
 
-    /// Administrator password (kept hashed in memory, never written). If no password is given
-    /// anywhere, one is generated at first start, printed once, and its hash stored in
-    /// DIR/admin-password.hash. [key: admin_password]
-    #[arg(
-        long,
-        value_name = "PW",
-        env = "LINDEN_ADMIN_PASSWORD",
-        hide_env_values = true
-    )]
-    pub admin_password: Option<String>,
+    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
+        *self = KeyFlags::from_arg_matches(m)?;
+        Ok(())
+    }
+}
 
-    /// Load the demo organisation (people, groups, services under dc=example,dc=com) into an
-    /// empty directory. [key: demo]
-    #[arg(long)]
-    pub demo: bool,
+impl Args for KeyFlags {
+    fn augment_args(mut cmd: Command) -> Command {
+        for k in KEYS {
+            if let Some(arg) = arg_of(k) {
+                cmd = cmd.next_help_heading(k.section).arg(arg);
+            }
+        }
+        cmd.next_help_heading(None::<&str>)
+    }
 
-    /// Largest request accepted, in bytes; a larger one ends the connection with a Notice of
-    /// Disconnection (protocolError). [default: 16777216] [key: max_pdu_size]
-    #[arg(long, value_name = "BYTES")]
-    pub max_pdu_size: Option<usize>,
-
-    /// Requests one connection may have in progress before the server stops reading from it.
-    /// [default: 256] [key: max_outstanding]
-    #[arg(long, value_name = "N")]
-    pub max_outstanding: Option<usize>,
-
-    /// Most entries one search returns, 0 for no limit; a client's smaller limit wins. Beyond it
-    /// the search ends with sizeLimitExceeded (4). [default: 0] [key: size_limit]
-    #[arg(long, value_name = "N")]
-    pub size_limit: Option<u64>,
-
-    /// Most seconds one search may run, 0 for no limit; a client's smaller limit wins. Beyond it
-    /// the search ends with timeLimitExceeded (3). [default: 3600] [key: time_limit]
-    #[arg(long, value_name = "SECONDS")]
-    pub time_limit: Option<u64>,
-
-    /// When a write is acknowledged: "sync" after its batch is fsynced to the transaction
-    /// log; "nosync" without fsync, so a crash of the machine can lose acknowledged writes
-    /// (benchmarks only). [default: sync] [key: durability]
-    #[arg(long, value_name = "sync|nosync")]
-    pub durability: Option<String>,
-
-    /// Seconds between background snapshots, 0 for none by time. [default: 86400]
-    /// [key: snapshot_interval]
-    #[arg(long, value_name = "SECONDS")]
-    pub snapshot_interval: Option<u64>,
-
-    /// Transaction-log bytes written since the last snapshot that trigger a new one, 0 for
-    /// none by volume. [default: 1073741824] [key: snapshot_log_bytes]
-    #[arg(long, value_name = "BYTES")]
-    pub snapshot_log_bytes: Option<u64>,
-
-    /// What to log to stderr: a level (error, warn, info, debug, trace) or a tracing filter such
-    /// as "info,server=debug". [default: info] [key: log_level]
-    #[arg(long, value_name = "LEVEL")]
-    pub log_level: Option<String>,
+    fn augment_args_for_update(cmd: Command) -> Command {
+        KeyFlags::augment_args(cmd)
+    }
 }
 
 #[derive(Debug, Args)]

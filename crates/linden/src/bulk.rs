@@ -38,45 +38,89 @@ pub struct BackupArgs {
     pub dest: PathBuf,
 }
 
+/// How an administrative command reaches a running server: from its configuration file
+/// (the first `listen` address, `admin_dn`, `admin_password`), or given here.
 #[derive(Debug, Args)]
-pub struct SnapshotArgs {
-    /// The running server.
-    #[arg(long, value_name = "URL", default_value = "ldap://127.0.0.1:3389")]
-    pub url: String,
-    /// The administrator's DN.
-    #[arg(long, value_name = "DN", default_value = "cn=admin,dc=example,dc=com")]
-    pub bind_dn: String,
-    /// The administrator's password (or LINDEN_ADMIN_PASSWORD).
-    #[arg(
-        long,
-        value_name = "PW",
-        env = "LINDEN_ADMIN_PASSWORD",
-        hide_env_values = true
-    )]
-    pub password: String,
+pub struct AdminArgs {
+    /// The running server's configuration file: where it listens and who its administrator
+    /// is. Flags given here override it.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// The running server. [default: the first `listen` address of --config, or
+    /// ldap://127.0.0.1:3389]
+    #[arg(long, value_name = "URL")]
+    pub url: Option<String>,
+    /// The administrator's DN. [default: `admin_dn` of --config, or cn=admin,dc=example,dc=com]
+    #[arg(long, value_name = "DN")]
+    pub bind_dn: Option<String>,
+    /// The administrator's password (or LINDEN_ADMIN_PASSWORD, or `admin_password` of
+    /// --config).
+    #[arg(long, value_name = "PW", hide_env_values = true)]
+    pub password: Option<String>,
+}
+
+impl AdminArgs {
+    /// Connects and binds as the administrator.
+    fn connect(&self) -> anyhow::Result<ldap3::LdapConn> {
+        let config = crate::config::from_file(self.config.as_deref())?;
+        let url = match &self.url {
+            Some(u) => u.clone(),
+            None => {
+                let mut a = config
+                    .listen
+                    .first()
+                    .copied()
+                    .unwrap_or_else(|| std::net::SocketAddr::from(([127, 0, 0, 1], 3389)));
+                // A server listening on every address is reached on loopback.
+                if a.ip().is_unspecified() {
+                    a.set_ip(match a {
+                        std::net::SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+                        std::net::SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+                    });
+                }
+                format!("ldap://{a}")
+            }
+        };
+        let dn = self.bind_dn.clone().unwrap_or(config.admin_dn);
+        let password = self
+            .password
+            .clone()
+            .or(config.admin_password.map(|p| p.0))
+            .context(
+                "no administrator password: give --password, LINDEN_ADMIN_PASSWORD, or a --config with admin_password",
+            )?;
+        let mut conn =
+            ldap3::LdapConn::new(&url).with_context(|| format!("cannot connect to {url}"))?;
+        conn.simple_bind(&dn, &password)
+            .and_then(|r| r.success())
+            .with_context(|| format!("cannot bind as {dn}"))?;
+        Ok(conn)
+    }
+
+    /// Sends Linden's extended operation `oid` and returns the response value as text.
+    fn extended(&self, oid: &str, what: &str) -> anyhow::Result<String> {
+        let mut conn = self.connect()?;
+        let exop = ldap3::exop::Exop {
+            name: Some(oid.to_string()),
+            val: None,
+        };
+        let ldap3::result::ExopResult(resp, result) = conn
+            .extended(exop)
+            .with_context(|| format!("{what} request failed"))?;
+        let _ = conn.unbind();
+        result
+            .success()
+            .with_context(|| format!("the server refused the {what}"))?;
+        Ok(resp
+            .val
+            .map(|v| String::from_utf8_lossy(&v).into_owned())
+            .unwrap_or_default())
+    }
 }
 
 /// Asks a running server for a snapshot now (Linden's snapshot extended operation).
-pub fn snapshot(args: &SnapshotArgs) -> anyhow::Result<()> {
-    let mut conn = ldap3::LdapConn::new(&args.url)
-        .with_context(|| format!("cannot connect to {}", args.url))?;
-    conn.simple_bind(&args.bind_dn, &args.password)
-        .and_then(|r| r.success())
-        .with_context(|| format!("cannot bind as {}", args.bind_dn))?;
-    let exop = ldap3::exop::Exop {
-        name: Some(server::SNAPSHOT_OID.to_string()),
-        val: None,
-    };
-    let ldap3::result::ExopResult(resp, result) =
-        conn.extended(exop).context("snapshot request failed")?;
-    let result = result
-        .success()
-        .context("the server refused the snapshot")?;
-    let _ = result;
-    let name = resp
-        .val
-        .map(|v| String::from_utf8_lossy(&v).into_owned())
-        .unwrap_or_default();
+pub fn snapshot(args: &AdminArgs) -> anyhow::Result<()> {
+    let name = args.extended(server::SNAPSHOT_OID, "snapshot")?;
     if name.is_empty() {
         println!(
             "no snapshot needed: the current state is already on disk (or one is being written)"
@@ -84,19 +128,13 @@ pub fn snapshot(args: &SnapshotArgs) -> anyhow::Result<()> {
     } else {
         println!("snapshot {name} written");
     }
-    let _ = conn.unbind();
     Ok(())
-}
-
-fn data_dir(d: &Option<PathBuf>) -> PathBuf {
-    d.clone()
-        .unwrap_or_else(|| server::Config::default().data_dir)
 }
 
 pub fn import(args: &ImportArgs) -> anyhow::Result<()> {
     // The server configuration `serve` would build from the same file and flags; no
     // administrator password is needed to write a snapshot.
-    let config = crate::serve::server_config(crate::config::resolve_import(args)?, Vec::new());
+    let config = crate::config::resolve_import(args)?;
     let file = std::fs::File::open(&args.file)
         .with_context(|| format!("cannot open {}", args.file.display()))?;
     let total = file.metadata().map(|m| m.len()).unwrap_or(0);
@@ -140,8 +178,14 @@ pub fn import(args: &ImportArgs) -> anyhow::Result<()> {
             return Err(anyhow::Error::new(crate::config::ConfigError(m)))
         }
         Err(server::bulk::BulkError::Record(rej)) => {
+            // Data from another directory usually needs its own suffix.
+            let hint = if rej.message.starts_with("no global superior knowledge") {
+                "; give the data's naming context with --suffix DN (or the server's --config)"
+            } else {
+                ""
+            };
             bail!(
-                "{name}:{}: {} (nothing was written; --continue-on-error skips bad records)",
+                "{name}:{}: {}{hint} (nothing was written; --continue-on-error skips bad records)",
                 rej.line,
                 rej.message
             )
@@ -169,8 +213,9 @@ pub fn import(args: &ImportArgs) -> anyhow::Result<()> {
 }
 
 pub fn export(args: &ExportArgs) -> anyhow::Result<()> {
-    let dir = data_dir(&args.data);
-    let schema = crate::config::configured_schema(args.config.as_deref())?;
+    let config = crate::config::from_file(args.config.as_deref())?;
+    let dir = args.data.clone().unwrap_or_else(|| config.data_dir.clone());
+    let schema = crate::config::configured_schema(&config)?;
     let n = match &args.file {
         Some(f) => {
             let out = std::fs::File::create(f)
@@ -201,9 +246,12 @@ fn store_files(dir: &Path) -> anyhow::Result<Vec<String>> {
 
 /// Copies the data directory file by file: snapshots are immutable and logs only grow, so the
 /// copy holds a consistent state (at most a torn last batch, which recovery leaves out). If a
-/// snapshot removed a log during the copy, the copy fails verification and is taken again.
+/// snapshot removed a log during the copy, the copy fails verification and is taken again. A
+/// backup that fails leaves no DEST behind (it had to be absent or empty), so it can be retried
+/// as it was typed.
 pub fn backup(args: &BackupArgs) -> anyhow::Result<()> {
-    let dir = data_dir(&args.data);
+    let config = crate::config::from_file(args.config.as_deref())?;
+    let dir = args.data.clone().unwrap_or_else(|| config.data_dir.clone());
     let dest = &args.dest;
     if dest.exists()
         && std::fs::read_dir(dest)
@@ -215,7 +263,23 @@ pub fn backup(args: &BackupArgs) -> anyhow::Result<()> {
             dest.display()
         );
     }
-    let schema = crate::config::configured_schema(args.config.as_deref())?;
+    if !dir.is_dir() {
+        bail!("{}: no such data directory", dir.display());
+    }
+    let schema = crate::config::configured_schema(&config)?;
+    let r = copy_consistent(&dir, dest, &schema);
+    if r.is_err() && dest.exists() {
+        if let Err(e) = std::fs::remove_dir_all(dest) {
+            eprintln!(
+                "linden: cannot remove the failed backup {}: {e}",
+                dest.display()
+            );
+        }
+    }
+    r
+}
+
+fn copy_consistent(dir: &Path, dest: &Path, schema: &schema::Schema) -> anyhow::Result<()> {
     for attempt in 1..=3 {
         if dest.exists() {
             std::fs::remove_dir_all(dest)
@@ -224,7 +288,7 @@ pub fn backup(args: &BackupArgs) -> anyhow::Result<()> {
         std::fs::create_dir_all(dest)
             .with_context(|| format!("cannot create {}", dest.display()))?;
         let mut copied = 0u64;
-        for name in store_files(&dir)? {
+        for name in store_files(dir)? {
             let from = dir.join(&name);
             match std::fs::copy(&from, dest.join(&name)) {
                 Ok(n) => copied += n,
@@ -237,7 +301,7 @@ pub fn backup(args: &BackupArgs) -> anyhow::Result<()> {
                 .with_context(|| format!("cannot sync {}", dest.join(&name).display()))?;
         }
         std::fs::File::open(dest).and_then(|d| d.sync_all()).ok();
-        match store::persist::recover(&store::persist::FsIo, dest, &schema) {
+        match store::persist::recover(&store::persist::FsIo, dest, schema) {
             Ok(r) => {
                 println!(
                     "backup of {} in {}: {} entries up to batch {}, {copied} bytes",
@@ -252,7 +316,9 @@ pub fn backup(args: &BackupArgs) -> anyhow::Result<()> {
                 eprintln!("backup attempt {attempt} not consistent ({e}); copying again")
             }
             Err(e) => bail!(
-                "backup in {} is not consistent after 3 attempts: {e}",
+                "backup of {} is not consistent after 3 attempts: {e} (the schema the data uses: \
+                 give the server's --config; nothing was left in {})",
+                dir.display(),
                 dest.display()
             ),
         }

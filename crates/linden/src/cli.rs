@@ -1,9 +1,8 @@
 //! The command line: `linden <command> [options]`, parsed with clap.
 //!
-//! Every `serve` option has a TOML key of the same name in snake case (`--max-pdu-size` is
-//! `max_pdu_size`, `--suffix` is `suffix`, `--data` is `data`); see docs/configuration.md.
-//! Options left out here are `None` so that `config::resolve` can tell "not given" from
-//! "given the default" and let the file fill them in.
+//! Every `serve` option is a configuration key (`--max-pdu-size` is `max_pdu_size`, `--suffix`
+//! is `suffix`, `--data` is `data`), made from its declaration in `server::config`; see
+//! docs/configuration.md.
 
 use clap::{Parser, Subcommand};
 
@@ -11,7 +10,7 @@ pub use crate::args::ServeArgs;
 
 /// Linden, an LDAPv3 directory server.
 ///
-/// Precedence for every setting: command-line flag, then environment (only
+/// Precedence for every setting: command-line flag, then environment (LINDEN_<KEY>, e.g.
 /// LINDEN_ADMIN_PASSWORD), then the --config file, then the built-in default.
 #[derive(Debug, Parser)]
 #[command(name = "linden", version, propagate_version = true)]
@@ -27,6 +26,14 @@ pub enum Command {
     /// Every acknowledged change is in the transaction log of the data directory; a clean stop
     /// also writes a snapshot.
     Serve(Box<ServeArgs>),
+    /// Check a configuration as a start would, without touching the data (as slaptest):
+    /// keys and values, schema files, DNs, access rules, TLS files and that the key fits
+    /// the certificate, overlays and replication settings. Exit status 0 when it would start,
+    /// 2 with each problem on a line.
+    CheckConfig(Box<ServeArgs>),
+    /// Print the configuration keys as the Markdown table of docs/configuration.md.
+    #[command(hide = true)]
+    ConfigReference,
     /// Load an LDIF file into a new data directory (server stopped), writing a snapshot.
     Import(crate::args::ImportArgs),
     /// Write every entry of a data directory as LDIF.
@@ -34,7 +41,7 @@ pub enum Command {
     /// Copy a (running) server's data directory consistently.
     Backup(crate::bulk::BackupArgs),
     /// Ask a running server to write a snapshot now (administrator).
-    Snapshot(crate::bulk::SnapshotArgs),
+    Snapshot(crate::bulk::AdminArgs),
     /// List the schema bundles in the binary, or print one (`schemas` in the configuration
     /// enables them by name).
     Schema(crate::schema_cmd::SchemaArgs),

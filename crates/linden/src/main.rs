@@ -41,10 +41,15 @@ fn main() -> ExitCode {
         Command::Serve(args) => {
             config::resolve(&args)
                 .map_err(anyhow::Error::new)
-                .and_then(|settings| {
-                    init_logging(&settings.log_level);
-                    serve::run(settings)
+                .and_then(|config| {
+                    init_logging(&config.log_level);
+                    serve::run(config)
                 })
+        }
+        Command::CheckConfig(args) => return check_config(&args),
+        Command::ConfigReference => {
+            print!("{}", config::reference_markdown());
+            Ok(())
         }
         Command::Import(args) => {
             init_logging("warn");
@@ -65,8 +70,11 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            // `{:#}` keeps the whole cause chain on one line.
-            eprintln!("linden: error: {e:#}");
+            // `{:#}` keeps the whole cause chain on one line; settings may have several
+            // problems, one a line.
+            for line in format!("{e:#}").lines() {
+                eprintln!("linden: error: {line}");
+            }
             if e.downcast_ref::<ConfigError>().is_some() {
                 ExitCode::from(2)
             } else {
@@ -76,10 +84,40 @@ fn main() -> ExitCode {
     }
 }
 
+/// `linden check-config`: the settings, then everything a start checks before it opens the
+/// data directory. Exit status 0, or 2 with each problem on a line.
+fn check_config(args: &cli::ServeArgs) -> ExitCode {
+    let what = args
+        .config
+        .as_ref()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| "the settings".into());
+    let problems: Vec<String> = match config::resolve(args) {
+        Err(e) => e.0.lines().map(str::to_string).collect(),
+        Ok(c) => match server::check(&c) {
+            Ok(()) => Vec::new(),
+            Err(p) => p,
+        },
+    };
+    if problems.is_empty() {
+        println!("{what}: ok");
+        return ExitCode::SUCCESS;
+    }
+    for p in &problems {
+        eprintln!("linden: error: {p}");
+    }
+    eprintln!(
+        "{what}: {} problem{}",
+        problems.len(),
+        if problems.len() == 1 { "" } else { "s" }
+    );
+    ExitCode::from(2)
+}
+
 /// Logs to stderr; `filter` was checked when the settings were read.
 fn init_logging(filter: &str) {
     let filter = tracing_subscriber::EnvFilter::try_new(filter)
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(config::DEFAULT_LOG_LEVEL));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

@@ -4,249 +4,19 @@ use std::time::Duration;
 
 use anyhow::Context;
 
-use crate::config::{ConfigError, Settings};
+use crate::config::ConfigError;
 use crate::password::{self, Source};
 
 /// How long shutdown waits for connections still being served before the process exits.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
-/// Builds the server's configuration; the defaults are `server::Config::default()`'s.
-pub fn server_config(s: Settings, admin_password_hash: Vec<u8>) -> server::Config {
-    let mut c = server::Config::default();
-    if let Some(v) = s.listen {
-        c.listen = v;
-    }
-    if let Some(v) = s.data {
-        c.data_dir = v;
-    }
-    if let Some(v) = s.suffixes {
-        c.suffixes = v;
-    }
-    if let Some(v) = s.admin_dn {
-        c.admin_dn = v;
-    }
-    c.admin_password_hash = admin_password_hash;
-    c.demo = s.demo;
-    if let Some(v) = s.max_pdu_size {
-        c.max_pdu_size = v;
-    }
-    if let Some(v) = s.max_outstanding {
-        c.max_outstanding = v;
-    }
-    if let Some(v) = s.size_limit {
-        c.size_limit = v;
-    }
-    if let Some(v) = s.time_limit {
-        c.time_limit = v;
-    }
-    if let Some(v) = s.size_limit_anonymous {
-        c.size_limit_anonymous = v;
-    }
-    if let Some(v) = s.time_limit_anonymous {
-        c.time_limit_anonymous = v;
-    }
-    if s.access.is_some() {
-        c.access = s.access;
-    }
-    if let Some(v) = s.max_ber_depth {
-        c.max_ber_depth = v;
-    }
-    if let Some(v) = s.max_filter_depth {
-        c.max_filter_depth = v;
-    }
-    if let Some(v) = s.max_values_per_attribute {
-        c.max_values_per_attribute = v;
-    }
-    if let Some(v) = s.max_attributes_per_request {
-        c.max_attributes_per_request = v;
-    }
-    if let Some(v) = s.max_requested_attributes {
-        c.max_requested_attributes = v;
-    }
-    if let Some(v) = s.max_controls_per_request {
-        c.max_controls_per_request = v;
-    }
-    if let Some(v) = s.max_paged_searches {
-        c.max_paged_searches = v;
-    }
-    if let Some(v) = s.max_sort_entries {
-        c.max_sort_entries = v;
-    }
-    if let Some(v) = s.max_sort_keys {
-        c.max_sort_keys = v;
-    }
-    if let Some(v) = s.max_vlv_contexts {
-        c.max_vlv_contexts = v;
-    }
-    if let Some(v) = s.server_id {
-        c.server_id = v;
-    }
-    if let Some(v) = s.unique {
-        c.unique = v;
-    }
-    if let Some(v) = s.syncrepl {
-        c.syncrepl = v;
-    }
-    if let Some(v) = s.updateref {
-        c.updateref = v;
-    }
-    c.multi_provider = s.multi_provider;
-    if let Some(v) = s.max_connections {
-        c.max_connections = v;
-    }
-    if let Some(v) = s.max_connections_per_ip {
-        c.max_connections_per_ip = v;
-    }
-    if let Some(v) = s.idle_timeout {
-        c.idle_timeout = v;
-    }
-    if let Some(v) = s.max_buffered_bytes {
-        c.max_buffered_bytes = v;
-    }
-    if let Some(v) = s.write_timeout {
-        c.write_timeout = v;
-    }
-    if let Some(v) = s.max_persistent_searches {
-        c.max_persistent_searches = v;
-    }
-    if let Some(v) = s.persistent_search_queue {
-        c.persistent_search_queue = v;
-    }
-    if let Some(v) = s.max_subtree_delete {
-        c.max_subtree_delete = v;
-    }
-    if let Some(v) = s.max_transactions {
-        c.max_transactions = v;
-    }
-    if let Some(v) = s.max_transaction_ops {
-        c.max_transaction_ops = v;
-    }
-    if let Some(v) = s.access_log {
-        c.access_log = v;
-    }
-    if let Some(v) = s.audit_log {
-        c.audit_log = v;
-    }
-    if let Some(v) = s.ldaps_listen {
-        c.ldaps_listen = v;
-    }
-    c.ldapi = s.ldapi.or(c.ldapi);
-    if let Some(v) = s.ldapi_mode {
-        c.ldapi_mode = v;
-    }
-    if let Some(v) = s.authz_map {
-        c.authz_map = v;
-    }
-    c.memberof.memberof = s.memberof;
-    c.syncprov = s.syncprov;
-    if let Some(v) = s.syncprov_sessionlog {
-        c.syncprov_sessionlog = v;
-    }
-    if let Some(v) = s.syncprov_queue {
-        c.syncprov_queue = v;
-    }
-    if let Some(v) = s.memberof_groups {
-        c.memberof.groups = v;
-    }
-    if let Some(v) = s.refint {
-        c.memberof.refint = v;
-    }
-    c.tls_cert = s.tls_cert.or(c.tls_cert);
-    c.tls_key = s.tls_key.or(c.tls_key);
-    c.tls_client_ca = s.tls_client_ca.or(c.tls_client_ca);
-    c.require_tls_for_bind |= s.require_tls_for_bind;
-    c.require_tls_for_writes |= s.require_tls_for_writes;
-    if let Some(v) = s.password_hash {
-        c.password_hash.scheme = v;
-    }
-    let cost = &mut c.password_hash.cost;
-    if let Some(v) = s.argon2_memory_kib {
-        cost.argon2_memory_kib = v;
-    }
-    if let Some(v) = s.argon2_iterations {
-        cost.argon2_iterations = v;
-    }
-    if let Some(v) = s.argon2_parallelism {
-        cost.argon2_parallelism = v;
-    }
-    if let Some(v) = s.pbkdf2_iterations {
-        cost.pbkdf2_iterations = v;
-    }
-    if let Some(v) = s.crypt_rounds {
-        cost.crypt_rounds = v;
-    }
-    if let Some(v) = s.bind_failures_per_dn {
-        c.lockout.failures_per_dn = v;
-    }
-    if let Some(v) = s.bind_failures_per_ip {
-        c.lockout.failures_per_ip = v;
-    }
-    if let Some(v) = s.bind_lockout_seconds {
-        c.lockout.window = std::time::Duration::from_secs(v);
-    }
-    if let Some(v) = s.bind_throttle_max_ms {
-        c.lockout.max_delay = std::time::Duration::from_millis(v);
-    }
-    if let Some(v) = s.bind_trusted_addresses {
-        c.lockout.trusted = v;
-    }
-    if let Some(v) = s.credential_cache_entries {
-        c.credential_cache_entries = v;
-    }
-    if let Some(v) = s.indexes {
-        c.indexes = v;
-    }
-    if let Some(v) = s.schemas {
-        c.schemas = v;
-    }
-    c.ppolicy = dit::ppolicy::PpolicySpec {
-        enabled: s.ppolicy,
-        default_policy: s.ppolicy_default,
-        use_lockout: s.ppolicy_use_lockout,
-    };
-    if c.ppolicy.enabled && !c.schemas.iter().any(|b| b == "ppolicy") {
-        c.schemas.push("ppolicy".to_string());
-    }
-    if let Some(v) = s.schema_files {
-        c.schema_files = v;
-    }
-    if let Some(v) = s.durability {
-        c.durability = v;
-    }
-    if let Some(v) = s.snapshot_interval {
-        c.snapshot_interval = v;
-    }
-    if let Some(v) = s.snapshot_log_bytes {
-        c.snapshot_log_bytes = v;
-    }
-    if let Some(v) = s.snapshot_cpu_share {
-        c.snapshot_cpu_share = v;
-    }
-    if let Some(v) = s.access_log_format {
-        c.access_log_format = v;
-    }
-    if let Some(v) = s.monitor_readers {
-        c.monitor_readers = v;
-    }
-    c.metrics_listen = s.metrics_listen.or(c.metrics_listen);
-    if let Some(v) = s.ready_max_lag {
-        c.ready_max_lag = v;
-    }
-    c
-}
-
-pub fn run(mut settings: Settings) -> anyhow::Result<()> {
-    let data_dir = settings
-        .data
-        .clone()
-        .unwrap_or_else(|| server::Config::default().data_dir);
-    let admin_dn = settings
-        .admin_dn
-        .clone()
-        .unwrap_or_else(|| server::Config::default().admin_dn);
-    let given = settings.admin_password.take();
-    let policy = server_config(settings.clone(), Vec::new()).password_hash;
-    let (hash, source) = password::resolve(given.as_deref(), &data_dir, &policy)?;
+pub fn run(mut config: server::Config) -> anyhow::Result<()> {
+    let data_dir = config.data_dir.clone();
+    let admin_dn = config.admin_dn.clone();
+    let given = config.admin_password.take();
+    let policy = config.password_policy();
+    let (hash, source) =
+        password::resolve(given.as_ref().map(|p| p.0.as_str()), &data_dir, &policy)?;
     drop(given);
     match &source {
         Source::Given => {}
@@ -260,7 +30,7 @@ pub fn run(mut settings: Settings) -> anyhow::Result<()> {
     }
     drop(source);
 
-    let config = server_config(settings, hash);
+    config.admin_password_hash = hash;
     let listen = config.listen.clone();
     let ldaps_listen = config.ldaps_listen.clone();
     let metrics_listen = config.metrics_listen;

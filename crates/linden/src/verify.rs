@@ -29,7 +29,9 @@ pub fn run(args: &VerifyArgs) -> ExitCode {
         eprintln!("linden: error: {}: no such data directory", dir.display());
         return ExitCode::from(2);
     }
-    let schema = match crate::config::configured_schema(args.config.as_deref()) {
+    let schema = match crate::config::from_file(args.config.as_deref())
+        .and_then(|c| crate::config::configured_schema(&c))
+    {
         Ok(s) => s,
         Err(e) => {
             eprintln!("linden: error: {e}");

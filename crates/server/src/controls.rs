@@ -119,7 +119,7 @@ pub(crate) struct Features {
 impl Features {
     pub(crate) fn of(config: &crate::config::Config) -> Features {
         Features {
-            ppolicy: config.ppolicy.enabled,
+            ppolicy: config.ppolicy,
         }
     }
 }

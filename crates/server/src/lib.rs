@@ -146,40 +146,20 @@ impl Server {
     }
 
     pub(crate) fn build(config: Config, mode: Mode) -> Result<Server, StartError> {
-        // The password policy needs its schema: enabling it enables the bundle.
-        let mut bundles = config.schemas.clone();
-        if config.ppolicy.enabled && !bundles.iter().any(|b| b == "ppolicy") {
-            bundles.push("ppolicy".to_string());
-        }
-        let schema = Arc::new(configured_schema(&bundles, &config.schema_files)?);
-        let norm_dn = |what: &str, s: &str| -> Result<(Dn, NormDn), StartError> {
-            let dn = Dn::parse(s).map_err(|e| StartError::Config(format!("{what} '{s}': {e}")))?;
-            let ndn = dn
-                .normalize(&schema)
-                .map_err(|e| StartError::Config(format!("{what} '{s}': {e}")))?;
-            Ok((dn, ndn))
-        };
-        let mut suffixes = Vec::new();
-        for s in &config.suffixes {
-            let (_, ndn) = norm_dn("suffix", s)?;
-            if ndn.rdns.is_empty() {
-                return Err(StartError::Config(
-                    "suffix: the empty DN cannot be a naming context".into(),
-                ));
-            }
-            suffixes.push(ndn);
-        }
-        if suffixes.is_empty() {
-            return Err(StartError::Config(
-                "suffix: at least one naming context is required".into(),
-            ));
-        }
-        let (_, admin) = norm_dn("admin_dn", &config.admin_dn)?;
-        let acl = match &config.access {
-            Some(rules) => acl::Acl::compile(&schema, rules),
-            None => acl::Acl::compile(&schema, &acl::default_policy()),
-        }
-        .map_err(|e| StartError::Config(e.to_string()))?;
+        // Everything the configuration alone decides is checked before the data directory is
+        // opened (or created): a bad file never leaves a new data directory behind.
+        let Prepared {
+            schema,
+            suffixes,
+            admin,
+            acl,
+            tls,
+            authz,
+            readers,
+            access_log,
+            audit_log,
+        } = prepare(&config, mode_opens_files(&mode))
+            .map_err(|p| StartError::Config(p.join("\n")))?;
         let (store, persistence) = match mode {
             Mode::Durable => {
                 // Indexes are resolved against the schema stored with the data, so attribute
@@ -197,28 +177,21 @@ impl Server {
         let root_dse = root_dse(&schema, &config);
         // The store's schema: the configured one plus the extensions stored in the data.
         let schema = store.schema();
-        config
-            .password_hash
-            .cost
-            .check()
-            .map_err(|e| StartError::Config(format!("password hash cost: {e}")))?;
-        let tls = match mode {
-            Mode::Durable => Some(tls::server_config(&config).map_err(StartError::Config)?),
-            Mode::Memory => None,
+        // Without a configured certificate one is made in the data directory, now open.
+        let tls = match (mode, tls) {
+            (_, Some(t)) => Some(t),
+            (Mode::Durable, None) => Some(tls::server_config(&config).map_err(StartError::Config)?),
+            (Mode::Memory, None) => None,
         };
-        let (access_log, audit_log) = match mode {
-            Mode::Durable => (
-                logs::LogSink::open(&config.access_log, "access_log")
-                    .map_err(StartError::Config)?,
-                logs::LogSink::open(&config.audit_log, "audit_log").map_err(StartError::Config)?,
-            ),
-            Mode::Memory => (logs::LogSink::off(), logs::LogSink::off()),
-        };
-        let mut overlays =
-            overlays::chain(&config.unique, &config.memberof, &config.admin_dn, &schema)
-                .map_err(StartError::Config)?;
-        let ppolicy = if config.ppolicy.enabled {
-            let p = dit::ppolicy::Ppolicy::new(&config.ppolicy, &schema, admin.clone())
+        let mut overlays = overlays::chain(
+            &config.unique,
+            &config.memberof_spec(),
+            &config.admin_dn,
+            &schema,
+        )
+        .map_err(StartError::Config)?;
+        let ppolicy = if config.ppolicy {
+            let p = dit::ppolicy::Ppolicy::new(&config.ppolicy_spec(), &schema, admin.clone())
                 .map(Arc::new)
                 .map_err(StartError::Config)?;
             overlays.push(Box::new(overlays::ppolicy::PpolicyOverlay {
@@ -253,7 +226,7 @@ impl Server {
             limits,
         )
         .map_err(StartError::Config)?;
-        dit.password_hash = config.password_hash;
+        dit.password_hash = config.password_policy();
         replica::check(&dit, &config)?;
         // Each consumer publishes its state as a monitor agreement (`cn=Consumer 001`).
         let replication = config
@@ -267,15 +240,10 @@ impl Server {
                 )
             })
             .collect();
-        let authz = dit::authz::AuthzMap::compile(&config.authz_map).map_err(StartError::Config)?;
-        let mut readers = Vec::new();
-        for r in &config.monitor_readers {
-            readers.push(norm_dn("monitor_readers", r)?.1);
-        }
-        let dummy_password = config.password_hash.hash(b"linden-dummy-password");
+        let dummy_password = config.password_policy().hash(b"linden-dummy-password");
         let shared = Arc::new(Shared {
             dit,
-            lockout: lockout::Lockout::new(config.lockout.clone()),
+            lockout: lockout::Lockout::new(config.lockout()),
             credentials: credcache::Credentials::new(config.credential_cache_entries),
             authz,
             config,
@@ -590,7 +558,7 @@ fn configured_indexes(config: &Config, schema: &Schema) -> Result<store::Indexes
     }
     // What the overlays look up by value is indexed too (a name they do not know is
     // reported by `overlays::chain` when the server is built).
-    for name in overlays::indexed(&config.unique, &config.memberof) {
+    for name in overlays::indexed(&config.unique, &config.memberof_spec()) {
         if let Some(id) = schema.attr_by_name(name) {
             indexed.add(id, store::IndexKinds::DEFAULT);
         }
@@ -653,7 +621,175 @@ fn suffix_attrs(rdn_attr: &str, value: &[u8]) -> Option<Vec<(&'static str, Vec<u
     })
 }
 
+/// What a start makes of the configuration alone, before the data directory is touched.
+struct Prepared {
+    schema: Arc<Schema>,
+    suffixes: Vec<NormDn>,
+    admin: NormDn,
+    acl: acl::Acl,
+    /// With `tls_cert` and `tls_key` configured; otherwise made once the data directory is open.
+    tls: Option<Arc<rustls::ServerConfig>>,
+    authz: dit::authz::AuthzMap,
+    readers: Vec<NormDn>,
+    access_log: logs::LogSink,
+    audit_log: logs::LogSink,
+}
+
+/// Whether a start in `mode` opens the log files (bulk import writes none).
+fn mode_opens_files(mode: &Mode) -> bool {
+    matches!(mode, Mode::Durable)
+}
+
+/// Checks everything a start checks before it touches the data directory, without starting
+/// anything or opening a file for writing (`linden check-config`, as slaptest): the settings
+/// together, the schema (bundles and files), the suffixes and other DNs, access rules, the
+/// TLS certificate and key (and that they fit), the password policy and SASL mappings, the
+/// replication settings and where the logs go. Every problem found, one a line.
+pub fn check(config: &Config) -> Result<(), Vec<String>> {
+    let mut problems = Vec::new();
+    for (path, key) in [
+        (&config.access_log, "access_log"),
+        (&config.audit_log, "audit_log"),
+    ] {
+        if let logs::LogTarget::File(p) = path {
+            if let Err(e) = logs::check_writable(p) {
+                problems.push(format!("{key}: {e}"));
+            }
+        }
+    }
+    if let Err(mut p) = prepare(config, false) {
+        problems.append(&mut p);
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems)
+    }
+}
+
+/// Builds what the configuration alone decides, collecting every problem (one a line, each
+/// naming its key). `open_logs`: open the log files (a start) or leave them (a check).
+fn prepare(config: &Config, open_logs: bool) -> Result<Prepared, Vec<String>> {
+    let mut problems = Vec::new();
+    if let Err(e) = config.check() {
+        problems.push(e);
+    }
+    if let Err(e) = replica::check_settings(config) {
+        problems.push(e);
+    }
+    let tls = match (&config.tls_cert, &config.tls_key) {
+        (None, None) => None,
+        _ => match tls::server_config(config) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                problems.push(e);
+                None
+            }
+        },
+    };
+    let authz = dit::authz::AuthzMap::compile(&config.authz_map)
+        .map_err(|e| problems.push(format!("authz_map: {e}")))
+        .ok();
+    let (access_log, audit_log) = if open_logs {
+        let a = logs::LogSink::open(&config.access_log, "access_log")
+            .map_err(|e| problems.push(e))
+            .ok();
+        let b = logs::LogSink::open(&config.audit_log, "audit_log")
+            .map_err(|e| problems.push(e))
+            .ok();
+        (a, b)
+    } else {
+        (Some(logs::LogSink::off()), Some(logs::LogSink::off()))
+    };
+    let schema = match configured_schema(&config.schema_bundles(), &config.schema_files) {
+        Ok(s) => Arc::new(s),
+        Err(e) => {
+            problems.push(e.to_string());
+            return Err(problems);
+        }
+    };
+    let mut norm_dn = |what: &str, s: &str| -> Option<NormDn> {
+        match Dn::parse(s).and_then(|dn| dn.normalize(&schema)) {
+            Ok(ndn) => Some(ndn),
+            Err(e) => {
+                problems.push(format!("{what} '{s}': {e}"));
+                None
+            }
+        }
+    };
+    let mut suffixes = Vec::new();
+    for s in &config.suffixes {
+        if let Some(ndn) = norm_dn("suffix", s) {
+            suffixes.push(ndn);
+        }
+    }
+    let admin = norm_dn("admin_dn", &config.admin_dn);
+    let mut readers = Vec::new();
+    for r in &config.monitor_readers {
+        if let Some(ndn) = norm_dn("monitor_readers", r) {
+            readers.push(ndn);
+        }
+    }
+    if let Some(d) = &config.ppolicy_default {
+        norm_dn("ppolicy_default", d);
+    }
+    if suffixes.iter().any(|s| s.rdns.is_empty()) {
+        problems.push("suffix: the empty DN cannot be a naming context".into());
+    }
+    if config.suffixes.is_empty() {
+        problems.push("suffix: at least one naming context is required".into());
+    }
+    let acl = match &config.access {
+        Some(rules) => acl::Acl::compile(&schema, rules),
+        None => acl::Acl::compile(&schema, &acl::default_policy()),
+    }
+    .map_err(|e| problems.push(e.to_string()))
+    .ok();
+    if let (true, Some(admin)) = (config.ppolicy, &admin) {
+        if let Err(e) = dit::ppolicy::Ppolicy::new(&config.ppolicy_spec(), &schema, admin.clone()) {
+            problems.push(e);
+        }
+    }
+    match (admin, acl, authz, access_log, audit_log) {
+        (Some(admin), Some(acl), Some(authz), Some(access_log), Some(audit_log))
+            if problems.is_empty() =>
+        {
+            Ok(Prepared {
+                schema,
+                suffixes,
+                admin,
+                acl,
+                tls,
+                authz,
+                readers,
+                access_log,
+                audit_log,
+            })
+        }
+        _ => Err(problems),
+    }
+}
+
 fn create_suffixes(shared: &Arc<Shared>) -> Result<(), StartError> {
+    // A naming context stored in the data but not configured would be unreachable (and a
+    // configured one new to the data would be added for good): that is a data directory
+    // started with the wrong `suffix`, not a change to make silently.
+    let v = shared.store.read();
+    let stray: Vec<&str> = v
+        .iter()
+        .filter(|e| e.parent.is_none())
+        .filter(|e| !shared.suffixes.iter().any(|s| s.norm == e.ndn_str()))
+        .map(|e| e.dn())
+        .collect();
+    if !stray.is_empty() {
+        return Err(StartError::Config(format!(
+            "{}: the data holds the naming context '{}', which is not a configured suffix (suffix = {}): add it to `suffix` to serve it, or give this configuration a data directory of its own",
+            shared.config.data_dir.display(),
+            stray.join("', '"),
+            shared.config.suffixes.join("; ")
+        )));
+    }
+    drop(v);
     for (i, s) in shared.config.suffixes.iter().enumerate() {
         let ndn = &shared.suffixes[i];
         if shared.store.read().lookup(ndn).is_some() {

@@ -13,8 +13,9 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};
+use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
 use proto::ResultCode;
@@ -47,35 +48,83 @@ impl LogTarget {
 }
 
 /// One log's sending end.
+///
+/// A sink opened for a server has a writer thread for its whole life, whatever its target: a
+/// reload may turn the log on, off, or to another file, and SIGHUP reopens the file after
+/// logrotate moved it. The new output is opened by whoever asks (so a failure is theirs to
+/// report, and the old output stays) and handed to the writer thread, which switches between
+/// two records.
 pub struct LogSink {
     tx: Option<SyncSender<Vec<u8>>>,
+    /// Whether records are wanted: checked first on the hot path, without a lock.
+    on: AtomicBool,
     dropped: std::sync::Arc<AtomicU64>,
+    /// The target in use, and the output waiting for the writer to switch to.
+    target: Mutex<LogTarget>,
+    pending: std::sync::Arc<Mutex<Option<Box<dyn std::io::Write + Send>>>>,
+    name: &'static str,
+}
+
+/// Opens what `target` writes to; `None` for off.
+fn output(
+    target: &LogTarget,
+    name: &str,
+) -> Result<Option<Box<dyn std::io::Write + Send>>, String> {
+    Ok(match target {
+        LogTarget::Off => None,
+        LogTarget::Stdout => Some(Box::new(std::io::stdout())),
+        LogTarget::File(p) => Some(Box::new(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(p)
+                .map_err(|e| format!("{name}: cannot open {}: {e}", p.display()))?,
+        )),
+    })
+}
+
+/// Checks that `path` can be appended to, without creating it (`linden check-config`).
+pub fn check_writable(path: &std::path::Path) -> Result<(), String> {
+    if path.exists() {
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(path)
+            .map(drop)
+            .map_err(|e| format!("cannot open {}: {e}", path.display()))
+    } else {
+        match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() && !d.is_dir() => Err(format!(
+                "cannot create {}: no directory {}",
+                path.display(),
+                d.display()
+            )),
+            _ => Ok(()),
+        }
+    }
 }
 
 impl LogSink {
+    /// A sink that never writes (bulk import).
     pub fn off() -> LogSink {
         LogSink {
             tx: None,
+            on: AtomicBool::new(false),
             dropped: Default::default(),
+            target: Mutex::new(LogTarget::Off),
+            pending: Default::default(),
+            name: "log",
         }
     }
 
     /// Opens the target (appending to a file) and starts its writer thread.
-    pub fn open(target: &LogTarget, name: &str) -> Result<LogSink, String> {
-        let out: Box<dyn std::io::Write + Send> = match target {
-            LogTarget::Off => return Ok(LogSink::off()),
-            LogTarget::Stdout => Box::new(std::io::stdout()),
-            LogTarget::File(p) => Box::new(
-                std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(p)
-                    .map_err(|e| format!("{name}: cannot open {}: {e}", p.display()))?,
-            ),
-        };
+    pub fn open(target: &LogTarget, name: &'static str) -> Result<LogSink, String> {
+        let first = output(target, name)?;
         let (tx, rx) = sync_channel::<Vec<u8>>(LOG_QUEUE);
         let dropped = std::sync::Arc::new(AtomicU64::new(0));
         let lost = dropped.clone();
+        let pending: std::sync::Arc<Mutex<Option<Box<dyn std::io::Write + Send>>>> =
+            Default::default();
+        let switch = pending.clone();
         let thread_name = format!("linden-{name}");
         std::thread::Builder::new()
             .name(thread_name)
@@ -83,13 +132,15 @@ impl LogSink {
                 // The writer polls every FLUSH_EVERY instead of waiting on the channel: a
                 // producer then never has to wake it (a futex call per line would cost more
                 // than formatting the line), and each wake-up writes a whole batch.
-                let mut w = std::io::BufWriter::with_capacity(256 * 1024, out);
+                let mut w = first.map(|o| std::io::BufWriter::with_capacity(256 * 1024, o));
                 loop {
                     let mut closed = false;
                     loop {
                         match rx.try_recv() {
                             Ok(rec) => {
-                                let _ = w.write_all(&rec);
+                                if let Some(w) = &mut w {
+                                    let _ = w.write_all(&rec);
+                                }
                             }
                             Err(std::sync::mpsc::TryRecvError::Empty) => break,
                             Err(std::sync::mpsc::TryRecvError::Disconnected) => {
@@ -99,11 +150,18 @@ impl LogSink {
                         }
                     }
                     let n = lost.swap(0, Ordering::Relaxed);
-                    if n > 0 {
+                    if let (true, Some(w)) = (n > 0, &mut w) {
                         let _ =
                             writeln!(w, "# {n} log records dropped: the log writer fell behind");
                     }
-                    let _ = w.flush();
+                    if let Some(w) = &mut w {
+                        let _ = w.flush();
+                    }
+                    // A reopen or a new target: what the writer took before it saw the switch
+                    // went to the old output (flushed above), everything after to the new.
+                    if let Some(next) = switch.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                        w = Some(std::io::BufWriter::with_capacity(256 * 1024, next));
+                    }
                     if closed {
                         return;
                     }
@@ -113,20 +171,57 @@ impl LogSink {
             .map_err(|e| format!("{name}: cannot start the writer thread: {e}"))?;
         Ok(LogSink {
             tx: Some(tx),
+            on: AtomicBool::new(*target != LogTarget::Off),
             dropped,
+            target: Mutex::new(target.clone()),
+            pending,
+            name,
         })
     }
 
     pub fn enabled(&self) -> bool {
-        self.tx.is_some()
+        self.on.load(Ordering::Relaxed)
     }
 
     /// Queues a record (complete lines); never blocks.
     pub fn write(&self, record: Vec<u8>) {
+        if !self.enabled() {
+            return;
+        }
         if let Some(tx) = &self.tx {
             if let Err(TrySendError::Full(_)) = tx.try_send(record) {
                 self.dropped.fetch_add(1, Ordering::Relaxed);
             }
+        }
+    }
+
+    /// Writes to `target` from now on (a reload changed it). The new file is opened here: on
+    /// failure the old target stays and the message says why.
+    pub fn retarget(&self, target: &LogTarget) -> Result<(), String> {
+        if self.tx.is_none() {
+            return Ok(());
+        }
+        let next = output(target, self.name)?;
+        let mut current = self.target.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(o) = next {
+            *self.pending.lock().unwrap_or_else(|p| p.into_inner()) = Some(o);
+        }
+        self.on.store(*target != LogTarget::Off, Ordering::Relaxed);
+        *current = target.clone();
+        Ok(())
+    }
+
+    /// Opens the file again by its name (after logrotate moved it away): later records go
+    /// to the new file. Stdout and off need nothing.
+    pub fn reopen(&self) -> Result<(), String> {
+        let target = self
+            .target
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        match target {
+            LogTarget::File(_) => self.retarget(&target),
+            _ => Ok(()),
         }
     }
 }

@@ -33,27 +33,35 @@ pub(crate) fn refer_writes(shared: &Shared, who: &Identity) -> LdapResult<()> {
 /// suffix, its filter, attributes and TLS settings; and multi-provider's needs (a provider
 /// with its own server id).
 pub(crate) fn check(dit: &dit::Dit, config: &crate::Config) -> Result<(), StartError> {
+    check_settings(config).map_err(StartError::Config)?;
+    for s in &specs(config) {
+        repl::consumer::apply::Area::new(dit, s)
+            .map_err(|e| StartError::Config(format!("syncrepl rid={:03}: {e}", s.rid)))?;
+    }
+    Ok(())
+}
+
+/// What the replication settings say alone (before the directory is open): multi-provider's
+/// needs, each consumer's settings, rids used once.
+pub(crate) fn check_settings(config: &crate::Config) -> Result<(), String> {
     if config.multi_provider {
         if !config.syncprov {
-            return Err(StartError::Config(
+            return Err(
                 "multi_provider needs syncprov = true (each provider serves the others)".into(),
-            ));
+            );
         }
         if config.server_id == 0 {
-            return Err(StartError::Config(
+            return Err(
                 "multi_provider needs a server_id (1-4095) of its own on each provider".into(),
-            ));
+            );
         }
     }
     let mut rids = Vec::new();
     for s in &specs(config) {
         let at = format!("syncrepl rid={:03}", s.rid);
-        s.check()
-            .map_err(|e| StartError::Config(format!("{at}: {e}")))?;
-        repl::consumer::apply::Area::new(dit, s)
-            .map_err(|e| StartError::Config(format!("{at}: {e}")))?;
+        s.check().map_err(|e| format!("{at}: {e}"))?;
         if rids.contains(&s.rid) {
-            return Err(StartError::Config(format!("{at}: rid used twice")));
+            return Err(format!("{at}: rid used twice"));
         }
         rids.push(s.rid);
     }

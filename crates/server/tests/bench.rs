@@ -50,14 +50,14 @@ fn warm_pass_leaves_every_measured_login_to_the_cache() {
     const USERS: usize = 50;
     let srv = TestServer::start_with(|c| {
         c.durability = server::Durability::NoSync;
-        c.password_hash = pwhash::Policy {
+        c.set_password_policy(pwhash::Policy {
             scheme: pwhash::Scheme::Argon2,
             cost: pwhash::Cost {
                 argon2_memory_kib: 64,
                 argon2_iterations: 1,
                 ..pwhash::Cost::default()
             },
-        };
+        });
     });
     common::add_bench_users(&mut srv.admin(), USERS, true);
     let before = srv.server.credential_stats();

@@ -23,14 +23,14 @@ fn server(cache_entries: usize) -> TestServer {
     TestServer::start_with(|c| {
         c.durability = server::Durability::NoSync;
         c.credential_cache_entries = cache_entries;
-        c.password_hash = pwhash::Policy {
+        c.set_password_policy(pwhash::Policy {
             scheme: pwhash::Scheme::Argon2,
             cost: pwhash::Cost {
                 argon2_memory_kib: 64,
                 argon2_iterations: 1,
                 ..pwhash::Cost::default()
             },
-        };
+        });
     })
 }
 

@@ -19,8 +19,8 @@ fn memberof_server(audit: &std::path::Path) -> TestServer {
     TestServer::start_with(|c| {
         c.demo = true;
         c.audit_log = server::logs::LogTarget::File(audit);
-        c.memberof.memberof = true;
-        c.memberof.refint = vec!["member".into(), "uniqueMember".into(), "owner".into()];
+        c.memberof = true;
+        c.refint = vec!["member".into(), "uniqueMember".into(), "owner".into()];
     })
 }
 

@@ -38,13 +38,10 @@ fn stored_password(admin: &mut LdapConn, dn: &str) -> String {
 fn failed_binds_never_lock_out_the_right_password() {
     let srv = TestServer::start_with(|c| {
         c.demo = true;
-        c.lockout = server::lockout::LockoutConfig {
-            failures_per_dn: 3,
-            failures_per_ip: 4,
-            window: Duration::from_secs(600),
-            max_delay: Duration::from_millis(20),
-            trusted: Vec::new(),
-        };
+        c.bind_failures_per_dn = 3;
+        c.bind_failures_per_ip = 4;
+        c.bind_lockout_seconds = Duration::from_secs(600);
+        c.bind_throttle_max_ms = Duration::from_millis(20);
     });
     let service = "uid=bob,ou=people,dc=example,dc=com";
     let carol = "uid=carol,ou=people,dc=example,dc=com";
@@ -81,13 +78,13 @@ fn failed_binds_never_lock_out_the_right_password() {
 fn cleartext_is_hashed_with_the_configured_scheme_and_migrated_hashes_work() {
     let srv = TestServer::start_with(|c| {
         c.demo = true;
-        c.password_hash = pwhash::Policy {
+        c.set_password_policy(pwhash::Policy {
             scheme: pwhash::Scheme::Pbkdf2Sha512,
             cost: pwhash::Cost {
                 pbkdf2_iterations: 20_000,
                 ..pwhash::Cost::default()
             },
-        };
+        });
     });
     let mut admin = srv.admin();
     // Demo data (cleartext in the LDIF) was hashed on add.

@@ -21,16 +21,16 @@ const PP: &str = "1.3.6.1.4.1.42.2.27.8.5.1";
 const DEFAULT_POLICY: &str = "cn=default,dc=example,dc=com";
 
 fn config(c: &mut server::Config) {
-    c.ppolicy = dit::ppolicy::PpolicySpec {
+    c.set_ppolicy_spec(dit::ppolicy::PpolicySpec {
         enabled: true,
         default_policy: Some(DEFAULT_POLICY.to_string()),
         use_lockout: true,
-    };
+    });
     // A fast scheme: the tests verify many passwords.
-    c.password_hash = pwhash::Policy {
+    c.set_password_policy(pwhash::Policy {
         scheme: pwhash::Scheme::Ssha,
         cost: pwhash::Cost::default(),
-    };
+    });
 }
 
 fn set<'a>(v: &[&'a str]) -> HashSet<&'a str> {

@@ -29,14 +29,14 @@ fn slow_server() -> TestServer {
     TestServer::start_with(|c| {
         // Not what is measured: without fsyncs a write's time is the writer's work alone.
         c.durability = server::Durability::NoSync;
-        c.password_hash = pwhash::Policy {
+        c.set_password_policy(pwhash::Policy {
             scheme: pwhash::Scheme::Argon2,
             cost: pwhash::Cost {
                 argon2_memory_kib: 64 * 1024,
                 argon2_iterations: 12,
                 ..pwhash::Cost::default()
             },
-        };
+        });
     })
 }
 

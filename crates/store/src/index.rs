@@ -70,6 +70,35 @@ impl IndexKinds {
     /// The names `from_name` accepts, for messages.
     pub const NAMES: &'static str = "pres, eq, sub, subinitial, subany, subfinal, ord";
 
+    /// The names of the kinds in this set (`sub` for all three substring kinds).
+    pub fn names(self) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        for (k, n) in [
+            (IndexKinds::PRES, "pres"),
+            (IndexKinds::EQ, "eq"),
+            (IndexKinds::SUB, "sub"),
+        ] {
+            if self.contains(k) {
+                out.push(n);
+            }
+        }
+        if !self.contains(IndexKinds::SUB) {
+            for (k, n) in [
+                (IndexKinds::SUB_INITIAL, "subinitial"),
+                (IndexKinds::SUB_ANY, "subany"),
+                (IndexKinds::SUB_FINAL, "subfinal"),
+            ] {
+                if self.contains(k) {
+                    out.push(n);
+                }
+            }
+        }
+        if self.contains(IndexKinds::ORD) {
+            out.push("ord");
+        }
+        out
+    }
+
     pub fn contains(self, other: IndexKinds) -> bool {
         self.0 & other.0 == other.0
     }

@@ -290,7 +290,7 @@ async fn password_modify(
     // Hashing and checking the old password happen on the blocking pool, not on this task nor
     // on the writer. The writer applies the change only if the stored passwords are still
     // those the old one was checked against; if they changed meanwhile, the check is redone.
-    let policy = shared.config.password_hash;
+    let policy = shared.config.password_policy();
     let hashed = on_blocking_pool(move || policy.hash(&new_pw)).await?;
     let user_password = shared.known.user_password;
     for _ in 0..PASSWORD_CHECKS {
