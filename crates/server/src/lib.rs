@@ -66,6 +66,8 @@ pub mod connlimit;
 mod controls;
 pub mod credcache;
 pub mod figures;
+pub mod incoming;
+pub mod listen;
 pub mod lockout;
 pub mod logs;
 mod lowprio;
@@ -146,6 +148,7 @@ impl Server {
     }
 
     pub(crate) fn build(config: Config, mode: Mode) -> Result<Server, StartError> {
+        config.check().map_err(StartError::Config)?;
         // The password policy needs its schema: enabling it enables the bundle.
         let mut bundles = config.schemas.clone();
         if config.ppolicy.enabled && !bundles.iter().any(|b| b == "ppolicy") {
@@ -273,6 +276,7 @@ impl Server {
             readers.push(norm_dn("monitor_readers", r)?.1);
         }
         let dummy_password = config.password_hash.hash(b"linden-dummy-password");
+        let incoming = incoming::Budget::new(config.max_incoming_bytes);
         let shared = Arc::new(Shared {
             dit,
             lockout: lockout::Lockout::new(config.lockout.clone()),
@@ -282,6 +286,7 @@ impl Server {
             dummy_password,
             tls,
             connections: Arc::new(connlimit::Connections::default()),
+            incoming,
             access_log,
             audit_log,
             counters: Counters::default(),
