@@ -118,9 +118,15 @@ fn bad_values_of_other_keys_are_errors() {
         ("size_limit = -5", "key 'size_limit'"),
         ("suffix = 7", "key 'suffix'"),
         ("log_level = \"verbose\"", "key 'log_level'"),
-        ("max_pdu_size_anonymous = 100", "key 'max_pdu_size_anonymous'"),
+        (
+            "max_pdu_size_anonymous = 100",
+            "key 'max_pdu_size_anonymous'",
+        ),
         ("listen_backlog = 0", "key 'listen_backlog'"),
-        ("idle_timeout_anonymous = -1", "key 'idle_timeout_anonymous'"),
+        (
+            "idle_timeout_anonymous = -1",
+            "key 'idle_timeout_anonymous'",
+        ),
         ("listen = ", "invalid TOML"),
     ] {
         let (_dir, path) = with_config(contents);

@@ -282,7 +282,7 @@ fn listeners_queue_a_burst_of_connections_as_configured() {
         cap >= BACKLOG,
         "net.core.somaxconn is {cap}: this test needs {BACKLOG} (sysctl -w net.core.somaxconn=4096)"
     );
-    assert!(server::config::DEFAULT_LISTEN_BACKLOG >= 1024);
+    const { assert!(server::config::DEFAULT_LISTEN_BACKLOG >= 1024) };
     let tmp = tempfile::tempdir().expect("tmp");
     let config = tmp.path().join("linden.toml");
     std::fs::write(
@@ -326,7 +326,8 @@ fn listeners_queue_a_burst_of_connections_as_configured() {
     let whoami: Vec<u8> = (0..32)
         .map(|i| {
             u8::from_str_radix(
-                &"301e02010277198017312e332e362e312e342e312e343230332e312e31312e33"[2 * i..2 * i + 2],
+                &"301e02010277198017312e332e362e312e342e312e343230332e312e31312e33"
+                    [2 * i..2 * i + 2],
                 16,
             )
             .expect("hex")

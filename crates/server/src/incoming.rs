@@ -224,7 +224,7 @@ mod tests {
         a.buf.clear();
         assert!(matches!(a.room(0), Room::Ready(FREE_BYTES)));
         assert_eq!(a.buf.capacity(), FREE_BYTES);
-        assert_eq!(wait.await, true);
+        assert!(wait.await);
         assert_eq!(budget.waiting(), 0);
         assert_eq!(budget.held(), 60_000);
         b.buf.clear();

@@ -120,7 +120,7 @@ pub(crate) fn tree(shared: &Shared) -> Node {
     let listeners = figures.listeners();
     let connections = Node::container(
         "Connections",
-        "Connections: open now and accepted since start.",
+        "Connections: open now, accepted since start, and the large requests they are receiving.",
     )
     .child(Node::counter("Current", shared.connections.open() as u64))
     .child(Node::counter("Total", load(&c.connections)))

@@ -152,20 +152,12 @@ fn a_request_over_the_anonymous_limit_is_refused_from_its_header() {
     let mut bound = admin(&srv);
     bound.send_bytes(&pdu);
     let r = bound.recv();
-    assert_eq!(
-        (r.id, r.code),
-        (2, Some(ResultCode::CompareFalse)),
-        "{r:?}"
-    );
+    assert_eq!((r.id, r.code), (2, Some(ResultCode::CompareFalse)), "{r:?}");
     // So is one that fits the anonymous limit, from an anonymous connection.
     let mut anon = RawClient::connect(srv.addr);
     anon.send_bytes(&big_compare(3, 200 * 1024));
     let r = anon.recv();
-    assert_eq!(
-        (r.id, r.code),
-        (3, Some(ResultCode::CompareFalse)),
-        "{r:?}"
-    );
+    assert_eq!((r.id, r.code), (3, Some(ResultCode::CompareFalse)), "{r:?}");
     // A failed bind leaves the connection anonymous, and the limit with it.
     anon.send(
         4,
@@ -211,14 +203,26 @@ fn large_requests_wait_for_the_shared_budget_and_give_it_back() {
     let mut c = admin(&srv);
     c.send_bytes(&pdu_b[..100]);
     poll("C waits", || waiting() == 2);
-    assert_eq!(held(), charge as u64, "waiting takes nothing from the budget");
+    assert_eq!(
+        held(),
+        charge as u64,
+        "waiting takes nothing from the budget"
+    );
     // cn=Monitor shows the same.
     assert_eq!(
-        monitor_counter(&mut keeper, 2, "cn=Waiting For Budget,cn=Connections,cn=Monitor"),
+        monitor_counter(
+            &mut keeper,
+            2,
+            "cn=Waiting For Budget,cn=Connections,cn=Monitor"
+        ),
         2
     );
     assert_eq!(
-        monitor_counter(&mut keeper, 3, "cn=Incoming Bytes,cn=Connections,cn=Monitor"),
+        monitor_counter(
+            &mut keeper,
+            3,
+            "cn=Incoming Bytes,cn=Connections,cn=Monitor"
+        ),
         charge as u64
     );
     // Small requests, on other connections and anonymous ones, are served meanwhile.
@@ -237,7 +241,9 @@ fn large_requests_wait_for_the_shared_budget_and_give_it_back() {
     let r = b.recv();
     assert_eq!((r.id, r.code), (2, Some(ResultCode::CompareFalse)), "{r:?}");
     // C gets it next; it leaves halfway, and what it held comes back.
-    poll("C is paid for", || waiting() == 0 && held() == charge as u64);
+    poll("C is paid for", || {
+        waiting() == 0 && held() == charge as u64
+    });
     drop(c);
     poll("the budget is back", || held() == 0 && waiting() == 0);
     assert_eq!(whoami(&mut a, 3).code, Some(ResultCode::Success));
