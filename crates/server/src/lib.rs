@@ -30,6 +30,9 @@
 //!   the protocol server (configuration, TLS, connection limits, logs, lockout, counters).
 //! - `session`: one connection's read loop: framing, decoding, dispatch; `reply`: its reply
 //!   half (response queue, back-pressure, batched writes, access-log lines).
+//! - `incoming`: the memory of requests being received: each connection's read buffer and the
+//!   budget all share for large requests (`max_incoming_bytes`); `listen`: TCP listeners with
+//!   the configured accept queue (`listen_backlog`).
 //! - `op`, `controls`: the operation context and the control registry; `proxy`: proxied
 //!   authorization (the effective identity an operation acts for).
 //! - `ops/*`: one module per operation (bind, search, compare, add, delete, modify, modrdn,
