@@ -60,6 +60,11 @@ pub struct Settings {
     pub demo: bool,
     #[serde(default, deserialize_with = "de::int::<1, _, _>")]
     pub max_pdu_size: Option<usize>,
+    /// Smaller would refuse ordinary bind requests.
+    #[serde(default, deserialize_with = "de::int::<1024, _, _>")]
+    pub max_pdu_size_anonymous: Option<usize>,
+    #[serde(default, deserialize_with = "de::int::<1, _, _>")]
+    pub max_incoming_bytes: Option<usize>,
     #[serde(default, deserialize_with = "de::int::<1, _, _>")]
     pub max_outstanding: Option<usize>,
     #[serde(default, deserialize_with = "de::int::<0, _, _>")]
@@ -98,8 +103,14 @@ pub struct Settings {
     pub max_connections: Option<usize>,
     #[serde(default, deserialize_with = "de::int::<1, _, _>")]
     pub max_connections_per_ip: Option<usize>,
+    #[serde(default, deserialize_with = "de::int::<1, _, _>")]
+    pub listen_backlog: Option<u32>,
     #[serde(default, deserialize_with = "de::int::<0, _, _>")]
     pub idle_timeout: Option<u64>,
+    #[serde(default, deserialize_with = "de::int::<0, _, _>")]
+    pub idle_timeout_anonymous: Option<u64>,
+    #[serde(default, deserialize_with = "de::int::<0, _, _>")]
+    pub pdu_timeout_anonymous: Option<u64>,
     #[serde(default, deserialize_with = "de::int::<65536, _, _>")]
     pub max_buffered_bytes: Option<usize>,
     #[serde(default, deserialize_with = "de::int::<0, _, _>")]
@@ -1392,7 +1403,7 @@ log_level = "debug"
         let keys = keys();
         assert_eq!(&keys[..3], &["listen", "data", "suffix"]);
         assert_eq!(keys.last(), Some(&"log_level"));
-        assert_eq!(keys.len(), 82, "{keys:?}");
+        assert_eq!(keys.len(), 87, "{keys:?}");
         let doc = include_str!("../../../docs/configuration.md");
         for k in keys {
             assert!(

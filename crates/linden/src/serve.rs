@@ -30,6 +30,12 @@ pub fn server_config(s: Settings, admin_password_hash: Vec<u8>) -> server::Confi
     if let Some(v) = s.max_pdu_size {
         c.max_pdu_size = v;
     }
+    if let Some(v) = s.max_pdu_size_anonymous {
+        c.max_pdu_size_anonymous = v;
+    }
+    if let Some(v) = s.max_incoming_bytes {
+        c.max_incoming_bytes = v;
+    }
     if let Some(v) = s.max_outstanding {
         c.max_outstanding = v;
     }
@@ -97,8 +103,17 @@ pub fn server_config(s: Settings, admin_password_hash: Vec<u8>) -> server::Confi
     if let Some(v) = s.max_connections_per_ip {
         c.max_connections_per_ip = v;
     }
+    if let Some(v) = s.listen_backlog {
+        c.listen_backlog = v;
+    }
     if let Some(v) = s.idle_timeout {
         c.idle_timeout = v;
+    }
+    if let Some(v) = s.idle_timeout_anonymous {
+        c.idle_timeout_anonymous = v;
+    }
+    if let Some(v) = s.pdu_timeout_anonymous {
+        c.pdu_timeout_anonymous = v;
     }
     if let Some(v) = s.max_buffered_bytes {
         c.max_buffered_bytes = v;
@@ -245,7 +260,10 @@ pub fn run(mut settings: Settings) -> anyhow::Result<()> {
         .clone()
         .unwrap_or_else(|| server::Config::default().admin_dn);
     let given = settings.admin_password.take();
-    let policy = server_config(settings.clone(), Vec::new()).password_hash;
+    let unhashed = server_config(settings.clone(), Vec::new());
+    // Limits that depend on each other, before the data directory is touched.
+    unhashed.check().map_err(ConfigError)?;
+    let policy = unhashed.password_hash;
     let (hash, source) = password::resolve(given.as_deref(), &data_dir, &policy)?;
     drop(given);
     match &source {
@@ -264,6 +282,10 @@ pub fn run(mut settings: Settings) -> anyhow::Result<()> {
     let listen = config.listen.clone();
     let ldaps_listen = config.ldaps_listen.clone();
     let metrics_listen = config.metrics_listen;
+    let backlog = config.listen_backlog;
+    if let Some(w) = server::listen::backlog_warning(backlog) {
+        tracing::warn!("{w}");
+    }
     let ldapi = config.ldapi.clone().map(|p| (p, config.ldapi_mode));
     let suffixes = config.suffixes.join("; ");
     let data = config.data_dir.display().to_string();
@@ -285,17 +307,17 @@ pub fn run(mut settings: Settings) -> anyhow::Result<()> {
         let mut listeners = server::Listeners::default();
         let mut bound = Vec::new();
         for addr in &listen {
-            let (l, a) = bind(*addr, "").await?;
+            let (l, a) = bind(*addr, backlog, "")?;
             listeners.ldap.push(l);
             bound.push(a.to_string());
         }
         for addr in &ldaps_listen {
-            let (l, a) = bind(*addr, " (ldaps)").await?;
+            let (l, a) = bind(*addr, backlog, " (ldaps)")?;
             tracing::info!("listening for ldaps on {a}");
             listeners.ldaps.push(l);
         }
         if let Some(addr) = metrics_listen {
-            let (l, a) = bind(addr, " (metrics)").await?;
+            let (l, a) = bind(addr, backlog, " (metrics)")?;
             tracing::info!("serving /metrics, /healthz and /readyz on http://{a}");
             listeners.metrics.push(l);
         }
@@ -338,13 +360,14 @@ pub fn run(mut settings: Settings) -> anyhow::Result<()> {
     result
 }
 
-/// Binds one TCP listener; the error names the address.
-async fn bind(
+/// Binds one TCP listener with an accept queue of `backlog` (`listen_backlog`); the error
+/// names the address.
+fn bind(
     addr: std::net::SocketAddr,
+    backlog: u32,
     what: &str,
 ) -> anyhow::Result<(tokio::net::TcpListener, std::net::SocketAddr)> {
-    let l = tokio::net::TcpListener::bind(addr)
-        .await
+    let l = server::listen::tcp(addr, backlog)
         .with_context(|| format!("cannot listen{what} on {addr}"))?;
     let a = l
         .local_addr()

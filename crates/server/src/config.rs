@@ -19,6 +19,11 @@ pub use dit::overlays::unique::UniqueSpec;
 /// Default of `credential_cache_entries`: 100,000 verified credentials, about 10 MB.
 pub const DEFAULT_CREDENTIAL_CACHE_ENTRIES: usize = 100_000;
 
+/// Default of `listen_backlog`. OpenLDAP's source listens with 1024 (`SLAPD_LISTEN_BACKLOG`,
+/// raised at build time by some packagers); twice that absorbs a burst of reconnecting
+/// clients (every server of a farm restarting its pool at once) without SYN retries.
+pub const DEFAULT_LISTEN_BACKLOG: u32 = 2048;
+
 /// Everything `server::run` needs. Field defaults are documented on `Default`.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -36,6 +41,16 @@ pub struct Config {
     pub demo: bool,
     /// Largest PDU accepted, in bytes. Default 16 MiB (`max_pdu_size`).
     pub max_pdu_size: usize,
+    /// Largest PDU accepted from a connection that has not bound (anonymous, or before its
+    /// bind: the bind request itself must fit), in bytes; larger ones get a Notice of
+    /// Disconnection as soon as their header arrives. Default 256 KiB, as slapd's
+    /// `sockbuf_max_incoming` (slapd's bound limit, `sockbuf_max_incoming_auth`, is 16 MiB as
+    /// `max_pdu_size`).
+    pub max_pdu_size_anonymous: usize,
+    /// Bytes of partly received requests all connections together may hold beyond the first
+    /// [`crate::incoming::FREE_BYTES`] of each (`max_incoming_bytes`): a connection whose
+    /// request needs more waits (its reads pause) until others complete theirs. Default 256 MiB.
+    pub max_incoming_bytes: usize,
     /// Requests a connection may have in progress before the server stops reading from it. Default 256.
     pub max_outstanding: usize,
     /// Cap on entries per search for bound users (0 = none); a client's smaller limit wins.
@@ -124,6 +139,16 @@ pub struct Config {
     /// Seconds a connection with nothing in progress may stay silent before it is closed
     /// (0 = never, as slapd's default). Default 0.
     pub idle_timeout: u64,
+    /// The same for connections that have not bound (0 = only `idle_timeout` applies); the
+    /// smaller of the two applies to them. Default 300.
+    pub idle_timeout_anonymous: u64,
+    /// Seconds a connection that has not bound may take to send one request, from its first
+    /// byte to its last (0 = no limit); then it gets a Notice of Disconnection. Default 30.
+    pub pdu_timeout_anonymous: u64,
+    /// The accept queue of each TCP listener (`listen(2)` backlog): connections the kernel
+    /// completes before the server accepts them. Capped by `net.core.somaxconn`. Default
+    /// [`DEFAULT_LISTEN_BACKLOG`].
+    pub listen_backlog: u32,
     /// Response bytes queued for one connection; producers wait beyond it (back-pressure).
     /// Default 8 MiB.
     pub max_buffered_bytes: usize,
@@ -216,6 +241,8 @@ impl Default for Config {
             admin_password_hash: Vec::new(),
             demo: false,
             max_pdu_size: 16 * 1024 * 1024,
+            max_pdu_size_anonymous: 256 * 1024,
+            max_incoming_bytes: 256 << 20,
             max_outstanding: 256,
             size_limit: 0,
             time_limit: 3600,
@@ -244,6 +271,9 @@ impl Default for Config {
             max_connections: 10_000,
             max_connections_per_ip: 1_000,
             idle_timeout: 0,
+            idle_timeout_anonymous: 300,
+            pdu_timeout_anonymous: 30,
+            listen_backlog: DEFAULT_LISTEN_BACKLOG,
             max_buffered_bytes: 8 << 20,
             write_timeout: 60,
             max_persistent_searches: 16,
@@ -285,6 +315,71 @@ impl Default for Config {
             metrics_listen: None,
             ready_max_lag: 30,
         }
+    }
+}
+
+impl Config {
+    /// Checks the limits that depend on each other; the message names the keys. The binary
+    /// calls it before touching the data directory, `Server::start` again.
+    pub fn check(&self) -> Result<(), String> {
+        // The budget counts bytes in a semaphore, one request taking at most u32::MAX.
+        if self.max_pdu_size > u32::MAX as usize {
+            return Err(format!(
+                "max_pdu_size: at most {} bytes, found {}",
+                u32::MAX,
+                self.max_pdu_size
+            ));
+        }
+        if self.max_incoming_bytes < self.max_pdu_size {
+            return Err(format!(
+                "max_incoming_bytes ({}) must be at least max_pdu_size ({}): a request of the \
+                 largest size allowed could never be received",
+                self.max_incoming_bytes, self.max_pdu_size
+            ));
+        }
+        if self.max_incoming_bytes > tokio::sync::Semaphore::MAX_PERMITS {
+            return Err(format!(
+                "max_incoming_bytes: at most {} bytes, found {}",
+                tokio::sync::Semaphore::MAX_PERMITS,
+                self.max_incoming_bytes
+            ));
+        }
+        if self.listen_backlog == 0 || self.listen_backlog > i32::MAX as u32 {
+            return Err(format!(
+                "listen_backlog: 1 to {}, found {}",
+                i32::MAX,
+                self.listen_backlog
+            ));
+        }
+        Ok(())
+    }
+
+    /// The largest request a connection may send (`anonymous`: it has not bound), and the
+    /// key that sets it.
+    pub fn pdu_limit(&self, anonymous: bool) -> (usize, &'static str) {
+        if anonymous && self.max_pdu_size_anonymous < self.max_pdu_size {
+            (self.max_pdu_size_anonymous, "max_pdu_size_anonymous")
+        } else {
+            (self.max_pdu_size, "max_pdu_size")
+        }
+    }
+
+    /// How long a connection with nothing in progress may stay silent (`None`: for ever):
+    /// `idle_timeout`, and for one that has not bound the smaller of it and
+    /// `idle_timeout_anonymous` (0 = off, for either).
+    pub fn idle_limit(&self, anonymous: bool) -> Option<std::time::Duration> {
+        let secs = [
+            self.idle_timeout,
+            if anonymous {
+                self.idle_timeout_anonymous
+            } else {
+                0
+            },
+        ]
+        .into_iter()
+        .filter(|&s| s > 0)
+        .min()?;
+        Some(std::time::Duration::from_secs(secs))
     }
 }
 

@@ -30,6 +30,9 @@
 //!   the protocol server (configuration, TLS, connection limits, logs, lockout, counters).
 //! - `session`: one connection's read loop: framing, decoding, dispatch; `reply`: its reply
 //!   half (response queue, back-pressure, batched writes, access-log lines).
+//! - `incoming`: the memory of requests being received: each connection's read buffer and the
+//!   budget all share for large requests (`max_incoming_bytes`); `listen`: TCP listeners with
+//!   the configured accept queue (`listen_backlog`).
 //! - `op`, `controls`: the operation context and the control registry; `proxy`: proxied
 //!   authorization (the effective identity an operation acts for).
 //! - `ops/*`: one module per operation (bind, search, compare, add, delete, modify, modrdn,
@@ -66,6 +69,8 @@ pub mod connlimit;
 mod controls;
 pub mod credcache;
 pub mod figures;
+pub mod incoming;
+pub mod listen;
 pub mod lockout;
 pub mod logs;
 mod lowprio;
@@ -146,6 +151,7 @@ impl Server {
     }
 
     pub(crate) fn build(config: Config, mode: Mode) -> Result<Server, StartError> {
+        config.check().map_err(StartError::Config)?;
         // The password policy needs its schema: enabling it enables the bundle.
         let mut bundles = config.schemas.clone();
         if config.ppolicy.enabled && !bundles.iter().any(|b| b == "ppolicy") {
@@ -273,6 +279,7 @@ impl Server {
             readers.push(norm_dn("monitor_readers", r)?.1);
         }
         let dummy_password = config.password_hash.hash(b"linden-dummy-password");
+        let incoming = incoming::Budget::new(config.max_incoming_bytes);
         let shared = Arc::new(Shared {
             dit,
             lockout: lockout::Lockout::new(config.lockout.clone()),
@@ -282,6 +289,7 @@ impl Server {
             dummy_password,
             tls,
             connections: Arc::new(connlimit::Connections::default()),
+            incoming,
             access_log,
             audit_log,
             counters: Counters::default(),

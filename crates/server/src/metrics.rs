@@ -219,6 +219,24 @@ impl prometheus_client::collector::Collector for Figures {
             "Connections accepted since start.",
             load(&c.connections),
         )?;
+        gauge(
+            &mut e,
+            "incoming_bytes",
+            "Bytes of large requests being received, taken from max_incoming_bytes.",
+            sh.incoming.held() as f64,
+        )?;
+        gauge(
+            &mut e,
+            "incoming_budget_bytes",
+            "The budget for large requests being received (max_incoming_bytes).",
+            sh.incoming.total() as f64,
+        )?;
+        gauge(
+            &mut e,
+            "incoming_waiting_connections",
+            "Connections whose reads are paused until max_incoming_bytes covers their request.",
+            sh.incoming.waiting() as f64,
+        )?;
         let listeners = sh.figures.listeners();
         let by_listener = |f: fn(&crate::figures::ListenerStats) -> u64| -> Vec<(Labels, f64)> {
             listeners

@@ -151,6 +151,9 @@ pub struct Shared {
     /// For LDAPS and StartTLS; `None` for a memory-only server.
     pub tls: Option<Arc<rustls::ServerConfig>>,
     pub connections: Arc<crate::connlimit::Connections>,
+    /// Bytes of large requests being received, shared by all connections
+    /// (`max_incoming_bytes`).
+    pub incoming: crate::incoming::Budget,
     pub access_log: crate::logs::LogSink,
     pub audit_log: crate::logs::LogSink,
     pub counters: Counters,
