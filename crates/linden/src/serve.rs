@@ -236,6 +236,7 @@ pub fn server_config(s: Settings, admin_password_hash: Vec<u8>) -> server::Confi
 }
 
 pub fn run(mut settings: Settings) -> anyhow::Result<()> {
+    tracing::info!("Linden {} starting", crate::VERSION);
     let data_dir = settings
         .data
         .clone()
@@ -281,7 +282,11 @@ pub fn run(mut settings: Settings) -> anyhow::Result<()> {
         .context("cannot start the async runtime")?;
     let result = runtime.block_on(async {
         // Before the port is announced: whoever reads that line may signal at once.
-        let shutdown = shutdown_signal()?;
+        let signal = shutdown_signal()?;
+        let shutdown = async {
+            signal.await;
+            crate::notify::stopping();
+        };
         let mut listeners = server::Listeners::default();
         let mut bound = Vec::new();
         for addr in &listen {
@@ -309,6 +314,13 @@ pub fn run(mut settings: Settings) -> anyhow::Result<()> {
             "listening on {}, suffixes: {suffixes}, data directory: {data}",
             bound.join(", ")
         );
+        // Every listener is bound and listening, so a client connecting from now on is
+        // accepted: tell systemd (Type=notify) the service is up.
+        crate::notify::ready(&format!("serving LDAP on {}", bound.join(", ")));
+        if let Some(period) = crate::notify::watchdog_period() {
+            tracing::info!("systemd watchdog: pinging every {} ms", period.as_millis());
+            tokio::spawn(crate::notify::watchdog(period));
+        }
         server
             .serve_listeners(listeners, shutdown)
             .await
