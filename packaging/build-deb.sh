@@ -2,6 +2,7 @@
 # Builds the Debian package of Linden with cargo-deb (`cargo install cargo-deb --locked`):
 #
 #   packaging/build-deb.sh              # release build -> target/debian/linden_VERSION-1_ARCH.deb
+#                                       # (and linden-dbgsym_…ddeb, its debug symbols)
 #   packaging/build-deb.sh --debug      # the debug build (as `cargo build`/`cargo test` leave
 #                                       # it in target/debug) -> target/debian/debug/…deb
 #   packaging/build-deb.sh --no-build   # package the binary already built, build nothing
@@ -47,8 +48,13 @@ rm -rf "$man_dir"
 gzip -9n "$man_dir"/*.8
 
 # --no-build: cargo-deb packages what was built above; --profile selects target/<profile>.
-# A debug package (tests) is compressed lightly: it is made to be installed at once.
-fast=()
-[ "$profile" = dev ] && fast=(--fast)
+# The release binary keeps its debug information (profile.release debug = 1) in a separate
+# linden-dbgsym package (…ddeb), as Debian does; the binary in the package is stripped. A
+# debug package (tests) is stripped and compressed lightly: it is made to be installed at once.
+if [ "$profile" = dev ]; then
+    options=(--strip --fast)
+else
+    options=(--dbgsym)
+fi
 mkdir -p "$deb_dir"
-cargo deb -p linden --no-build --profile "$profile" "${fast[@]}" --output "$deb_dir"
+cargo deb -p linden --no-build --profile "$profile" "${options[@]}" --output "$deb_dir"

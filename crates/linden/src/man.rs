@@ -158,7 +158,7 @@ mod tests {
         assert!(!names.iter().any(|n| n.contains("-help.")), "{names:?}");
         let serve = pages.iter().find(|p| p.file == "linden-serve.8").unwrap();
         let text = String::from_utf8_lossy(&serve.text);
-        assert!(text.starts_with(".TH linden-serve 8"), "{text}");
+        assert!(text.contains("\n.TH linden-serve 8 "), "{text}");
         assert!(text.contains("max\\-pdu\\-size"), "{text}");
         assert!(text.contains("LINDEN_ADMIN_PASSWORD"), "{text}");
         let linden = String::from_utf8_lossy(&pages[0].text);

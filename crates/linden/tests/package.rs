@@ -155,6 +155,8 @@ fn the_debian_package_installs_serves_and_purges() {
         .args(["-i", &deb])
         .env("DEBIAN_FRONTEND", "noninteractive"));
     eprintln!("dpkg -i:\n{out}");
+    // The first installation says where the generated password will be.
+    assert!(out.contains("journalctl -u linden"), "{out}");
 
     // What the package put in place.
     let pw = ok(Command::new("getent").args(["passwd", "linden"]));
