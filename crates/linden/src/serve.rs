@@ -289,15 +289,19 @@ pub fn run(mut settings: Settings) -> anyhow::Result<()> {
         };
         let mut listeners = server::Listeners::default();
         let mut bound = Vec::new();
+        // Every URL served, for `systemctl status` (READY's STATUS).
+        let mut urls = Vec::new();
         for addr in &listen {
             let (l, a) = bind(*addr, "").await?;
             listeners.ldap.push(l);
             bound.push(a.to_string());
+            urls.push(format!("ldap://{a}"));
         }
         for addr in &ldaps_listen {
             let (l, a) = bind(*addr, " (ldaps)").await?;
             tracing::info!("listening for ldaps on {a}");
             listeners.ldaps.push(l);
+            urls.push(format!("ldaps://{a}"));
         }
         if let Some(addr) = metrics_listen {
             let (l, a) = bind(addr, " (metrics)").await?;
@@ -308,6 +312,7 @@ pub fn run(mut settings: Settings) -> anyhow::Result<()> {
         if let Some((path, mode)) = &ldapi {
             listeners.ldapi = Some(bind_local(path, *mode)?);
             tracing::info!("listening for ldapi on {}", path.display());
+            urls.push(format!("ldapi://{}", path.display()));
         }
         // Tests and scripts read the port from this line when started with port 0.
         tracing::info!(
@@ -316,7 +321,7 @@ pub fn run(mut settings: Settings) -> anyhow::Result<()> {
         );
         // Every listener is bound and listening, so a client connecting from now on is
         // accepted: tell systemd (Type=notify) the service is up.
-        crate::notify::ready(&format!("serving LDAP on {}", bound.join(", ")));
+        crate::notify::ready(&format!("serving {}", urls.join(", ")));
         if let Some(period) = crate::notify::watchdog_period() {
             tracing::info!("systemd watchdog: pinging every {} ms", period.as_millis());
             tokio::spawn(crate::notify::watchdog(period));

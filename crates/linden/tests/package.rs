@@ -305,7 +305,8 @@ fn the_debian_package_installs_serves_and_purges() {
     }
     guard.server = Some(child);
     let child = guard.server.as_mut().unwrap();
-    notify.wait_for("READY=1", child, DEADLINE);
+    let ready = notify.wait_for("READY=1", child, DEADLINE);
+    assert!(ready.contains("ldapi:///run/linden/ldapi"), "{ready}");
 
     // Before READY=1 the server printed the generated password and its addresses.
     let mut lines = Vec::new();

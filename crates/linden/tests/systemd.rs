@@ -119,7 +119,7 @@ fn ready_once_listening_and_stopping_on_sigterm() {
     assert!(
         ready
             .lines()
-            .any(|l| l.starts_with("STATUS=serving LDAP on 127.0.0.1:")),
+            .any(|l| l.starts_with("STATUS=serving ldap://127.0.0.1:")),
         "{ready}"
     );
     // The address line is logged before READY=1 is sent, so it is there now.
