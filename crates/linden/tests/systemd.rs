@@ -45,6 +45,9 @@ impl Service {
             .arg("--data")
             .arg(dir.join("data"))
             .env("NOTIFY_SOCKET", &notify.path)
+            // Not inherited from a test run that is itself a service with a watchdog.
+            .env_remove("WATCHDOG_USEC")
+            .env_remove("WATCHDOG_PID")
             .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
