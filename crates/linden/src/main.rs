@@ -4,6 +4,9 @@
 //! - `config`: the TOML file and its merge with the flags; every error names file and key.
 //! - `password`: the administrator password, given or generated (hash kept in the data dir).
 //! - `serve`: `linden serve`, from settings to a listening server.
+//! - `notify`: systemd notifications (READY, STOPPING, RELOADING, WATCHDOG) for a
+//!   `Type=notify` unit.
+//! - `man`: `linden man --out DIR`, the manual pages generated from the command line.
 //! - `bulk`: `linden import`, `export`, `backup` and `snapshot`.
 //! - `verify`: `linden verify`, a read-only check of a data directory.
 //! - `schema_cmd`: `linden schema list|show`, the schema bundles in the binary.
@@ -15,6 +18,8 @@ mod args;
 mod bulk;
 mod cli;
 mod config;
+mod man;
+mod notify;
 mod password;
 mod schema_cmd;
 mod serve;
@@ -32,6 +37,15 @@ use config::ConfigError;
 /// (most under 32 bytes): jemalloc packs them in size classes without a per-allocation header,
 /// and its arenas do not strand freed memory per thread the way glibc's do, which shows in
 /// resident memory per entry, start-up and import time (BENCHMARKS.md has the numbers).
+/// The version `linden --version` and the first line of `linden serve` show: the package
+/// version and the git commit it was built from (`build.rs`), e.g. "0.1.0 (7f0a145)".
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("LINDEN_GIT_COMMIT"),
+    ")"
+);
+
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
@@ -61,6 +75,7 @@ fn main() -> ExitCode {
         // Verify has its own exit statuses (1 corrupt, 2 no such directory).
         Command::Verify(args) => return verify::run(&args),
         Command::Bench(cmd) => cmd.run().map_err(anyhow::Error::new),
+        Command::Man(args) => man::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

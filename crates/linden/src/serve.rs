@@ -251,6 +251,7 @@ pub fn server_config(s: Settings, admin_password_hash: Vec<u8>) -> server::Confi
 }
 
 pub fn run(mut settings: Settings) -> anyhow::Result<()> {
+    tracing::info!("Linden {} starting", crate::VERSION);
     let data_dir = settings
         .data
         .clone()
@@ -303,18 +304,26 @@ pub fn run(mut settings: Settings) -> anyhow::Result<()> {
         .context("cannot start the async runtime")?;
     let result = runtime.block_on(async {
         // Before the port is announced: whoever reads that line may signal at once.
-        let shutdown = shutdown_signal()?;
+        let signal = shutdown_signal()?;
+        let shutdown = async {
+            signal.await;
+            crate::notify::stopping();
+        };
         let mut listeners = server::Listeners::default();
         let mut bound = Vec::new();
+        // Every URL served, for `systemctl status` (READY's STATUS).
+        let mut urls = Vec::new();
         for addr in &listen {
             let (l, a) = bind(*addr, backlog, "")?;
             listeners.ldap.push(l);
             bound.push(a.to_string());
+            urls.push(format!("ldap://{a}"));
         }
         for addr in &ldaps_listen {
             let (l, a) = bind(*addr, backlog, " (ldaps)")?;
             tracing::info!("listening for ldaps on {a}");
             listeners.ldaps.push(l);
+            urls.push(format!("ldaps://{a}"));
         }
         if let Some(addr) = metrics_listen {
             let (l, a) = bind(addr, backlog, " (metrics)")?;
@@ -325,12 +334,20 @@ pub fn run(mut settings: Settings) -> anyhow::Result<()> {
         if let Some((path, mode)) = &ldapi {
             listeners.ldapi = Some(bind_local(path, *mode)?);
             tracing::info!("listening for ldapi on {}", path.display());
+            urls.push(format!("ldapi://{}", path.display()));
         }
         // Tests and scripts read the port from this line when started with port 0.
         tracing::info!(
             "listening on {}, suffixes: {suffixes}, data directory: {data}",
             bound.join(", ")
         );
+        // Every listener is bound and listening, so a client connecting from now on is
+        // accepted: tell systemd (Type=notify) the service is up.
+        crate::notify::ready(&format!("serving {}", urls.join(", ")));
+        if let Some(period) = crate::notify::watchdog_period() {
+            tracing::info!("systemd watchdog: pinging every {} ms", period.as_millis());
+            tokio::spawn(crate::notify::watchdog(period));
+        }
         server
             .serve_listeners(listeners, shutdown)
             .await
