@@ -2,7 +2,8 @@
 # The whole test suite: what README calls "run all tests" and what CI runs (.ci/run).
 # Installs what the tests need (OpenLDAP client tools, python-ldap, pytest), then: formatting,
 # lints, the Rust tests (unit, property, end-to-end over sockets), and the python-ldap
-# conformance suite against a freshly started Linden, and the interop tests with slapd.
+# conformance suite against a freshly started Linden, the interop tests with slapd, and the
+# packaging tests (Debian package, container image: scripts/test-packaging.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,3 +24,6 @@ echo "== conformance suite (python-ldap) against Linden"
 
 echo "== interop with OpenLDAP slapd (replication)"
 ./scripts/run-interop.sh
+
+echo "== packaging: the Debian package and the container image (skipped where they cannot run)"
+./scripts/test-packaging.sh

@@ -16,6 +16,7 @@
 //! checks. When no rule has a DN or filter target (the default policy) even those are skipped.
 
 use std::fmt;
+use std::sync::Arc;
 
 use schema::{AttrId, NormDn, Schema};
 use store::{Entry, Filter, Tri, Version};
@@ -353,10 +354,13 @@ impl Acl {
         })
     }
 
-    /// Resolves the subjects of every rule for `who`, against version `v` for groups.
-    pub fn view(&self, schema: &Schema, v: &Version, who: &Identity) -> View {
+    /// Resolves the subjects of every rule for `who`, against version `v` for groups. The
+    /// view keeps these rules: a reload in the middle of an operation does not change them
+    /// under it.
+    pub fn view(self: &Arc<Self>, schema: &Schema, v: &Version, who: &Identity) -> View {
         if who.is_admin {
             return View {
+                acl: self.clone(),
                 admin: true,
                 me: None,
                 rights: Vec::new(),
@@ -378,6 +382,7 @@ impl Acl {
             })
             .collect();
         View {
+            acl: self.clone(),
             admin: false,
             me: me.map(|n| n.norm.clone()),
             rights,
@@ -416,9 +421,31 @@ impl Acl {
     }
 }
 
+/// The rules in force: replaced whole by a reload (`replace`). Each operation's `View` holds
+/// the rules it was made with.
+pub struct AclCell(arc_swap::ArcSwap<Acl>);
+
+impl AclCell {
+    pub fn new(acl: Acl) -> AclCell {
+        AclCell(arc_swap::ArcSwap::from_pointee(acl))
+    }
+
+    /// The rules as they apply to `who` (`Acl::view`) with the rules in force now.
+    pub fn view(&self, schema: &Schema, v: &Version, who: &Identity) -> View {
+        self.0.load_full().view(schema, v, who)
+    }
+
+    /// New rules for the operations that start from now on.
+    pub fn replace(&self, acl: Acl) {
+        self.0.store(Arc::new(acl));
+    }
+}
+
 /// The rules as they apply to one requester during one operation.
 #[derive(Debug)]
 pub struct View {
+    /// The rules the view was made from (`rights` is per rule of these).
+    acl: Arc<Acl>,
     admin: bool,
     /// The requester's normalized DN (only the string: cloning a whole `NormDn` per operation
     /// would cost more than the rest of the evaluation).
@@ -442,7 +469,8 @@ impl View {
     }
 
     /// The requester's access to one entry.
-    pub fn entry<'a>(&'a self, acl: &'a Acl, schema: &'a Schema, e: &Entry) -> EntryAccess<'a> {
+    pub fn entry<'a>(&'a self, schema: &'a Schema, e: &Entry) -> EntryAccess<'a> {
+        let acl: &'a Acl = &self.acl;
         let selected = if self.admin || acl.uniform {
             None
         } else {
@@ -465,15 +493,16 @@ impl View {
     }
 
     /// Shorthand: the rights on one attribute (`None`: the entry itself) of one entry.
-    pub fn rights(&self, acl: &Acl, schema: &Schema, e: &Entry, ty: Option<AttrId>) -> Rights {
-        self.entry(acl, schema, e).rights(ty)
+    pub fn rights(&self, schema: &Schema, e: &Entry, ty: Option<AttrId>) -> Rights {
+        self.entry(schema, e).rights(ty)
     }
 
     /// Whether `ty` may be used in filters on every entry, none, or some.
-    pub fn searchable(&self, acl: &Acl, schema: &Schema, ty: AttrId) -> Searchable {
+    pub fn searchable(&self, schema: &Schema, ty: AttrId) -> Searchable {
         if self.admin {
             return Searchable::Always;
         }
+        let acl = &self.acl;
         let mut any = false;
         let mut all_so_far = true;
         for (r, (own, other)) in acl.rules.iter().zip(&self.rights) {
@@ -536,7 +565,7 @@ impl EntryAccess<'_> {
 
     /// Whether the same requester can see another entry.
     pub fn sees(&self, other: &Entry) -> bool {
-        self.view.entry(self.acl, self.schema, other).visible()
+        self.view.entry(self.schema, other).visible()
     }
 
     /// Whether the entry exists for this requester (read on the entry itself).

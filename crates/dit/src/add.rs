@@ -101,7 +101,7 @@ pub fn build(
         let (mut vals, norm) = set.into_parts();
         let a = if ty == shared.known.user_password {
             // Hashing changes the values: normalize what is stored.
-            hash_passwords(&shared.password_hash, &mut vals);
+            hash_passwords(&shared.password_policy(), &mut vals);
             Attr::new(schema, ty, &options, vals)
                 .map_err(|e| LdapError::new(ResultCode::InvalidAttributeSyntax, e.to_string()))?
         } else {

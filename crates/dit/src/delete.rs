@@ -60,7 +60,7 @@ fn delete_subordinates(
     who: &Identity,
     top: store::EntryId,
 ) -> LdapResult<Vec<Applied>> {
-    let max = shared.limits.max_subtree_delete;
+    let max = shared.limits().max_subtree_delete;
     let v = txn.version();
     let Some(e) = v.get(top) else {
         return Ok(Vec::new());

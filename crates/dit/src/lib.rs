@@ -104,13 +104,21 @@ pub struct WriteLimits {
     pub max_subtree_delete: usize,
 }
 
+/// What the write path reads of the configuration (see `Dit::reconfigure`).
+#[derive(Debug, Clone, Copy)]
+struct Tuning {
+    limits: WriteLimits,
+    password_hash: pwhash::Policy,
+}
+
 /// The directory every operation shares (see the crate documentation).
 pub struct Dit {
     pub store: Store,
     pub known: Known,
     pub suffixes: Vec<NormDn>,
     pub admin: NormDn,
-    pub acl: acl::Acl,
+    /// The access rules in force (a reload replaces them: `Dit::reconfigure`).
+    pub acl: acl::AclCell,
     /// The root DSE, served from memory, not stored.
     pub root_dse: Entry,
     /// `cn=Subschema` as last built, with the generation of the schema it shows: rebuilt by
@@ -120,9 +128,9 @@ pub struct Dit {
     pub overlays: Vec<Box<dyn overlays::Overlay>>,
     /// entryCSN values for changes.
     pub csn: csn::Clock,
-    pub limits: WriteLimits,
-    /// How clear-text passwords are hashed at rest (`password_hash`).
-    pub password_hash: pwhash::Policy,
+    /// The write limits and how clear-text passwords are hashed at rest: set at start, replaced
+    /// by a reload (`reconfigure`), read per write through `limits()` and `password_policy()`.
+    tuning: arc_swap::ArcSwap<Tuning>,
     /// What others add to cn=Monitor, `/metrics` and readiness (`monitor`).
     pub monitor: monitor::Registry,
 }
@@ -151,6 +159,33 @@ impl std::ops::Deref for SubschemaRef {
 }
 
 impl Dit {
+    /// The limits of one write request (`max_values_per_attribute`, …) in force now.
+    pub fn limits(&self) -> WriteLimits {
+        self.tuning.load().limits
+    }
+
+    /// How clear-text passwords are hashed at rest (`password_hash` and the cost keys).
+    pub fn password_policy(&self) -> pwhash::Policy {
+        self.tuning.load().password_hash
+    }
+
+    /// Takes what a reload changed: new access rules (if they changed), the password hashing
+    /// and the write limits. Operations that started keep what they began with.
+    pub fn reconfigure(
+        &self,
+        acl: Option<acl::Acl>,
+        password_hash: pwhash::Policy,
+        limits: WriteLimits,
+    ) {
+        if let Some(acl) = acl {
+            self.acl.replace(acl);
+        }
+        self.tuning.store(std::sync::Arc::new(Tuning {
+            limits,
+            password_hash,
+        }));
+    }
+
     /// A directory over `store`: `suffixes` and `admin` normalized, the rules and overlays
     /// compiled, `root_dse` built by the caller (`entries::root_dse`, with what the protocol
     /// layer supports). Passwords are hashed with the default policy until the caller sets
@@ -180,13 +215,15 @@ impl Dit {
             known,
             suffixes,
             admin,
-            acl,
+            acl: acl::AclCell::new(acl),
             root_dse,
             subschema_cache,
             overlays,
             csn: csn::Clock::new(server_id),
-            limits,
-            password_hash: pwhash::Policy::default(),
+            tuning: arc_swap::ArcSwap::from_pointee(Tuning {
+                limits,
+                password_hash: pwhash::Policy::default(),
+            }),
             monitor: monitor::Registry::default(),
         })
     }
@@ -292,7 +329,7 @@ impl Dit {
         }
         let mut at = v.matched(ndn);
         while let Some(e) = at {
-            if view.entry(&self.acl, &self.schema(), e).visible() {
+            if view.entry(&self.schema(), e).visible() {
                 break;
             }
             at = e.parent.and_then(|p| v.get(p));

@@ -69,7 +69,7 @@ pub fn authorize(
     let Some(e) = v.lookup(ndn) else {
         return Err(shared.no_such_object_for(v, ndn, &view));
     };
-    let access = view.entry(&shared.acl, v.schema(), e);
+    let access = view.entry(v.schema(), e);
     if needs.iter().all(|(ty, r)| access.can(*ty, *r)) {
         return Ok(());
     }
@@ -98,14 +98,11 @@ pub fn authorize_new(
     let view = shared.acl.view(&shared.schema(), v, who);
     let parent_visible = schema::norm_parent(entry.ndn_str())
         .and_then(|p| v.lookup_norm(p))
-        .is_some_and(|p| view.entry(&shared.acl, &shared.schema(), p).visible());
+        .is_some_and(|p| view.entry(&shared.schema(), p).visible());
     if !parent_visible {
         return Err(shared.no_such_object_for(v, &entry.ndn(v.schema()), &view));
     }
-    if view
-        .entry(&shared.acl, &shared.schema(), entry)
-        .can(None, Rights::ADD)
-    {
+    if view.entry(&shared.schema(), entry).can(None, Rights::ADD) {
         Ok(())
     } else {
         Err(denied(who, true, what))
@@ -134,7 +131,7 @@ impl Assertion {
             crate::filter::compile(schema, &mut |_| true, &self.filter)
         } else {
             let view = shared.acl.view(schema, v, &self.who);
-            let access = view.entry(&shared.acl, schema, e);
+            let access = view.entry(schema, e);
             crate::filter::compile(
                 schema,
                 &mut |ty| access.can(Some(ty), Rights::SEARCH),
@@ -270,7 +267,7 @@ pub fn push_checked(
 
 /// `max_values_per_attribute`: the values one attribute of a request may carry.
 pub fn check_value_count(shared: &Dit, name: &str, n: usize) -> LdapResult<()> {
-    let max = shared.limits.max_values_per_attribute;
+    let max = shared.limits().max_values_per_attribute;
     if max > 0 && n > max {
         return Err(LdapError::new(
             ResultCode::AdminLimitExceeded,
@@ -282,7 +279,7 @@ pub fn check_value_count(shared: &Dit, name: &str, n: usize) -> LdapResult<()> {
 
 /// `max_attributes_per_request`: the attributes of an add, or the changes of a modify.
 pub fn check_attribute_count(shared: &Dit, what: &str, n: usize) -> LdapResult<()> {
-    let max = shared.limits.max_attributes_per_request;
+    let max = shared.limits().max_attributes_per_request;
     if max > 0 && n > max {
         return Err(LdapError::new(
             ResultCode::AdminLimitExceeded,

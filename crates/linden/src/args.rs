@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use clap::{Arg, ArgAction, ArgMatches, Args, Command, FromArgMatches};
 use server::config::{Key, KEYS};
 
-#[derive(Debug, Default, Args)]
+#[derive(Debug, Default, Clone, Args)]
 pub struct ServeArgs {
     /// Read settings from this TOML file. The environment (LINDEN_<KEY>) and flags given on
     /// the command line override it.
@@ -24,7 +24,7 @@ pub struct ServeArgs {
 }
 
 /// The configuration keys given as flags, each with the text of every occurrence.
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub struct KeyFlags {
     pub given: Vec<(&'static Key, Vec<String>)>,
 }

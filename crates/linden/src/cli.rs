@@ -13,7 +13,7 @@ pub use crate::args::ServeArgs;
 /// Precedence for every setting: command-line flag, then environment (LINDEN_<KEY>, e.g.
 /// LINDEN_ADMIN_PASSWORD), then the --config file, then the built-in default.
 #[derive(Debug, Parser)]
-#[command(name = "linden", version, propagate_version = true)]
+#[command(name = "linden", version = crate::VERSION, propagate_version = true)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -54,4 +54,7 @@ pub enum Command {
     ///
     /// Exit status 0 when usable (a torn last batch after a crash is normal), 1 when corrupt.
     Verify(crate::verify::VerifyArgs),
+    /// Write the manual pages (linden(8), linden-serve(8), …) to a directory.
+    #[command(hide = true)]
+    Man(crate::man::ManArgs),
 }

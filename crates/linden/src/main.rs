@@ -4,6 +4,9 @@
 //! - `config`: the TOML file and its merge with the flags; every error names file and key.
 //! - `password`: the administrator password, given or generated (hash kept in the data dir).
 //! - `serve`: `linden serve`, from settings to a listening server.
+//! - `notify`: systemd notifications (READY, STOPPING, RELOADING, WATCHDOG) for a
+//!   `Type=notify` unit.
+//! - `man`: `linden man --out DIR`, the manual pages generated from the command line.
 //! - `bulk`: `linden import`, `export`, `backup` and `snapshot`.
 //! - `verify`: `linden verify`, a read-only check of a data directory.
 //! - `schema_cmd`: `linden schema list|show`, the schema bundles in the binary.
@@ -15,6 +18,8 @@ mod args;
 mod bulk;
 mod cli;
 mod config;
+mod man;
+mod notify;
 mod password;
 mod schema_cmd;
 mod serve;
@@ -32,6 +37,15 @@ use config::ConfigError;
 /// (most under 32 bytes): jemalloc packs them in size classes without a per-allocation header,
 /// and its arenas do not strand freed memory per thread the way glibc's do, which shows in
 /// resident memory per entry, start-up and import time (BENCHMARKS.md has the numbers).
+/// The version `linden --version` and the first line of `linden serve` show: the package
+/// version and the git commit it was built from (`build.rs`), e.g. "0.1.0 (7f0a145)".
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("LINDEN_GIT_COMMIT"),
+    ")"
+);
+
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
@@ -43,7 +57,7 @@ fn main() -> ExitCode {
                 .map_err(anyhow::Error::new)
                 .and_then(|config| {
                     init_logging(&config.log_level);
-                    serve::run(config)
+                    serve::run(&args, config)
                 })
         }
         Command::CheckConfig(args) => return check_config(&args),
@@ -66,6 +80,7 @@ fn main() -> ExitCode {
         // Verify has its own exit statuses (1 corrupt, 2 no such directory).
         Command::Verify(args) => return verify::run(&args),
         Command::Bench(cmd) => cmd.run().map_err(anyhow::Error::new),
+        Command::Man(args) => man::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -114,13 +129,37 @@ fn check_config(args: &cli::ServeArgs) -> ExitCode {
     ExitCode::from(2)
 }
 
+/// Changes the log filter of a running server (a reload changed `log_level`).
+static LOG_FILTER: std::sync::OnceLock<
+    tracing_subscriber::reload::Handle<tracing_subscriber::EnvFilter, tracing_subscriber::Registry>,
+> = std::sync::OnceLock::new();
+
 /// Logs to stderr; `filter` was checked when the settings were read.
 fn init_logging(filter: &str) {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
     let filter = tracing_subscriber::EnvFilter::try_new(filter)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
+    let (filter, handle) = tracing_subscriber::reload::Layer::new(filter);
+    let _ = LOG_FILTER.set(handle);
+    tracing_subscriber::registry()
+        .with(filter)
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_ansi(std::io::stderr().is_terminal()),
+        )
         .init();
+}
+
+/// Applies a new `log_level` (checked when the settings were read).
+pub fn set_log_filter(filter: &str) {
+    if let (Some(h), Ok(f)) = (
+        LOG_FILTER.get(),
+        tracing_subscriber::EnvFilter::try_new(filter),
+    ) {
+        if let Err(e) = h.reload(f) {
+            tracing::error!("log_level: cannot apply '{filter}': {e}");
+        }
+    }
 }

@@ -1,16 +1,36 @@
-//! `linden serve`: settings → `server::Config` → listener → serve until Ctrl-C or SIGTERM.
+//! `linden serve`: the configuration, checked; the listeners, bound; the data directory,
+//! recovered; then serve until SIGTERM or Ctrl-C, reloading on SIGHUP.
+//!
+//! The order is what an operator needs on a bad day: a setting that cannot work is reported
+//! before a port is bound, and a port in use before the data directory is opened or created.
 
 use std::time::Duration;
 
 use anyhow::Context;
 
+use crate::args::ServeArgs;
 use crate::config::ConfigError;
 use crate::password::{self, Source};
 
 /// How long shutdown waits for connections still being served before the process exits.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
-pub fn run(mut config: server::Config) -> anyhow::Result<()> {
+pub fn run(args: &ServeArgs, mut config: server::Config) -> anyhow::Result<()> {
+    tracing::info!("Linden {} starting", crate::VERSION);
+    // Everything the configuration names (schema, DNs, rules, TLS files, …), before anything
+    // is bound or opened. Each problem on its line: exit status 2.
+    server::check(&config).map_err(|p| ConfigError(p.join("\n")))?;
+    let backlog = config.listen_backlog;
+    if let Some(w) = server::listen::backlog_warning(backlog) {
+        tracing::warn!("{w}");
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("linden")
+        .build()
+        .context("cannot start the async runtime")?;
+    let bound = runtime.block_on(async { bind_all(&config) })?;
+
     let data_dir = config.data_dir.clone();
     let admin_dn = config.admin_dn.clone();
     let given = config.admin_password.take();
@@ -29,63 +49,74 @@ pub fn run(mut config: server::Config) -> anyhow::Result<()> {
         ),
     }
     drop(source);
-
     config.admin_password_hash = hash;
-    let listen = config.listen.clone();
-    let ldaps_listen = config.ldaps_listen.clone();
-    let metrics_listen = config.metrics_listen;
-    let ldapi = config.ldapi.clone().map(|p| (p, config.ldapi_mode));
     let suffixes = config.suffixes.join("; ");
     let data = config.data_dir.display().to_string();
-    // Start-up problems (a suffix that is not a DN, an unknown index attribute) are settings
-    // errors: exit status 2 like any other.
+    let ldapi = config.ldapi.clone();
+    // Start-up problems found with the data (a naming context the configuration does not
+    // serve, an index on a type the data's schema lacks) are settings errors: exit status 2.
     let server = server::Server::start(config).map_err(|e| match e {
         server::StartError::Config(m) => anyhow::Error::new(ConfigError(m)),
         other => anyhow::Error::new(other),
     })?;
+    // Reloads asked for over LDAP read the configuration as SIGHUP does.
+    let again = args.clone();
+    server.set_reloader(server::Reloader {
+        read: Box::new(move || read_again(&again)),
+        applied: Box::new(|c: &server::Config| crate::set_log_filter(&c.log_level)),
+    });
 
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .thread_name("linden")
-        .build()
-        .context("cannot start the async runtime")?;
     let result = runtime.block_on(async {
         // Before the port is announced: whoever reads that line may signal at once.
-        let shutdown = shutdown_signal()?;
-        let mut listeners = server::Listeners::default();
-        let mut bound = Vec::new();
-        for addr in &listen {
-            let (l, a) = bind(*addr, "").await?;
-            listeners.ldap.push(l);
-            bound.push(a.to_string());
-        }
-        for addr in &ldaps_listen {
-            let (l, a) = bind(*addr, " (ldaps)").await?;
-            tracing::info!("listening for ldaps on {a}");
-            listeners.ldaps.push(l);
-        }
-        if let Some(addr) = metrics_listen {
-            let (l, a) = bind(addr, " (metrics)").await?;
-            tracing::info!("serving /metrics, /healthz and /readyz on http://{a}");
-            listeners.metrics.push(l);
-        }
-        #[cfg(unix)]
-        if let Some((path, mode)) = &ldapi {
-            listeners.ldapi = Some(bind_local(path, *mode)?);
-            tracing::info!("listening for ldapi on {}", path.display());
-        }
+        let signals = Signals::new()?;
+        let Bound {
+            listeners,
+            urls,
+            ldap,
+        } = bound;
         // Tests and scripts read the port from this line when started with port 0.
         tracing::info!(
             "listening on {}, suffixes: {suffixes}, data directory: {data}",
-            bound.join(", ")
+            ldap.join(", ")
         );
-        server
-            .serve_listeners(listeners, shutdown)
-            .await
-            .context("serving")?;
+        // Every listener is bound and the data is loaded, so a client connecting from now on
+        // is answered: tell systemd (Type=notify) the service is up.
+        let status = format!("serving {}", urls.join(", "));
+        crate::notify::ready(&status);
+        if let Some(period) = crate::notify::watchdog_period() {
+            tracing::info!("systemd watchdog: pinging every {} ms", period.as_millis());
+            tokio::spawn(crate::notify::watchdog(period));
+        }
+        let Signals {
+            mut interrupt,
+            mut terminate,
+            mut hangup,
+        } = signals;
+        let stop = async {
+            tokio::select! {
+                _ = interrupt.recv() => {}
+                _ = terminate.recv() => {}
+            }
+            crate::notify::stopping();
+        };
+        let serving = server.serve_listeners(listeners, stop);
+        tokio::pin!(serving);
+        loop {
+            tokio::select! {
+                r = &mut serving => {
+                    r.context("serving")?;
+                    break;
+                }
+                Some(()) = hangup.recv() => {
+                    crate::notify::reloading();
+                    tokio::task::block_in_place(|| sighup(&server, args));
+                    crate::notify::reloaded(&status);
+                }
+            }
+        }
         tracing::info!("shutting down");
         #[cfg(unix)]
-        if let Some((path, _)) = &ldapi {
+        if let Some(path) = &ldapi {
             let _ = std::fs::remove_file(path);
         }
         anyhow::Ok(())
@@ -108,13 +139,74 @@ pub fn run(mut config: server::Config) -> anyhow::Result<()> {
     result
 }
 
-/// Binds one TCP listener; the error names the address.
-async fn bind(
+/// The configuration as a start would read it now (the file, the environment, the flags the
+/// server was started with), for a reload. The administrator password is only read at start.
+fn read_again(args: &ServeArgs) -> Result<server::Config, String> {
+    let mut c = crate::config::resolve(args).map_err(|e| e.0)?;
+    c.admin_password = None;
+    Ok(c)
+}
+
+/// SIGHUP: log files reopened (logrotate moved them), then the configuration read again and
+/// its live keys applied (`Server::reload`, which logs what it did).
+fn sighup(server: &server::Server, args: &ServeArgs) {
+    tracing::info!("SIGHUP: reopening the log files and reading the configuration again");
+    server.reopen_logs();
+    let _ = server.reload_with(read_again(args));
+}
+
+/// The listeners of a start, bound before the data directory is opened.
+struct Bound {
+    listeners: server::Listeners,
+    /// Every URL served (READY's STATUS, for `systemctl status`).
+    urls: Vec<String>,
+    /// The LDAP addresses actually bound (port 0 chosen by the system).
+    ldap: Vec<String>,
+}
+
+fn bind_all(config: &server::Config) -> anyhow::Result<Bound> {
+    let backlog = config.listen_backlog;
+    let mut listeners = server::Listeners::default();
+    let mut ldap = Vec::new();
+    let mut urls = Vec::new();
+    for addr in &config.listen {
+        let (l, a) = bind(*addr, backlog, "")?;
+        listeners.ldap.push(l);
+        ldap.push(a.to_string());
+        urls.push(format!("ldap://{a}"));
+    }
+    for addr in &config.ldaps_listen {
+        let (l, a) = bind(*addr, backlog, " (ldaps)")?;
+        tracing::info!("listening for ldaps on {a}");
+        listeners.ldaps.push(l);
+        urls.push(format!("ldaps://{a}"));
+    }
+    if let Some(addr) = config.metrics_listen {
+        let (l, a) = bind(addr, backlog, " (metrics)")?;
+        tracing::info!("serving /metrics, /healthz and /readyz on http://{a}");
+        listeners.metrics.push(l);
+    }
+    #[cfg(unix)]
+    if let Some(path) = &config.ldapi {
+        listeners.ldapi = Some(bind_local(path, config.ldapi_mode)?);
+        tracing::info!("listening for ldapi on {}", path.display());
+        urls.push(format!("ldapi://{}", path.display()));
+    }
+    Ok(Bound {
+        listeners,
+        urls,
+        ldap,
+    })
+}
+
+/// Binds one TCP listener with an accept queue of `backlog` (`listen_backlog`); the error
+/// names the address.
+fn bind(
     addr: std::net::SocketAddr,
+    backlog: u32,
     what: &str,
 ) -> anyhow::Result<(tokio::net::TcpListener, std::net::SocketAddr)> {
-    let l = tokio::net::TcpListener::bind(addr)
-        .await
+    let l = server::listen::tcp(addr, backlog)
         .with_context(|| format!("cannot listen{what} on {addr}"))?;
     let a = l
         .local_addr()
@@ -144,25 +236,21 @@ fn bind_local(path: &std::path::Path, mode: u32) -> anyhow::Result<tokio::net::U
     Ok(l)
 }
 
-/// Registers the SIGINT and SIGTERM handlers now (a signal that arrives before the returned
-/// future is first polled is kept, not fatal) and returns the future that resolves on either.
-fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
-    #[cfg(unix)]
-    {
+/// The signals `serve` answers, registered at once (a signal that arrives before the loop
+/// first waits is kept, not fatal): SIGINT and SIGTERM stop, SIGHUP reloads.
+struct Signals {
+    interrupt: tokio::signal::unix::Signal,
+    terminate: tokio::signal::unix::Signal,
+    hangup: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn new() -> anyhow::Result<Signals> {
         use tokio::signal::unix::{signal, SignalKind};
-        let mut int = signal(SignalKind::interrupt()).context("cannot listen for SIGINT")?;
-        let mut term = signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?;
-        Ok(async move {
-            tokio::select! {
-                _ = int.recv() => {}
-                _ = term.recv() => {}
-            }
-        })
-    }
-    #[cfg(not(unix))]
-    {
-        Ok(async {
-            let _ = tokio::signal::ctrl_c().await;
+        Ok(Signals {
+            interrupt: signal(SignalKind::interrupt()).context("cannot listen for SIGINT")?,
+            terminate: signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?,
+            hangup: signal(SignalKind::hangup()).context("cannot listen for SIGHUP")?,
         })
     }
 }

@@ -118,12 +118,39 @@ fn bad_values_of_other_keys_are_errors() {
         ("size_limit = -5", "key 'size_limit'"),
         ("suffix = 7", "key 'suffix'"),
         ("log_level = \"verbose\"", "key 'log_level'"),
+        (
+            "max_pdu_size_anonymous = 100",
+            "key 'max_pdu_size_anonymous'",
+        ),
+        ("listen_backlog = 0", "key 'listen_backlog'"),
+        (
+            "idle_timeout_anonymous = -1",
+            "key 'idle_timeout_anonymous'",
+        ),
         ("listen = ", "invalid TOML"),
     ] {
         let (_dir, path) = with_config(contents);
         let out = linden(&["serve", "--config", &path]);
         assert_config_error(&out, &[&path, key]);
     }
+}
+
+/// A budget for requests being received smaller than the largest request could never let that
+/// request in: refused before the data directory is touched.
+#[test]
+fn a_request_budget_below_the_largest_request_is_a_config_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let (_dir, path) = with_config(&format!(
+        "listen = \"127.0.0.1:0\"\ndata = \"{}\"\nmax_pdu_size = 2000000\nmax_incoming_bytes = 1000000\n",
+        data.display()
+    ));
+    let out = linden(&["serve", "--config", &path]);
+    assert_config_error(
+        &out,
+        &["max_incoming_bytes (1000000) must be at least max_pdu_size (2000000)"],
+    );
+    assert!(!data.exists(), "the data directory was touched");
 }
 
 #[test]

@@ -39,6 +39,8 @@ struct Server {
     child: std::process::Child,
     /// The addresses of the "listening on" line.
     bound: Vec<String>,
+    /// What the server logged before it.
+    log: Vec<String>,
 }
 
 impl Drop for Server {
@@ -60,22 +62,26 @@ fn serve(config: &std::path::Path, data: &std::path::Path) -> Server {
     let stderr = child.stderr.take().expect("stderr");
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
+        let mut log = Vec::new();
         for line in BufReader::new(stderr).lines().map_while(Result::ok) {
             if let Some(rest) = line.split("listening on ").nth(1) {
                 let addrs = rest.split(", suffixes").next().unwrap_or("").to_string();
-                let _ = tx.send(Ok(addrs));
+                let _ = tx.send(Ok((addrs, std::mem::take(&mut log))));
             } else if line.contains("ERROR") || line.starts_with("error") {
                 let _ = tx.send(Err(line));
+            } else {
+                log.push(line);
             }
         }
     });
-    let line = rx
+    let (line, log) = rx
         .recv_timeout(std::time::Duration::from_secs(60))
         .expect("server address")
         .expect("server started");
     Server {
         child,
         bound: line.split(", ").map(str::to_string).collect(),
+        log,
     }
 }
 
@@ -217,4 +223,143 @@ fn a_second_server_does_not_take_over_a_live_ldapi_socket() {
     assert_ne!(out.status.code(), Some(0));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("in use by a running server"), "{err}");
+}
+
+/// The accept queue of the TCP listener on `port`: the Send-Q column `ss` shows for a
+/// listening socket is its backlog (as the kernel capped it).
+fn accept_queue(port: &str) -> u32 {
+    let (rc, out, err) = tool("ss", &["-Hltn", "sport", "=", &format!(":{port}")]);
+    assert_eq!(rc, 0, "ss (iproute2): {err}");
+    let line = out
+        .lines()
+        .next()
+        .unwrap_or_else(|| panic!("no listener on port {port}"));
+    line.split_whitespace()
+        .nth(2)
+        .and_then(|q| q.parse().ok())
+        .unwrap_or_else(|| panic!("ss: {line}"))
+}
+
+/// The port of an `ADDR:PORT` (or `http://ADDR:PORT`) at the end of a log line.
+fn port_in(log: &[String], prefix: &str) -> String {
+    let line = log
+        .iter()
+        .find(|l| l.contains(prefix))
+        .unwrap_or_else(|| panic!("no '{prefix}' line in {log:?}"));
+    line.rsplit(':').next().expect("port").trim().to_string()
+}
+
+fn somaxconn() -> u32 {
+    std::fs::read_to_string("/proc/sys/net/core/somaxconn")
+        .expect("/proc/sys/net/core/somaxconn")
+        .trim()
+        .parse()
+        .expect("a number")
+}
+
+/// Sends SIGCONT to a stopped server when dropped, whatever the test's outcome.
+struct Stopped(u32);
+
+impl Stopped {
+    fn new(pid: u32) -> Stopped {
+        let (rc, _, err) = tool("kill", &["-STOP", &pid.to_string()]);
+        assert_eq!(rc, 0, "kill -STOP: {err}");
+        Stopped(pid)
+    }
+}
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        let _ = tool("kill", &["-CONT", &self.0.to_string()]);
+    }
+}
+
+#[test]
+fn listeners_queue_a_burst_of_connections_as_configured() {
+    const BACKLOG: u32 = 300;
+    let cap = somaxconn();
+    assert!(
+        cap >= BACKLOG,
+        "net.core.somaxconn is {cap}: this test needs {BACKLOG} (sysctl -w net.core.somaxconn=4096)"
+    );
+    const { assert!(server::config::DEFAULT_LISTEN_BACKLOG >= 1024) };
+    let tmp = tempfile::tempdir().expect("tmp");
+    let config = tmp.path().join("linden.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "listen = \"127.0.0.1:0\"\nldaps_listen = \"127.0.0.1:0\"\n\
+             metrics_listen = \"127.0.0.1:0\"\nlisten_backlog = {BACKLOG}\n"
+        ),
+    )
+    .expect("write config");
+    let srv = serve(&config, &tmp.path().join("data"));
+    let ldap = srv.bound[0].rsplit(':').next().expect("port").to_string();
+    let ldaps = port_in(&srv.log, "listening for ldaps on");
+    let metrics = port_in(&srv.log, "/readyz on http://");
+    for port in [&ldap, &ldaps, &metrics] {
+        assert_eq!(accept_queue(port), BACKLOG, "listener on port {port}");
+    }
+    assert!(
+        !srv.log.iter().any(|l| l.contains("somaxconn")),
+        "no warning under the cap: {:?}",
+        srv.log
+    );
+
+    // A burst while the server accepts nothing (stopped): the kernel completes every
+    // connection up to the backlog; with 128 the 130th would wait for SYN retries and time out.
+    let addr: std::net::SocketAddr = srv.bound[0].parse().expect("address");
+    let mut burst = Vec::new();
+    {
+        let _stopped = Stopped::new(srv.child.id());
+        for i in 0..250 {
+            let c = std::net::TcpStream::connect_timeout(&addr, std::time::Duration::from_secs(10))
+                .unwrap_or_else(|e| panic!("connection {i} of the burst not completed: {e}"));
+            burst.push(c);
+        }
+    }
+    // Running again, the server serves the last of them.
+    let mut last = burst.pop().expect("a connection");
+    last.set_read_timeout(Some(std::time::Duration::from_secs(60)))
+        .expect("timeout");
+    // Who am I? (message id 2), as OpenLDAP's ldapwhoami sends it.
+    let whoami: Vec<u8> = (0..32)
+        .map(|i| {
+            u8::from_str_radix(
+                &"301e02010277198017312e332e362e312e342e312e343230332e312e31312e33"
+                    [2 * i..2 * i + 2],
+                16,
+            )
+            .expect("hex")
+        })
+        .collect();
+    std::io::Write::write_all(&mut last, &whoami).expect("send");
+    let mut answer = [0u8; 64];
+    let n = std::io::Read::read(&mut last, &mut answer).expect("answer");
+    assert!(n > 2 && answer[0] == 0x30, "{:02x?}", &answer[..n]);
+    drop(burst);
+    drop(srv);
+
+    // The default, and a warning when the kernel caps what is asked.
+    std::fs::write(&config, "listen = \"127.0.0.1:0\"\n").expect("write config");
+    let srv = serve(&config, &tmp.path().join("data"));
+    let port = srv.bound[0].rsplit(':').next().expect("port");
+    let default = server::config::DEFAULT_LISTEN_BACKLOG;
+    assert_eq!(accept_queue(port), default.min(cap));
+    drop(srv);
+    std::fs::write(
+        &config,
+        format!("listen = \"127.0.0.1:0\"\nlisten_backlog = {}\n", cap + 1),
+    )
+    .expect("write config");
+    let srv = serve(&config, &tmp.path().join("data"));
+    let port = srv.bound[0].rsplit(':').next().expect("port");
+    assert_eq!(accept_queue(port), cap);
+    assert!(
+        srv.log
+            .iter()
+            .any(|l| l.contains("WARN") && l.contains("net.core.somaxconn")),
+        "{:?}",
+        srv.log
+    );
 }

@@ -7,6 +7,14 @@ use crate::FrameError;
 /// The size check runs as soon as the header is complete, so an oversized PDU is refused before
 /// its body is buffered (`max_pdu` bounds the bytes buffered per connection).
 pub fn frame(buf: &[u8], max_pdu: usize) -> Result<Option<usize>, FrameError> {
+    Ok(announced_len(buf, max_pdu)?.filter(|&len| buf.len() >= len))
+}
+
+/// Total length (header included) of the LDAPMessage that starts `buf`, as its header announces
+/// it, whether or not the rest has arrived; `Ok(None)` until the header is complete. A length
+/// over `max_pdu` is an error, so a reader knows how much to buffer (and whether to accept it)
+/// before the body arrives.
+pub fn announced_len(buf: &[u8], max_pdu: usize) -> Result<Option<usize>, FrameError> {
     match buf.first() {
         None => return Ok(None),
         Some(&t) if t != ber::tag::SEQUENCE => return Err(FrameError::NotASequence(t)),
@@ -19,7 +27,7 @@ pub fn frame(buf: &[u8], max_pdu: usize) -> Result<Option<usize>, FrameError> {
     if len > max_pdu {
         return Err(FrameError::TooLarge { len, max: max_pdu });
     }
-    Ok((buf.len() >= len).then_some(len))
+    Ok(Some(len))
 }
 
 #[cfg(test)]
@@ -47,6 +55,13 @@ mod tests {
                 len: 6 + (1 << 24),
                 max: 1 << 20
             })
+        );
+        // The announced length is known from the header, before the body.
+        assert_eq!(announced_len(&unbind[..2], 100), Ok(Some(7)));
+        assert_eq!(announced_len(&unbind[..1], 100), Ok(None));
+        assert_eq!(
+            announced_len(&[0x30, 0x83, 0x01, 0x00, 0x00], 1 << 20),
+            Ok(Some(5 + 0x10000))
         );
         assert_eq!(
             frame(&[0x31, 0x00], 100),

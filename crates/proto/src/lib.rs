@@ -3,7 +3,8 @@
 //!
 //! CONTRACT (used by `server`, `linden bench` and tests; keep these names and shapes):
 //! - `frame(buf, max_pdu) -> Result<Option<usize>, FrameError>`: length of the first complete PDU
-//!   in `buf`, `None` when more bytes are needed.
+//!   in `buf`, `None` when more bytes are needed; `announced_len(buf, max_pdu)`: the length its
+//!   header announces, as soon as the header is complete.
 //! - `LdapMessage::decode(pdu) -> Result<LdapMessage<'_>, DecodeError>` for exactly one PDU
 //!   (trailing bytes are an error).
 //! - `LdapMessage::encode(&self, out: &mut Vec<u8>)` appends one PDU.
@@ -55,7 +56,7 @@ pub use encode::{
     encode_search_entry_with_controls, EntryWriter,
 };
 pub use error::{DecodeError, DecodeErrorKind, FilterParseError, FrameError};
-pub use frame::frame;
+pub use frame::{announced_len, frame};
 pub use passwd::{encode_passwd_modify_response, PasswdModifyRequest, PasswdModifyResponse};
 
 /// Result codes of RFC 4511 §4.1.9 (plus the ones OpenLDAP uses for extensions).

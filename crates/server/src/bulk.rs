@@ -25,7 +25,7 @@ pub fn import(
     let shared = &server.shared;
     dit::bulk::import(
         shared,
-        &shared.config.memberof_spec(),
+        &shared.config().memberof_spec(),
         &admin,
         &dir,
         input,

@@ -6,8 +6,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
-use schema::NormDn;
-
 /// One listener's connections.
 #[derive(Debug)]
 pub struct ListenerStats {
@@ -39,16 +37,13 @@ impl Drop for Accepted {
 pub struct ServerFigures {
     pub started: SystemTime,
     listeners: Mutex<Vec<Arc<ListenerStats>>>,
-    /// `monitor_readers`, normalized.
-    readers: Vec<NormDn>,
 }
 
 impl ServerFigures {
-    pub(crate) fn new(readers: Vec<NormDn>) -> ServerFigures {
+    pub(crate) fn new() -> ServerFigures {
         ServerFigures {
             started: SystemTime::now(),
             listeners: Mutex::new(Vec::new()),
-            readers,
         }
     }
 
@@ -64,11 +59,6 @@ impl ServerFigures {
             .unwrap_or_else(|p| p.into_inner())
             .push(l.clone());
         l
-    }
-
-    /// `monitor_readers`, normalized.
-    pub(crate) fn readers(&self) -> &[NormDn] {
-        &self.readers
     }
 
     pub fn listeners(&self) -> Vec<Arc<ListenerStats>> {

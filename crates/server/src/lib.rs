@@ -30,6 +30,9 @@
 //!   the protocol server (configuration, TLS, connection limits, logs, lockout, counters).
 //! - `session`: one connection's read loop: framing, decoding, dispatch; `reply`: its reply
 //!   half (response queue, back-pressure, batched writes, access-log lines).
+//! - `incoming`: the memory of requests being received: each connection's read buffer and the
+//!   budget all share for large requests (`max_incoming_bytes`); `listen`: TCP listeners with
+//!   the configured accept queue (`listen_backlog`).
 //! - `op`, `controls`: the operation context and the control registry; `proxy`: proxied
 //!   authorization (the effective identity an operation acts for).
 //! - `ops/*`: one module per operation (bind, search, compare, add, delete, modify, modrdn,
@@ -66,6 +69,8 @@ pub mod connlimit;
 mod controls;
 pub mod credcache;
 pub mod figures;
+pub mod incoming;
+pub mod listen;
 pub mod lockout;
 pub mod logs;
 mod lowprio;
@@ -76,6 +81,7 @@ mod ops;
 mod persistence;
 mod ppolicy;
 mod proxy;
+mod reload;
 mod replica;
 mod reply;
 mod session;
@@ -90,6 +96,7 @@ use schema::{Dn, NormDn, Schema};
 use store::Entry;
 
 pub use persistence::SnapshotReport;
+pub use reload::{ReloadReport, ReloadStats, Reloader};
 use tokio::net::TcpListener;
 
 pub use config::{Config, Durability};
@@ -103,6 +110,12 @@ pub use dit::{acl, csn, error, filter, identity, overlays};
 /// Request name of Linden's "take a snapshot now" extended operation (administrator only). An
 /// OID under the UUID arc (ITU-T X.667), so it needs no registration.
 pub const SNAPSHOT_OID: &str = "2.25.191869788585979300750051673775663263593";
+
+/// Request name of Linden's "reload the configuration" extended operation (administrator
+/// only): what SIGHUP does, for hosts without signals (`linden reload`). The response value is
+/// the reload's summary; an invalid configuration is refused (unwillingToPerform) and changes
+/// nothing.
+pub const RELOAD_OID: &str = "2.25.129315359754192735693701207322943146290";
 
 /// The demo organisation loaded by `linden serve --demo`.
 pub const DEMO_LDIF: &str = include_str!("../demo.ldif");
@@ -137,7 +150,7 @@ impl Server {
     pub fn start(config: Config) -> Result<Server, StartError> {
         let server = Server::build(config, Mode::Durable)?;
         create_suffixes(&server.shared)?;
-        if server.shared.config.demo {
+        if server.shared.config().demo {
             load_demo(&server.shared)?;
         }
         // Recovered and ready to serve (replication may add conditions: `dit::monitor`).
@@ -210,12 +223,8 @@ impl Server {
                 ops::syncprov::ContextCsn::new(&schema).map_err(StartError::Config)?,
             ));
         }
-        let limits = dit::WriteLimits {
-            max_values_per_attribute: config.max_values_per_attribute,
-            max_attributes_per_request: config.max_attributes_per_request,
-            max_subtree_delete: config.max_subtree_delete,
-        };
-        let mut dit = dit::Dit::new(
+        let limits = config.write_limits();
+        let dit = dit::Dit::new(
             store,
             suffixes,
             admin,
@@ -226,7 +235,7 @@ impl Server {
             limits,
         )
         .map_err(StartError::Config)?;
-        dit.password_hash = config.password_policy();
+        dit.reconfigure(None, config.password_policy(), limits);
         replica::check(&dit, &config)?;
         // Each consumer publishes its state as a monitor agreement (`cn=Consumer 001`).
         let replication = config
@@ -240,26 +249,49 @@ impl Server {
                 )
             })
             .collect();
-        let dummy_password = config.password_policy().hash(b"linden-dummy-password");
+        let incoming = incoming::Budget::new(config.max_incoming_bytes);
+        let live = reload::live(&config, tls, readers, authz);
         let shared = Arc::new(Shared {
             dit,
             lockout: lockout::Lockout::new(config.lockout()),
             credentials: credcache::Credentials::new(config.credential_cache_entries),
-            authz,
-            config,
-            dummy_password,
-            tls,
+            live: arc_swap::ArcSwap::from_pointee(live),
+            reloads: reload::Reloads::default(),
+            config: arc_swap::ArcSwap::from_pointee(config),
             connections: Arc::new(connlimit::Connections::default()),
+            incoming,
             access_log,
             audit_log,
             counters: Counters::default(),
-            figures: figures::ServerFigures::new(readers),
+            figures: figures::ServerFigures::new(),
             persistence,
             ppolicy,
             replication,
             syncprov,
         });
         Ok(Server { shared })
+    }
+
+    /// Sets how the configuration is read again for a reload asked for over LDAP (the binary
+    /// reads its file, environment and flags as at start).
+    pub fn set_reloader(&self, r: reload::Reloader) {
+        self.shared.reloads.set_reloader(r);
+    }
+
+    /// Applies a configuration read again (SIGHUP): its live keys now, the others named in a
+    /// log line. An invalid configuration (`Err`, or one a start would refuse) changes nothing.
+    pub fn reload_with(&self, new: Result<Config, String>) -> ReloadReport {
+        self.shared.reload_with(new)
+    }
+
+    /// Opens the access and audit log files again by their names (SIGHUP, after logrotate).
+    pub fn reopen_logs(&self) {
+        self.shared.reopen_logs();
+    }
+
+    /// Reloads since start (cn=Monitor, `/metrics`).
+    pub fn reload_stats(&self) -> ReloadStats {
+        self.shared.reloads.stats()
     }
 
     /// How password checks ran since start (cache hits, slow and inline verifications).
@@ -350,7 +382,7 @@ impl Server {
             let mut tick = tokio::time::interval(std::time::Duration::from_secs(5));
             loop {
                 tick.tick().await;
-                if sh.persistence.as_ref().is_some_and(|p| p.due(&sh.config)) {
+                if sh.persistence.as_ref().is_some_and(|p| p.due(&sh.config())) {
                     match sh.background_snapshot().await {
                         Ok(Some(rep)) => tracing::info!(
                             "snapshot {} written: {} entries, {} bytes in {:.2} s",
@@ -431,7 +463,7 @@ async fn accept_tcp(
     loop {
         match listener.accept().await {
             Ok((stream, peer)) => {
-                let c = &shared.config;
+                let c = &shared.config();
                 match connlimit::Connections::admit(
                     &shared.connections,
                     peer.ip(),
@@ -470,7 +502,7 @@ async fn accept_local(
     loop {
         match listener.accept().await {
             Ok((stream, _)) => {
-                let c = &shared.config;
+                let c = &shared.config();
                 match connlimit::Connections::admit(
                     &shared.connections,
                     local,
@@ -514,6 +546,7 @@ fn root_dse(schema: &Schema, config: &Config) -> Entry {
                 proto::oids::TXN_START,
                 proto::oids::TXN_END,
                 SNAPSHOT_OID,
+                RELOAD_OID,
             ],
             sasl_mechanisms: &["EXTERNAL", "PLAIN"],
             // All operational attributes (+), absolute true/false filters, modify-increment.
@@ -784,13 +817,13 @@ fn create_suffixes(shared: &Arc<Shared>) -> Result<(), StartError> {
     if !stray.is_empty() {
         return Err(StartError::Config(format!(
             "{}: the data holds the naming context '{}', which is not a configured suffix (suffix = {}): add it to `suffix` to serve it, or give this configuration a data directory of its own",
-            shared.config.data_dir.display(),
+            shared.config().data_dir.display(),
             stray.join("', '"),
-            shared.config.suffixes.join("; ")
+            shared.config().suffixes.join("; ")
         )));
     }
     drop(v);
-    for (i, s) in shared.config.suffixes.iter().enumerate() {
+    for (i, s) in shared.config().suffixes.iter().enumerate() {
         let ndn = &shared.suffixes[i];
         if shared.store.read().lookup(ndn).is_some() {
             continue;
@@ -820,7 +853,7 @@ fn add_as_admin(
     input: &[dit::add::InputAttr<'_>],
 ) -> Result<(), LdapError> {
     let admin = Identity {
-        dn: shared.config.admin_dn.clone(),
+        dn: shared.config().admin_dn.clone(),
         ndn: Some(shared.admin.clone()),
         is_admin: true,
     };

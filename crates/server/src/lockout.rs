@@ -80,14 +80,15 @@ struct Record {
 }
 
 struct Table<K> {
-    limit: u32,
+    /// A reload may change it (`bind_failures_per_*`); the counts so far are kept.
+    limit: std::sync::atomic::AtomicU32,
     map: Mutex<HashMap<K, Record>>,
 }
 
 impl<K: Eq + Hash + Clone + std::fmt::Display> Table<K> {
     fn new(limit: u32) -> Self {
         Table {
-            limit,
+            limit: std::sync::atomic::AtomicU32::new(limit),
             map: Mutex::new(HashMap::new()),
         }
     }
@@ -95,7 +96,8 @@ impl<K: Eq + Hash + Clone + std::fmt::Display> Table<K> {
     /// Counts a failure; returns how many failures beyond the limit this one is (`None`
     /// below the limit).
     fn fail(&self, k: &K, now: Instant, window: Duration) -> Option<u32> {
-        if self.limit == 0 {
+        let limit = self.limit.load(std::sync::atomic::Ordering::Relaxed);
+        if limit == 0 {
             return None;
         }
         let Ok(mut map) = self.map.lock() else {
@@ -124,7 +126,7 @@ impl<K: Eq + Hash + Clone + std::fmt::Display> Table<K> {
             };
         }
         r.failures = r.failures.saturating_add(1);
-        r.failures.checked_sub(self.limit)
+        r.failures.checked_sub(limit)
     }
 
     fn clear<Q: Hash + Eq + ?Sized>(&self, k: &Q)
@@ -142,22 +144,42 @@ impl<K: Eq + Hash + Clone + std::fmt::Display> Table<K> {
 
 /// The failed-bind counters of a server.
 pub struct Lockout {
+    /// The window, the longest delay and the trusted networks: replaced by a reload
+    /// (`reconfigure`), read on failed binds only.
+    settings: Mutex<Settings>,
+    dns: Table<String>,
+    ips: Table<IpAddr>,
+}
+
+struct Settings {
     window: Duration,
     max_delay: Duration,
     trusted: Vec<ipnet::IpNet>,
-    dns: Table<String>,
-    ips: Table<IpAddr>,
 }
 
 impl Lockout {
     pub fn new(c: LockoutConfig) -> Lockout {
         Lockout {
-            window: c.window,
-            max_delay: c.max_delay,
-            trusted: c.trusted,
+            settings: Mutex::new(Settings {
+                window: c.window,
+                max_delay: c.max_delay,
+                trusted: c.trusted,
+            }),
             dns: Table::new(c.failures_per_dn),
             ips: Table::new(c.failures_per_ip),
         }
+    }
+
+    /// Takes new settings (a reload); failures counted so far stay counted.
+    pub fn reconfigure(&self, c: LockoutConfig) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.dns.limit.store(c.failures_per_dn, Relaxed);
+        self.ips.limit.store(c.failures_per_ip, Relaxed);
+        *self.settings.lock().unwrap_or_else(|p| p.into_inner()) = Settings {
+            window: c.window,
+            max_delay: c.max_delay,
+            trusted: c.trusted,
+        };
     }
 
     /// Records a failed bind for normalized DN `ndn` from `ip`; returns how long to hold back
@@ -167,13 +189,21 @@ impl Lockout {
     }
 
     fn failed_at(&self, ndn: &str, ip: IpAddr, now: Instant) -> Duration {
-        let by_dn = self.dns.fail(&ndn.to_string(), now, self.window);
-        let by_ip = if self.trusted.iter().any(|n| n.contains(&ip)) {
+        let (window, max_delay, trusted) = {
+            let s = self.settings.lock().unwrap_or_else(|p| p.into_inner());
+            (
+                s.window,
+                s.max_delay,
+                s.trusted.iter().any(|n| n.contains(&ip)),
+            )
+        };
+        let by_dn = self.dns.fail(&ndn.to_string(), now, window);
+        let by_ip = if trusted {
             None
         } else {
-            self.ips.fail(&ip, now, self.window)
+            self.ips.fail(&ip, now, window)
         };
-        let max = self.max_delay.as_secs();
+        let max = max_delay.as_secs();
         if by_dn == Some(0) {
             tracing::warn!(dn = ndn, client = %ip, "too many failed binds for this DN: its failed binds are answered late (up to {max} s)");
         }
@@ -183,7 +213,7 @@ impl Lockout {
         by_dn.max(by_ip).map_or(Duration::ZERO, |excess| {
             FIRST_DELAY
                 .saturating_mul(1 << excess.min(16))
-                .min(self.max_delay)
+                .min(max_delay)
         })
     }
 

@@ -104,7 +104,7 @@ fn respond(shared: &Arc<Shared>, method: &Method, path: &str) -> Response<Full<B
         },
         "/healthz" => reply(StatusCode::OK, TEXT, "ok\n".into()),
         "/readyz" => {
-            let max_lag = Duration::from_secs(shared.config.ready_max_lag);
+            let max_lag = Duration::from_secs(shared.config().ready_max_lag);
             match shared.monitor.readiness(max_lag) {
                 Ok(()) => reply(StatusCode::OK, TEXT, "ready\n".into()),
                 Err(why) => reply(
@@ -218,6 +218,24 @@ impl prometheus_client::collector::Collector for Figures {
             "connections",
             "Connections accepted since start.",
             load(&c.connections),
+        )?;
+        gauge(
+            &mut e,
+            "incoming_bytes",
+            "Bytes of large requests being received, taken from max_incoming_bytes.",
+            sh.incoming.held() as f64,
+        )?;
+        gauge(
+            &mut e,
+            "incoming_budget_bytes",
+            "The budget for large requests being received (max_incoming_bytes).",
+            sh.incoming.total() as f64,
+        )?;
+        gauge(
+            &mut e,
+            "incoming_waiting_connections",
+            "Connections whose reads are paused until max_incoming_bytes covers their request.",
+            sh.incoming.waiting() as f64,
         )?;
         let listeners = sh.figures.listeners();
         let by_listener = |f: fn(&crate::figures::ListenerStats) -> u64| -> Vec<(Labels, f64)> {

@@ -6,7 +6,8 @@
 //!
 //! ```text
 //! cn=Monitor                       monitoredInfo: Linden <version>
-//!   cn=Connections                 cn=Current, cn=Total (monitorCounter)
+//!   cn=Connections                 cn=Current, cn=Total, cn=Incoming Bytes, cn=Waiting For
+//!                                  Budget (monitorCounter)
 //!   cn=Listeners                   cn=Listener N: labeledURI, lindenConnectionsCurrent/Total
 //!   cn=Operations                  monitorOpInitiated/Completed, and per type (cn=Search, …)
 //!   cn=Statistics                  cn=Bytes (sent), cn=Bytes Received, cn=Entries (sent)
@@ -38,7 +39,7 @@ pub(crate) fn may_read(shared: &Shared, who: &Identity) -> bool {
         || who
             .ndn
             .as_ref()
-            .is_some_and(|n| shared.figures.readers().iter().any(|r| r.norm == n.norm))
+            .is_some_and(|n| shared.live.load().readers.iter().any(|r| r.norm == n.norm))
 }
 
 /// The process's resident set size in bytes (`VmRSS` of /proc/self/status: the same figure as
@@ -119,10 +120,25 @@ pub(crate) fn tree(shared: &Shared) -> Node {
     let listeners = figures.listeners();
     let connections = Node::container(
         "Connections",
-        "Connections: open now and accepted since start.",
+        "Connections: open now, accepted since start, and the large requests they are receiving.",
     )
     .child(Node::counter("Current", shared.connections.open() as u64))
-    .child(Node::counter("Total", load(&c.connections)));
+    .child(Node::counter("Total", load(&c.connections)))
+    .child(
+        Node::counter("Incoming Bytes", shared.incoming.held() as u64).attr(
+            "description",
+            format!(
+                "bytes of large requests being received, taken from max_incoming_bytes ({})",
+                shared.incoming.total()
+            ),
+        ),
+    )
+    .child(
+        Node::counter("Waiting For Budget", shared.incoming.waiting() as u64).attr(
+            "description",
+            "connections whose reads are paused until max_incoming_bytes covers their request",
+        ),
+    );
     let listeners = Node::container(
         "Listeners",
         "The sockets the server accepts connections on.",

@@ -159,7 +159,7 @@ impl Op {
 
 /// `require_tls_for_writes`: changes only over TLS.
 pub(crate) fn writes_allowed(conn: &Conn) -> LdapResult<()> {
-    if conn.shared.config.require_tls_for_writes && conn.tls.is_none() {
+    if conn.shared.config().require_tls_for_writes && conn.tls.is_none() {
         return Err(LdapError::new(
             ResultCode::ConfidentialityRequired,
             "changes require TLS (use StartTLS or ldaps)",

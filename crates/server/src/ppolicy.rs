@@ -182,7 +182,7 @@ async fn record(
         let mut attrs = e.to_attrs();
         let schema = txn.schema().clone();
         if pp.record_bind(&schema, &policy, &mut attrs, event, expired, txn.now()) {
-            stamp_modified(&sh, &mut attrs, &sh.config.admin_dn, txn.now());
+            stamp_modified(&sh, &mut attrs, &sh.config().admin_dn, txn.now());
             txn.replace_attrs(id, attrs)?;
         }
         Ok(())

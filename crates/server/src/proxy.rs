@@ -56,7 +56,7 @@ pub(crate) fn resolve(
         shared
             .acl
             .view(&schema, &v, bound)
-            .entry(&shared.acl, &schema, e)
+            .entry(&schema, e)
             .can(None, Rights::PROXY)
     });
     if allowed {

@@ -16,7 +16,7 @@ use crate::StartError;
 /// Refuses a write on a replica unless the administrator makes it (slapd lets its rootdn
 /// write to a shadow database too).
 pub(crate) fn refer_writes(shared: &Shared, who: &Identity) -> LdapResult<()> {
-    let c = &shared.config;
+    let c = &shared.config();
     if c.syncrepl.is_empty() || c.multi_provider || who.is_admin {
         return Ok(());
     }
@@ -79,7 +79,7 @@ fn specs(config: &crate::Config) -> Vec<repl::consumer::ConsumerSpec> {
 
 /// Starts one task per consumer; the caller aborts them at shutdown.
 pub(crate) fn start(shared: &Arc<Shared>) -> Vec<tokio::task::JoinHandle<()>> {
-    specs(&shared.config)
+    specs(&shared.config())
         .into_iter()
         .zip(&shared.replication)
         .map(|(spec, status)| {

@@ -93,7 +93,7 @@ impl Conn {
             return None;
         }
         let mut line = crate::logs::access_prefix(
-            self.shared.config.access_log_format,
+            self.shared.config().access_log_format,
             &self.log_tag.0,
             op,
             &self.log_tag.1,
@@ -132,7 +132,7 @@ impl Conn {
     pub(crate) fn log_event(&self, op: i32, who: &Identity, what: &str) {
         if self.shared.access_log.enabled() {
             let mut line = crate::logs::access_prefix(
-                self.shared.config.access_log_format,
+                self.shared.config().access_log_format,
                 &self.log_tag.0,
                 op,
                 &self.log_tag.1,
@@ -154,7 +154,7 @@ impl Conn {
     /// Queues response bytes, waiting while the connection's buffer is full; false when the
     /// connection is gone.
     pub async fn send(&self, bytes: Vec<u8>) -> bool {
-        let n = kib(bytes.len(), self.shared.config.max_buffered_bytes / 1024);
+        let n = kib(bytes.len(), self.shared.config().max_buffered_bytes / 1024);
         match self.buffered.acquire_many(n).await {
             Ok(p) => p.forget(),
             Err(_) => return false,
@@ -167,7 +167,7 @@ impl Conn {
     /// `send` to wait for it. Bytes for a connection that is gone are dropped, as `send` does.
     pub fn try_send(&self, bytes: Vec<u8>) -> Result<(), Vec<u8>> {
         use tokio::sync::TryAcquireError;
-        let n = kib(bytes.len(), self.shared.config.max_buffered_bytes / 1024);
+        let n = kib(bytes.len(), self.shared.config().max_buffered_bytes / 1024);
         match self.buffered.try_acquire_many(n) {
             Ok(p) => p.forget(),
             Err(TryAcquireError::Closed) => return Ok(()),
@@ -186,7 +186,7 @@ impl Conn {
 
     /// Whether requests are still being worked on (writes awaiting the writer, searches).
     pub(crate) fn busy(&self) -> bool {
-        self.permits.available_permits() < self.shared.config.max_outstanding.max(1)
+        self.permits.available_permits() < self.shared.config().max_outstanding.max(1)
             || self.running.lock().map(|m| !m.is_empty()).unwrap_or(true)
     }
 }

@@ -9,12 +9,18 @@
 //! (plain TCP and Unix sockets), and a write task writes whatever is queued at other times,
 //! coalesced into one `write_all` (see `reply`).
 //!
-//! Limits (style.md rule 6): `max_pdu_size` bytes per PDU (larger → Notice of Disconnection),
-//! `max_outstanding` requests in progress per connection (the loop stops reading until one ends).
+//! Limits (style.md rule 6): `max_pdu_size` bytes per PDU, `max_pdu_size_anonymous` before a
+//! bind (larger → Notice of Disconnection as soon as the header arrives); a request larger than
+//! the connection's own buffer is paid for from the shared budget (`incoming`,
+//! `max_incoming_bytes`) before it is read; `max_outstanding` requests in progress per
+//! connection (the loop stops reading until one ends); `idle_timeout`,
+//! `idle_timeout_anonymous` and `pdu_timeout_anonymous` bound the waits for a client.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use proto::{tags, LdapMessage, ProtocolOp, ResultCode};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -23,6 +29,7 @@ use tokio::sync::{oneshot, Semaphore};
 
 use crate::controls::OpKind;
 use crate::error::LdapError;
+use crate::incoming::{RequestBuf, Room};
 use crate::op::{Next, Op};
 use crate::ops;
 use crate::reply::{flush_now, notice_of_disconnection, result_pdu, write_loop, Conn, Outbox};
@@ -129,7 +136,7 @@ async fn handshake<S>(
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
 {
-    let config = shared.tls.clone()?;
+    let config = shared.live.load().tls.clone()?;
     let accept = tokio_rustls::TlsAcceptor::from(config).accept(stream);
     match tokio::time::timeout(crate::tls::HANDSHAKE_TIMEOUT, accept).await {
         Ok(Ok(tls)) => {
@@ -244,10 +251,10 @@ where
         .counters
         .connections
         .load(std::sync::atomic::Ordering::Relaxed);
-    let budget = (shared.config.max_buffered_bytes / 1024).max(1);
+    let budget = (shared.config().max_buffered_bytes / 1024).max(1);
     let buffered = Arc::new(Semaphore::new(budget));
-    let write_timeout = (shared.config.write_timeout > 0)
-        .then(|| std::time::Duration::from_secs(shared.config.write_timeout));
+    let write_timeout = (shared.config().write_timeout > 0)
+        .then(|| std::time::Duration::from_secs(shared.config().write_timeout));
     let writer = tokio::spawn(write_loop(
         shared.clone(),
         slot.clone(),
@@ -257,11 +264,8 @@ where
         write_timeout,
         peer,
     ));
-    let idle = (shared.config.idle_timeout > 0)
-        .then(|| std::time::Duration::from_secs(shared.config.idle_timeout));
-    let max_pdu = shared.config.max_pdu_size;
     let log_tag = crate::logs::conn_tag(
-        shared.config.access_log_format,
+        shared.config().access_log_format,
         conn_id,
         match tls.as_ref().and_then(|t| t.local) {
             Some(_) => None,
@@ -269,7 +273,7 @@ where
         },
     );
     let conn = Arc::new(Conn {
-        permits: Arc::new(Semaphore::new(shared.config.max_outstanding.max(1))),
+        permits: Arc::new(Semaphore::new(shared.config().max_outstanding.max(1))),
         shared,
         out,
         running: Mutex::new(HashMap::new()),
@@ -297,14 +301,17 @@ where
             None => "CONNECT tls=no",
         },
     );
-    let mut buf: Vec<u8> = Vec::with_capacity(16 * 1024);
+    let mut req = RequestBuf::new();
+    // When the first byte of the partial request in `req` arrived (`pdu_timeout_anonymous`).
+    let mut pdu_started: Option<Instant> = None;
     'conn: loop {
         let mut start = 0;
         loop {
-            match proto::frame(&buf[start..], max_pdu) {
+            let (max_pdu, limit_key) = conn.shared.config().pdu_limit(identity.is_anonymous());
+            match proto::frame(&req.buf[start..], max_pdu) {
                 Ok(Some(n)) => {
                     let end = start + n;
-                    let next = dispatch(&conn, &buf[start..end], &mut identity).await;
+                    let next = dispatch(&conn, &req.buf[start..end], &mut identity).await;
                     start = end;
                     match next {
                         Next::Continue => {}
@@ -313,7 +320,7 @@ where
                         Next::StartTls => {
                             // RFC 4511 §4.14.1: the client sends nothing more until the TLS
                             // handshake; bytes that arrived anyway make the connection unusable.
-                            if start != buf.len() {
+                            if start != req.buf.len() {
                                 break 'conn;
                             }
                             // The writer writes the queued response and hands its half back
@@ -329,6 +336,33 @@ where
                     }
                 }
                 Ok(None) => break,
+                // Refused from its header alone, before its body is read.
+                Err(proto::FrameError::TooLarge { len, max }) => {
+                    tracing::debug!(%peer, "closing connection: request of {len} bytes over {limit_key} ({max})");
+                    let size = if len == usize::MAX {
+                        String::new()
+                    } else {
+                        format!(" of {len} bytes")
+                    };
+                    let msg = if limit_key == "max_pdu_size_anonymous" {
+                        format!(
+                            "request{size} is larger than the {max} bytes a connection may send \
+                             before it binds (max_pdu_size_anonymous)"
+                        )
+                    } else {
+                        format!("request{size} is larger than the server accepts ({max} bytes, max_pdu_size)")
+                    };
+                    let size = if len == usize::MAX { 0 } else { len };
+                    conn.log_event(
+                        0,
+                        &identity,
+                        &format!("PDU-TOO-LARGE size={size} limit={limit_key}"),
+                    );
+                    let _ = conn
+                        .send(notice_of_disconnection(ResultCode::ProtocolError, &msg))
+                        .await;
+                    break 'conn;
+                }
                 Err(e) => {
                     tracing::debug!(%peer, "closing connection: {e}");
                     let _ = conn
@@ -345,34 +379,60 @@ where
         if direct {
             flush_now(&conn, &slot);
         }
-        buf.drain(..start);
-        if buf.capacity() - buf.len() < 4096 {
-            buf.reserve(16 * 1024);
-        }
-        let reading = async {
-            match idle {
-                None => Some(rd.read_buf(&mut buf).await),
-                Some(t) => loop {
-                    match tokio::time::timeout(t, rd.read_buf(&mut buf)).await {
-                        Ok(r) => break Some(r),
-                        // Silent, but still waiting for its own results: not idle.
-                        Err(_) if conn.busy() => continue,
-                        Err(_) => break None,
+        req.buf.drain(..start);
+        // A request announced larger than the connection's own buffer is paid for from the
+        // shared budget before its bytes are read (`incoming`).
+        let need = proto::announced_len(&req.buf, usize::MAX)
+            .ok()
+            .flatten()
+            .unwrap_or(0);
+        pdu_started = match pdu_started {
+            _ if req.buf.is_empty() => None,
+            // The request before it ended in the last read, so this one started there.
+            Some(_) if start > 0 => Some(Instant::now()),
+            Some(t) => Some(t),
+            None => Some(Instant::now()),
+        };
+        let anonymous = identity.is_anonymous();
+        let config = &conn.shared.config();
+        let pdu_deadline = pdu_started
+            .filter(|_| anonymous && config.pdu_timeout_anonymous > 0)
+            .map(|t| t + Duration::from_secs(config.pdu_timeout_anonymous));
+        let limits = Patience {
+            // In the middle of a request the time it may take is what counts, not silence.
+            idle: match pdu_deadline {
+                Some(_) => None,
+                None => config.idle_limit(anonymous),
+            },
+            pdu_deadline,
+        };
+        let room = match req.room(need) {
+            Room::Ready(n) => n,
+            Room::Charge(bytes) => {
+                let budget = &conn.shared.incoming;
+                match limits.bound(&conn, req.charge(budget, bytes, need)).await {
+                    Ok(true) => match req.room(need) {
+                        Room::Ready(n) => n,
+                        Room::Charge(_) => break 'conn,
+                    },
+                    Ok(false) => break 'conn,
+                    Err(cut) => {
+                        cut.report(&conn, &identity).await;
+                        break 'conn;
                     }
-                },
+                }
             }
         };
-        // The write half gives up on a client that leaves its responses unread
-        // (`write_timeout`): then nothing more can be answered, so stop reading too.
-        let read = tokio::select! {
-            r = reading => match r {
-                Some(r) => r,
-                None => {
-                    conn.log_event(0, &identity, "IDLE-TIMEOUT");
-                    break 'conn;
-                }
-            },
-            () = conn.out.closed() => break 'conn,
+        // At most to the end of a large request, so that the buffer never holds more than
+        // what was paid for.
+        let mut limited = (&mut rd).take(room as u64);
+        let reading = limited.read_buf(&mut req.buf);
+        let read = match limits.bound(&conn, reading).await {
+            Ok(r) => r,
+            Err(cut) => {
+                cut.report(&conn, &identity).await;
+                break 'conn;
+            }
         };
         match read {
             Ok(0) | Err(_) => break,
@@ -396,10 +456,81 @@ where
     Ended::Closed
 }
 
+/// How long the read loop waits for a client (to send, or for the budget its request needs).
+struct Patience {
+    /// `idle_timeout` (or `idle_timeout_anonymous`): silence with nothing in progress.
+    idle: Option<Duration>,
+    /// `pdu_timeout_anonymous`: when the partial request must have arrived in full.
+    pdu_deadline: Option<Instant>,
+}
+
+/// Why the read loop stopped waiting.
+enum Cut {
+    Idle,
+    PduTimeout,
+    /// The write half gave up on a client that leaves its responses unread (`write_timeout`):
+    /// nothing more can be answered.
+    WriterGone,
+}
+
+impl Patience {
+    /// Runs `fut` unless a limit is reached first. A connection whose own operations are
+    /// still running is not idle, however silent.
+    async fn bound<T>(&self, conn: &Conn, fut: impl Future<Output = T>) -> Result<T, Cut> {
+        let mut fut = std::pin::pin!(fut);
+        let pdu_timeout = async {
+            match self.pdu_deadline {
+                Some(d) => tokio::time::sleep_until(d.into()).await,
+                None => std::future::pending().await,
+            }
+        };
+        let mut pdu_timeout = std::pin::pin!(pdu_timeout);
+        loop {
+            let idle = async {
+                match self.idle {
+                    Some(t) => tokio::time::sleep(t).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                r = &mut fut => return Ok(r),
+                () = idle => {
+                    if !conn.busy() {
+                        return Err(Cut::Idle);
+                    }
+                }
+                () = &mut pdu_timeout => return Err(Cut::PduTimeout),
+                () = conn.out.closed() => return Err(Cut::WriterGone),
+            }
+        }
+    }
+}
+
+impl Cut {
+    /// Logs why the connection ends and tells the client where there is something to say.
+    async fn report(self, conn: &Conn, identity: &Identity) {
+        match self {
+            Cut::Idle => conn.log_event(0, identity, "IDLE-TIMEOUT"),
+            Cut::PduTimeout => {
+                let secs = conn.shared.config().pdu_timeout_anonymous;
+                conn.log_event(0, identity, "PDU-TIMEOUT limit=pdu_timeout_anonymous");
+                let msg = format!(
+                    "request not received in full within {secs} s of its first byte \
+                     (pdu_timeout_anonymous, for connections that have not bound)"
+                );
+                let _ = conn
+                    .send(notice_of_disconnection(ResultCode::TimeLimitExceeded, &msg))
+                    .await;
+            }
+            Cut::WriterGone => {}
+        }
+    }
+}
+
 async fn dispatch(conn: &Arc<Conn>, pdu: &[u8], identity: &mut Arc<Identity>) -> Next {
     let limits = proto::DecodeLimits {
-        max_ber_depth: conn.shared.config.max_ber_depth,
-        max_filter_depth: conn.shared.config.max_filter_depth,
+        max_ber_depth: conn.shared.config().max_ber_depth,
+        max_filter_depth: conn.shared.config().max_filter_depth,
     };
     let msg = match LdapMessage::decode_with(pdu, &limits) {
         Ok(m) => m,
@@ -415,7 +546,7 @@ async fn dispatch(conn: &Arc<Conn>, pdu: &[u8], identity: &mut Arc<Identity>) ->
     };
     let id = msg.id;
     let kind = OpKind::of(&msg.op);
-    let max_controls = conn.shared.config.max_controls_per_request;
+    let max_controls = conn.shared.config().max_controls_per_request;
     let controls = if max_controls > 0 && msg.controls.len() > max_controls {
         Err(LdapError::new(
             ResultCode::AdminLimitExceeded,
@@ -425,7 +556,7 @@ async fn dispatch(conn: &Arc<Conn>, pdu: &[u8], identity: &mut Arc<Identity>) ->
             ),
         ))
     } else {
-        let features = crate::controls::Features::of(&conn.shared.config);
+        let features = crate::controls::Features::of(&conn.shared.config());
         crate::controls::parse(&msg.controls, kind, &limits, features)
             .and_then(|mut c| c.check_schema(&conn.shared.schema()).map(|()| c))
     };

@@ -139,18 +139,18 @@ impl Counters {
 pub struct Shared {
     /// The directory itself; `Shared` derefs to it.
     pub dit: dit::Dit,
-    pub config: Config,
+    /// The configuration in force: a reload swaps it whole (`Shared::config`).
+    pub(crate) config: arc_swap::ArcSwap<Config>,
     pub lockout: crate::lockout::Lockout,
     /// Password checks: inline for cheap schemes, cached or on the blocking pool for slow ones.
     pub credentials: crate::credcache::Credentials,
-    /// `authz_map`: SASL EXTERNAL identities (certificate subjects, ldapi peers) to entries.
-    pub authz: dit::authz::AuthzMap,
-    /// A hash of the configured scheme and cost, verified for binds to DNs without a
-    /// password so that they take as long as binds to DNs with one.
-    pub(crate) dummy_password: Vec<u8>,
-    /// For LDAPS and StartTLS; `None` for a memory-only server.
-    pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// What a reload replaces whole: TLS, SASL mappings, monitor readers (`reload::Live`).
+    pub(crate) live: arc_swap::ArcSwap<crate::reload::Live>,
+    pub(crate) reloads: crate::reload::Reloads,
     pub connections: Arc<crate::connlimit::Connections>,
+    /// Bytes of large requests being received, shared by all connections
+    /// (`max_incoming_bytes`).
+    pub incoming: crate::incoming::Budget,
     pub access_log: crate::logs::LogSink,
     pub audit_log: crate::logs::LogSink,
     pub counters: Counters,
@@ -168,6 +168,12 @@ pub struct Shared {
 }
 
 impl Shared {
+    /// The configuration in force. An operation reads the keys it needs once, so a reload
+    /// in between changes the next operation, not half of one.
+    pub fn config(&self) -> arc_swap::Guard<Arc<Config>> {
+        self.config.load()
+    }
+
     /// A paced snapshot (`snapshot_cpu_share`) of the newest version, written on the blocking
     /// pool while the server keeps serving: the periodic ones and those the administrator asks
     /// for. `Ok(None)` when another one is being written, the version is on disk already, or
@@ -182,7 +188,7 @@ impl Shared {
     ) -> Result<Option<crate::SnapshotReport>, String> {
         let sh = self.clone();
         tokio::task::spawn_blocking(move || match &sh.persistence {
-            Some(p) => p.snapshot(&sh.store, sh.config.snapshot_cpu_share),
+            Some(p) => p.snapshot(&sh.store, sh.config().snapshot_cpu_share),
             None => Ok(None),
         })
         .await

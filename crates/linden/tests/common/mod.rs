@@ -15,3 +15,5 @@ pub fn linden(args: &[&str]) -> (i32, String, String) {
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+pub mod notify;

@@ -39,6 +39,11 @@ pub use dit::overlays::unique::UniqueSpec;
 /// Default of `credential_cache_entries`: 100,000 verified credentials, about 10 MB.
 pub const DEFAULT_CREDENTIAL_CACHE_ENTRIES: usize = 100_000;
 
+/// Default of `listen_backlog`. OpenLDAP's source listens with 1024 (`SLAPD_LISTEN_BACKLOG`,
+/// raised at build time by some packagers); twice that absorbs a burst of reconnecting
+/// clients (every server of a farm restarting its pool at once) without SYN retries.
+pub const DEFAULT_LISTEN_BACKLOG: u32 = 2048;
+
 /// Whether a key's new value can be applied to a running server (SIGHUP, `linden reload`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reload {
@@ -320,6 +325,13 @@ keys! {
     /// Largest request accepted, in bytes; a larger one ends the connection with a Notice of
     /// Disconnection (protocolError).
     max_pdu_size: usize = 16 * 1024 * 1024, Int::<1>, Live, flag "BYTES";
+    /// Largest request accepted from a connection that has not bound (the bind request itself
+    /// must fit), as slapd's sockbuf_max_incoming; larger ones get a Notice of Disconnection as
+    /// soon as their header arrives.
+    max_pdu_size_anonymous: usize = 256 * 1024, Int::<1024>, Live, flag "BYTES";
+    /// Bytes of partly received large requests all connections together may hold (beyond
+    /// 16 KiB each); a connection whose request needs more waits, its reads paused.
+    max_incoming_bytes: usize = 256 << 20, Int::<1>, Restart, flag "BYTES";
     /// Requests one connection may have in progress before the server stops reading from it
     /// (new connections).
     max_outstanding: usize = 256, Int::<1>, Live, flag "N";
@@ -363,6 +375,16 @@ keys! {
     /// Seconds a connection with nothing in progress may stay silent before it is closed
     /// (0: never, as slapd).
     idle_timeout: u64 = 0, Int::<0>, Live, flag "SECONDS";
+    /// The same for connections that have not bound (0: only idle_timeout applies); the
+    /// smaller of the two applies to them.
+    idle_timeout_anonymous: u64 = 300, Int::<0>, Live, flag "SECONDS";
+    /// Seconds a connection that has not bound may take to send one request, from its first
+    /// byte to its last (0: no limit); then it gets a Notice of Disconnection.
+    pdu_timeout_anonymous: u64 = 30, Int::<0>, Live, flag "SECONDS";
+    /// The accept queue of each TCP listener (listen(2) backlog), capped by the kernel's
+    /// net.core.somaxconn.
+    listen_backlog: u32 = DEFAULT_LISTEN_BACKLOG, Range::<1, 2147483647>("a backlog"), Restart,
+        flag "N";
     /// Response bytes queued for one connection before producers wait (new connections).
     max_buffered_bytes: usize = 8 << 20, Int::<65536>, Live, flag "BYTES";
     /// Seconds a client may leave queued responses unread before it is disconnected (0:
@@ -500,7 +522,57 @@ impl Config {
             .cost
             .check()
             .map_err(|e| format!("key {e}"))?;
+        // The budget counts bytes in a semaphore, one request taking at most u32::MAX.
+        if self.max_pdu_size > u32::MAX as usize {
+            return Err(format!(
+                "max_pdu_size: at most {} bytes, found {}",
+                u32::MAX,
+                self.max_pdu_size
+            ));
+        }
+        if self.max_incoming_bytes < self.max_pdu_size {
+            return Err(format!(
+                "max_incoming_bytes ({}) must be at least max_pdu_size ({}): a request of the \
+                 largest size allowed could never be received",
+                self.max_incoming_bytes, self.max_pdu_size
+            ));
+        }
+        if self.max_incoming_bytes > tokio::sync::Semaphore::MAX_PERMITS {
+            return Err(format!(
+                "max_incoming_bytes: at most {} bytes, found {}",
+                tokio::sync::Semaphore::MAX_PERMITS,
+                self.max_incoming_bytes
+            ));
+        }
         Ok(())
+    }
+
+    /// The largest request a connection may send (`anonymous`: it has not bound), and the
+    /// key that sets it.
+    pub fn pdu_limit(&self, anonymous: bool) -> (usize, &'static str) {
+        if anonymous && self.max_pdu_size_anonymous < self.max_pdu_size {
+            (self.max_pdu_size_anonymous, "max_pdu_size_anonymous")
+        } else {
+            (self.max_pdu_size, "max_pdu_size")
+        }
+    }
+
+    /// How long a connection with nothing in progress may stay silent (`None`: for ever):
+    /// `idle_timeout`, and for one that has not bound the smaller of it and
+    /// `idle_timeout_anonymous` (0 = off, for either).
+    pub fn idle_limit(&self, anonymous: bool) -> Option<Duration> {
+        let secs = [
+            self.idle_timeout,
+            if anonymous {
+                self.idle_timeout_anonymous
+            } else {
+                0
+            },
+        ]
+        .into_iter()
+        .filter(|&s| s > 0)
+        .min()?;
+        Some(Duration::from_secs(secs))
     }
 
     /// The schema bundles to load: `schemas`, and `ppolicy` when the password policy is on
@@ -552,6 +624,16 @@ impl Config {
             window: self.bind_lockout_seconds,
             max_delay: self.bind_throttle_max_ms,
             trusted: self.bind_trusted_addresses.clone(),
+        }
+    }
+
+    /// What the write path limits on one request (`max_values_per_attribute`,
+    /// `max_attributes_per_request`, `max_subtree_delete`).
+    pub fn write_limits(&self) -> dit::WriteLimits {
+        dit::WriteLimits {
+            max_values_per_attribute: self.max_values_per_attribute,
+            max_attributes_per_request: self.max_attributes_per_request,
+            max_subtree_delete: self.max_subtree_delete,
         }
     }
 

@@ -110,7 +110,7 @@ pub async fn bind(
 
 /// `require_tls_for_bind`: passwords only over TLS.
 fn require_tls(shared: &Shared, tls: Option<&TlsInfo>) -> LdapResult<()> {
-    if shared.config.require_tls_for_bind && tls.is_none() {
+    if shared.config().require_tls_for_bind && tls.is_none() {
         return Err(LdapError::new(
             ResultCode::ConfidentialityRequired,
             "binds with a password require TLS (use StartTLS or ldaps)",
@@ -129,8 +129,10 @@ pub(crate) async fn check_password(
     peer: IpAddr,
 ) -> bool {
     let v = shared.store.read();
+    let config = shared.config();
+    let live = shared.live.load();
     let stored: Vec<&[u8]> = if *ndn == shared.admin {
-        vec![&shared.config.admin_password_hash]
+        vec![&config.admin_password_hash]
     } else {
         // The entry's password counts only where the rules let an anonymous client use it
         // (`auth`); otherwise the bind fails like a wrong password.
@@ -139,7 +141,7 @@ pub(crate) async fn check_password(
         v.lookup(ndn)
             .filter(|e| {
                 anonymous
-                    .entry(&shared.acl, &schema, e)
+                    .entry(&schema, e)
                     .can(Some(shared.known.user_password), Rights::AUTH)
             })
             .and_then(|e| e.attr(shared.known.user_password))
@@ -148,7 +150,7 @@ pub(crate) async fn check_password(
     };
     // A DN without a password costs the same work as one with a wrong password.
     let (stored, real) = if stored.is_empty() {
-        (vec![&shared.dummy_password[..]], false)
+        (vec![&live.dummy_password[..]], false)
     } else {
         (stored, true)
     };

@@ -93,6 +93,34 @@ pub(crate) async fn handle(op: Op, req: &ExtendedRequest<'_>) -> Next {
             Ok(name) => finish_ext(op, Ok(Some(name.into_bytes()))).await,
             Err(e) => finish_ext(op, Err(&e)).await,
         },
+        crate::RELOAD_OID => {
+            let r = if who.is_admin {
+                // Reading files and building rules and certificates: off the connection's task.
+                let sh = shared.clone();
+                tokio::task::spawn_blocking(move || sh.reload_from_source())
+                    .await
+                    .map_err(|e| LdapError::new(ResultCode::Other, format!("reload failed: {e}")))
+                    .and_then(|report| {
+                        if report.ok() {
+                            Ok(report.summary())
+                        } else {
+                            Err(LdapError::new(
+                                ResultCode::UnwillingToPerform,
+                                report.summary(),
+                            ))
+                        }
+                    })
+            } else {
+                Err(LdapError::new(
+                    ResultCode::InsufficientAccessRights,
+                    "only the administrator may reload the configuration",
+                ))
+            };
+            match r {
+                Ok(summary) => finish_ext(op, Ok(Some(summary.into_bytes()))).await,
+                Err(e) => finish_ext(op, Err(&e)).await,
+            }
+        }
         _ => {
             let e = LdapError::new(
                 ResultCode::ProtocolError,
@@ -162,7 +190,7 @@ fn start_tls(conn: &Arc<Conn>, id: i32) -> (Next, Vec<u8>, ResultCode) {
             ResultCode::OperationsError,
             "TLS is already established on this connection",
         )
-    } else if shared.tls.is_none() {
+    } else if shared.live.load().tls.is_none() {
         refuse(
             ResultCode::Unavailable,
             "TLS is not available on this server",
@@ -290,7 +318,7 @@ async fn password_modify(
     // Hashing and checking the old password happen on the blocking pool, not on this task nor
     // on the writer. The writer applies the change only if the stored passwords are still
     // those the old one was checked against; if they changed meanwhile, the check is redone.
-    let policy = shared.config.password_policy();
+    let policy = shared.config().password_policy();
     let hashed = on_blocking_pool(move || policy.hash(&new_pw)).await?;
     let user_password = shared.known.user_password;
     for _ in 0..PASSWORD_CHECKS {

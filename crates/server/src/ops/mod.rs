@@ -172,7 +172,7 @@ fn read_entry_controls(op: &mut Op, applied: &Applied) {
         let attrs: Vec<std::borrow::Cow<'_, [u8]>> =
             attrs.attrs.into_iter().map(Into::into).collect();
         let sel = search::Selection::parse(schema, &attrs, false);
-        let access = view.as_ref().map(|view| view.entry(&shared.acl, schema, e));
+        let access = view.as_ref().map(|view| view.entry(schema, e));
         let mut value = Vec::with_capacity(256);
         // With the version the computed attributes (entryDN, hasSubordinates,
         // subschemaSubentry) are returned too, as in a search and as slapd does.

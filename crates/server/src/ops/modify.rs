@@ -29,7 +29,7 @@ async fn hash_passwords_of(shared: &Arc<Shared>, mods: Vec<Mod>) -> LdapResult<V
         let mut mods = mods;
         for m in &mut mods {
             if has_cleartext_password(user_password, m) {
-                hash_passwords(&sh.password_hash, &mut m.values);
+                hash_passwords(&sh.password_policy(), &mut m.values);
             }
         }
         mods

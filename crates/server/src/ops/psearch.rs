@@ -55,7 +55,7 @@ pub(crate) async fn start(op: Op, req: &SearchRequest<'_>, ps: PersistentSearch)
     let who = op.who.clone();
     let stop = match conn
         .psearches
-        .register(id, shared.config.max_persistent_searches)
+        .register(id, shared.config().max_persistent_searches)
     {
         Ok(s) => s,
         Err(e) => {
@@ -66,7 +66,7 @@ pub(crate) async fn start(op: Op, req: &SearchRequest<'_>, ps: PersistentSearch)
     // Subscribe first, then take the version: see the module comment.
     let sub = shared
         .store
-        .subscribe(shared.config.persistent_search_queue);
+        .subscribe(shared.config().persistent_search_queue);
     let v = shared.store.read();
     let refused = match search::prepare(shared, &v, req, &who, &conn.bases) {
         Err(e) => Err(e),
@@ -85,7 +85,7 @@ pub(crate) async fn start(op: Op, req: &SearchRequest<'_>, ps: PersistentSearch)
             let seen = p.root
                 || !ps.changes_only
                 || v.lookup(&p.base).is_some_and(|e| {
-                    p.view.is_admin() || p.view.entry(&shared.acl, &shared.schema(), e).visible()
+                    p.view.is_admin() || p.view.entry(&shared.schema(), e).visible()
                 });
             if seen {
                 Ok(p)
@@ -181,7 +181,7 @@ async fn follow(
                         format!(
                             "persistent search fell more than {} changes behind \
                              (persistent_search_queue) and was ended; search again",
-                            conn.shared.config.persistent_search_queue
+                            conn.shared.config().persistent_search_queue
                         ),
                     )),
                     sent,
@@ -269,7 +269,7 @@ fn encode_batch(
         if !in_scope(shared, p, e.ndn_str()) || p.filter.eval(schema, e) != Tri::True {
             continue;
         }
-        let access = (!p.view.is_admin()).then(|| p.view.entry(&shared.acl, schema, e));
+        let access = (!p.view.is_admin()).then(|| p.view.entry(schema, e));
         if let Some(a) = &access {
             if !a.visible() || !search::searchable_here(schema, p, a, e) {
                 continue;

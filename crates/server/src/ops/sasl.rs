@@ -30,7 +30,7 @@ fn invalid(why: &str) -> LdapError {
 pub(crate) fn identity_of(shared: &Shared, ndn: &NormDn) -> Option<Identity> {
     if *ndn == shared.admin {
         return Some(Identity {
-            dn: shared.config.admin_dn.clone(),
+            dn: shared.config().admin_dn.clone(),
             ndn: Some(ndn.clone()),
             is_admin: true,
         });
@@ -129,7 +129,7 @@ pub(crate) fn external(
 /// The entry (or administrator) the `authz_map` rules map an authentication identity to;
 /// `None` when no rule matches it.
 fn mapped(shared: &Shared, authc: &str) -> LdapResult<Option<Identity>> {
-    match shared.authz.map(shared, authc) {
+    match shared.live.load().authz.map(shared, authc) {
         Mapped::Unmapped => Ok(None),
         Mapped::Nothing(why) => Err(invalid(&format!("'{authc}' maps to no entry: {why}"))),
         Mapped::Dn(ndn) => identity_of(shared, &ndn).map(Some).ok_or_else(|| {

@@ -169,7 +169,7 @@ pub(crate) fn prepare(
     who: &Identity,
     bases: &std::sync::Mutex<dit::DnCache>,
 ) -> LdapResult<Prepared> {
-    let max_attrs = shared.config.max_requested_attributes;
+    let max_attrs = shared.config().max_requested_attributes;
     if max_attrs > 0 && req.attributes.len() > max_attrs {
         return Err(LdapError::new(
             ResultCode::AdminLimitExceeded,
@@ -202,7 +202,7 @@ pub(crate) fn prepare(
             (c, s) => c.min(s),
         }
     };
-    let c = &shared.config;
+    let c = &shared.config();
     let (size, time) = if who.is_anonymous() {
         (c.size_limit_anonymous, c.time_limit_anonymous)
     } else {
@@ -220,7 +220,7 @@ pub(crate) fn prepare(
         || crate::monitor::serves(shared, &base, who);
     let filter = compile(
         schema,
-        &mut |ty| match view.searchable(&shared.acl, schema, ty) {
+        &mut |ty| match view.searchable(schema, ty) {
             _ if outside => true,
             acl::Searchable::Always => true,
             acl::Searchable::Never => false,
@@ -502,7 +502,7 @@ impl Ran {
             let next = match pg.cursor {
                 Some(c) if self.outcome.is_ok() && !c.left.is_empty() => {
                     let total = c.sent + c.left.len();
-                    let max = op.conn.shared.config.max_paged_searches;
+                    let max = op.conn.shared.config().max_paged_searches;
                     let cookie = op
                         .conn
                         .paged
@@ -602,7 +602,7 @@ fn deref_control(
                 .and_then(|(_, ndn)| v.lookup(&ndn));
             let mut attrs = Vec::new();
             if let Some(t) = target {
-                let t_access = (!view.is_admin()).then(|| view.entry(&shared.acl, schema, t));
+                let t_access = (!view.is_admin()).then(|| view.entry(schema, t));
                 if t_access.as_ref().is_none_or(|a| a.visible()) {
                     for &ty in &spec.attrs {
                         let vals = plain(t, ty);
@@ -666,7 +666,7 @@ pub(crate) fn walk(
         let mut check = |e: &Arc<Entry>| -> ControlFlow<()> {
             // Hidden entries are skipped before the visitor sees them, so that a limit
             // reached never hints at entries the requester may not see.
-            let access = (!p.view.is_admin()).then(|| p.view.entry(&shared.acl, schema, e));
+            let access = (!p.view.is_admin()).then(|| p.view.entry(schema, e));
             if let Some(a) = &access {
                 if !a.visible() || !searchable_here(schema, p, a, e) {
                     return ControlFlow::Continue(());
@@ -739,7 +739,7 @@ pub(crate) fn execute(
         }
     } else {
         match v.lookup(&p.base) {
-            Some(e) if p.view.entry(&shared.acl, schema, e).visible() => bases.push(e.clone()),
+            Some(e) if p.view.entry(schema, e).visible() => bases.push(e.clone()),
             _ => {
                 ran.outcome = Err(shared.no_such_object_for(v, &p.base, &p.view));
                 return Some(ran);
@@ -835,7 +835,7 @@ pub(crate) fn execute(
                     }
                     taken += 1;
                     let Some(e) = v.get(eid) else { continue };
-                    let access = (!p.view.is_admin()).then(|| p.view.entry(&shared.acl, schema, e));
+                    let access = (!p.view.is_admin()).then(|| p.view.entry(schema, e));
                     c.sent += 1;
                     if !emit(&mut ran, e, access.as_ref()) {
                         gone = true;

@@ -190,7 +190,7 @@ fn resolve(
     }
     // As slapd: the keys are checked first (when it parses the control), then their number
     // and the company the control keeps.
-    let max_keys = shared.config.max_sort_keys;
+    let max_keys = shared.config().max_sort_keys;
     if sort.keys.len() > max_keys {
         return Err((
             LdapError::new(
@@ -306,7 +306,7 @@ pub(crate) fn collect(
     let Some(order) = p.order.as_ref() else {
         return Err(LdapError::new(ResultCode::Other, "search is not sorted"));
     };
-    let max = shared.config.max_sort_entries;
+    let max = shared.config().max_sort_entries;
     let mut rows: Vec<(u32, Vec<Option<Vec<u8>>>)> = Vec::new();
     let mut over = false;
     let w = walk(shared, v, p, bases, abandoned, &mut |e, access| {
@@ -382,8 +382,7 @@ pub(crate) fn send(
     let shared = &*conn.shared;
     let schema = &*shared.schema();
     let order = p.order.as_ref()?;
-    let access =
-        |e: &Arc<Entry>| (!p.view.is_admin()).then(|| p.view.entry(&shared.acl, schema, e));
+    let access = |e: &Arc<Entry>| (!p.view.is_admin()).then(|| p.view.entry(schema, e));
     let Some(vlv) = &order.vlv else {
         let (list, w) = match collect(shared, v, p, bases, abandoned, walk) {
             Ok(x) => x,
@@ -421,7 +420,7 @@ pub(crate) fn send(
             }
             list.key = order.list_key;
             let list = Arc::new(list);
-            let max = shared.config.max_vlv_contexts;
+            let max = shared.config().max_vlv_contexts;
             let id = conn
                 .vlv
                 .lock()

@@ -74,7 +74,7 @@ fn context_csn_type(schema: &schema::Schema) -> Option<AttrId> {
 /// Whether a change of the feed only moved the contextCSN of a naming context: the write
 /// path's bookkeeping, not a change clients asked for.
 pub(crate) fn only_context_csn(shared: &Shared, c: &store::Change) -> bool {
-    if !shared.config.syncprov {
+    if !shared.config().syncprov {
         return false;
     }
     let (Some(b), Some(a)) = (&c.before, &c.after) else {
@@ -378,7 +378,7 @@ pub(crate) async fn start(op: Op, req: &SearchRequest<'_>, sync: SyncRequest<'st
     };
     let stop = match conn
         .psearches
-        .register(id, shared.config.max_persistent_searches)
+        .register(id, shared.config().max_persistent_searches)
     {
         Ok(s) => s,
         Err(e) => {
@@ -388,7 +388,7 @@ pub(crate) async fn start(op: Op, req: &SearchRequest<'_>, sync: SyncRequest<'st
     };
     // Subscribe first, then take the version (see `ops::psearch`).
     let persist = sync.mode == proto::controls::sync::Mode::RefreshAndPersist;
-    let sub = persist.then(|| shared.store.subscribe(shared.config.syncprov_queue));
+    let sub = persist.then(|| shared.store.subscribe(shared.config().syncprov_queue));
     let v = shared.store.read();
     let prepared = search::prepare(&shared, &v, req, &who, &op.conn.bases).and_then(|p| {
         let suffix = (!p.root)
@@ -471,7 +471,7 @@ impl Task {
 
     /// The cookie for contextCSN values `csns`.
     fn cookie(&self, csns: &[String]) -> Vec<u8> {
-        let sid = self.shared().config.server_id;
+        let sid = self.shared().config().server_id;
         SyncCookie {
             rid: self.rid,
             sid: (sid != 0).then_some(sid),
@@ -622,7 +622,7 @@ impl Task {
             gone: Vec::new(),
         };
         let base = match v.lookup(&p.base) {
-            Some(e) if p.view.entry(&shared.acl, schema, e).visible() => e.clone(),
+            Some(e) if p.view.entry(schema, e).visible() => e.clone(),
             _ => {
                 r.outcome = Err(shared.no_such_object_for(v, &p.base, &p.view));
                 return Some(r);
@@ -694,11 +694,10 @@ impl Task {
         schema: &'e schema::Schema,
         e: &Entry,
     ) -> Option<Option<acl::EntryAccess<'e>>> {
-        let shared = self.shared();
         if !in_scope(p, e.ndn_str()) || p.filter.eval(schema, e) != Tri::True {
             return None;
         }
-        let access = (!p.view.is_admin()).then(|| p.view.entry(&shared.acl, schema, e));
+        let access = (!p.view.is_admin()).then(|| p.view.entry(schema, e));
         if let Some(a) = &access {
             if !a.visible() || !search::searchable_here(schema, p, a, e) {
                 return None;
@@ -784,7 +783,7 @@ impl Task {
                             format!(
                                 "the consumer fell more than {} changes behind (syncprov_queue); \
                                  refresh with the last cookie",
-                                shared.config.syncprov_queue
+                                shared.config().syncprov_queue
                             ),
                         )),
                         sent,

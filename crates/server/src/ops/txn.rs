@@ -44,7 +44,7 @@ pub(crate) fn start(conn: &Conn, value: Option<&[u8]>) -> LdapResult<Vec<u8>> {
             "no request data expected",
         ));
     }
-    let max = conn.shared.config.max_transactions;
+    let max = conn.shared.config().max_transactions;
     let mut t = conn.txns.lock();
     if max == 0 {
         return Err(LdapError::new(
@@ -88,7 +88,7 @@ fn enqueue(op: &Op, txn_id: Vec<u8>, change: LdapResult<Change>, audit: Audit) -
         ));
     }
     let conn = &op.conn;
-    let max = conn.shared.config.max_transaction_ops;
+    let max = conn.shared.config().max_transaction_ops;
     let mut t = conn.txns.lock();
     let ops = t.open.get_mut(&txn_id).ok_or_else(invalid_id)?;
     let change = change?;
