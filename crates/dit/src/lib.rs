@@ -116,8 +116,9 @@ pub struct Dit {
     /// `cn=Subschema` as last built, with the generation of the schema it shows: rebuilt by
     /// `subschema()` when the schema was extended since (design.md seam 4).
     pub subschema_cache: arc_swap::ArcSwap<(u64, Arc<Entry>)>,
-    /// The overlays every change passes through, in order (`overlays`).
-    pub overlays: Vec<Box<dyn overlays::Overlay>>,
+    /// The overlays every change passes through, in order (`overlays`): run by the write
+    /// path's door only (`write::write_job`), so private to this crate.
+    pub(crate) overlays: Vec<Box<dyn overlays::Overlay>>,
     /// entryCSN values for changes.
     pub csn: csn::Clock,
     pub limits: WriteLimits,
@@ -175,6 +176,8 @@ impl Dit {
             schema.generation(),
             Arc::new(entries::subschema_entry(&schema)),
         ));
+        let clock = csn::Clock::new(server_id);
+        seed_clock(&clock, &store, &known, &suffixes);
         Ok(Dit {
             store,
             known,
@@ -184,7 +187,7 @@ impl Dit {
             root_dse,
             subschema_cache,
             overlays,
-            csn: csn::Clock::new(server_id),
+            csn: clock,
             limits,
             password_hash: pwhash::Policy::default(),
             monitor: monitor::Registry::default(),
@@ -313,6 +316,26 @@ impl Dit {
             .map(|e| e.dn().to_string())
             .unwrap_or_default();
         LdapError::new(ResultCode::NoSuchObject, "no such object").with_matched(matched)
+    }
+}
+
+/// Seeds the CSN clock with the newest CSN `store` holds (`csn::newest_stored`), so that every
+/// CSN issued from now on sorts after every stored one, whatever the system clock says. A
+/// clock behind that CSN is logged: the server goes on, its CSNs continue from the stored
+/// ones until the clock catches up.
+fn seed_clock(clock: &csn::Clock, store: &Store, known: &Known, suffixes: &[NormDn]) {
+    let v = store.read();
+    let context_csn = v.schema().attr_by_name("contextCSN");
+    let Some(newest) = csn::newest_stored(&v, known.entry_csn, context_csn, suffixes) else {
+        return;
+    };
+    clock.observe(&newest);
+    let behind = clock.ahead_of(std::time::SystemTime::now());
+    if !behind.is_zero() {
+        tracing::warn!(
+            "the system clock is {:.3} s behind the newest stored change (CSN {newest}); CSNs continue from it until the clock catches up (check NTP)",
+            behind.as_secs_f64()
+        );
     }
 }
 
