@@ -12,7 +12,15 @@
 //! then applied in the writer's job by the `apply` of its kind, inside `write::write_job`,
 //! which runs the overlay chain on what was applied. Every `apply` checks access for the
 //! identity it is given on the version it changes, so the protocol layer, start-up entries
-//! (`add::add_now`) and replicated changes share one path.
+//! (`add::add_now`) and Password Modify share one path; what the password policy records on a
+//! bind (`ppolicy::Ppolicy::record_bind_change`) and replicated changes (crate `repl`) pass the
+//! same door as `write::write_job_as`. The door is the only way to the overlay chain: it is
+//! private to this crate (`overlays::run`, `Dit::overlays`), and so is stamping an entryCSN
+//! (`write::stamp_modified`).
+//!
+//! The CSN clock (`csn::Clock`, `Dit::csn`) is seeded by `Dit::new` with the newest CSN the
+//! store holds, so that no CSN issued afterwards sorts before a stored one, whatever the
+//! system clock says.
 //!
 //! [`Dit`] is the directory state every operation shares: the store (whose versions hold the
 //! entries, indexes and schema), the naming contexts, the administrator, the compiled access
@@ -326,9 +334,15 @@ impl Dit {
 fn seed_clock(clock: &csn::Clock, store: &Store, known: &Known, suffixes: &[NormDn]) {
     let v = store.read();
     let context_csn = v.schema().attr_by_name("contextCSN");
+    let t = std::time::Instant::now();
     let Some(newest) = csn::newest_stored(&v, known.entry_csn, context_csn, suffixes) else {
         return;
     };
+    tracing::debug!(
+        "CSN clock seeded with {newest}, the newest of {} entries ({:.3} s)",
+        v.len(),
+        t.elapsed().as_secs_f64()
+    );
     clock.observe(&newest);
     let behind = clock.ahead_of(std::time::SystemTime::now());
     if !behind.is_zero() {

@@ -630,7 +630,7 @@ impl Ppolicy {
     /// slapd's ppolicy does: one password value; then, unless the administrator makes it,
     /// `pwdAllowUserChange` for the user's own change, `pwdSafeModify`, `pwdMinAge` (not after
     /// a reset), the old password, quality and history. Verifies passwords: call it on the
-    /// blocking pool. On success returns the stored value the old password matched, which the
+    /// hashing threads. On success returns the stored value the old password matched, which the
     /// modify deletes in its place.
     pub fn check_change(
         &self,

@@ -55,7 +55,7 @@ pub fn write_job(
 /// change nothing (`f` returns `None`: nothing runs). A `Replicated` change keeps the
 /// provider's entryCSN and stamps (`f` applies them as sent, without the provider's access and
 /// policy checks), and moves the CSN clock to at least its entryCSN, so that a change made
-/// here after it sorts after it (`csn::Clock::observe`); the overlay chain runs on it as on any
+/// here after it sorts after it (`csn::Clock::follow`); the overlay chain runs on it as on any
 /// change (which overlays run on a replica is the configuration's).
 pub fn write_job_as(
     shared: &Dit,
@@ -80,7 +80,7 @@ fn through(shared: &Dit, txn: &mut Txn, origin: Origin, applied: &mut Applied) -
             .and_then(|a| a.first())
             .and_then(|c| std::str::from_utf8(c).ok());
         if let Some(csn) = csn {
-            shared.csn.observe(csn);
+            shared.csn.follow(csn, SystemTime::now());
         }
     }
     crate::overlays::run(shared, txn, applied)

@@ -517,7 +517,7 @@ fn local_change(dit: &Arc<Dit>, dn: &str) -> String {
         })
     })
     .unwrap();
-    value(dit, &dn, "entryCSN").unwrap()
+    value(dit, dn, "entryCSN").unwrap()
 }
 
 /// What the consumer applies moves this server's CSN clock (a Lamport clock): a change made

@@ -3,7 +3,7 @@
 //!
 //! - Cheap schemes (`{SSHA}`, `{SSHA512}`, `{SHA}`, cleartext … : one digest, a few
 //!   microseconds, `pwhash::is_cheap`) are verified inline on the connection's task: a hop to
-//!   the blocking pool and back would cost more than the hash.
+//!   the hashing threads and back would cost more than the hash.
 //! - Slow schemes (Argon2id, PBKDF2, SHA-crypt) first ask the credential cache
 //!   (`pwhash::cache`): a hit is a keyed MAC over (DN, stored value, password) and a table
 //!   lookup. A miss runs the scheme on the hashing threads (`lowprio::Pool`: one per core,

@@ -263,7 +263,7 @@ fn password_modify_is_a_modify_of_user_password_through_the_door() {
         assert_eq!(values(&mut admin, &who, "pwdChangedTime").len(), 1, "{uid}");
         assert_eq!(
             values(&mut admin, &who, "modifiersName"),
-            [who.clone()],
+            std::slice::from_ref(&who),
             "{uid}: stamped as made by the user"
         );
         let (entry, context) = (entry_csn(&mut admin, &who), context_csn(&mut admin));

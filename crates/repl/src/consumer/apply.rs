@@ -568,8 +568,9 @@ pub fn store_cookie(dit: &Dit, txn: &mut Txn, area: &Area, cookie: &Cookie) -> L
         return Ok(());
     };
     // The cookie's CSNs are stored here: every CSN issued from now on must sort after them.
+    let now = std::time::SystemTime::now();
     for c in &cookie.csns {
-        dit.csn.observe(c);
+        dit.csn.follow(c, now);
     }
     let mut kept = stored_cookie(dit, txn.version(), area);
     let before = kept.csns.clone();
