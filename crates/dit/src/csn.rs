@@ -5,8 +5,9 @@
 //!
 //! - the clock never goes below the last CSN's time, even if the system clock steps back (the
 //!   counter goes on; when it would outgrow its six digits, the time moves on a microsecond);
-//! - at start it is seeded with the newest CSN stored (`Clock::observe` of `newest_stored`, by
-//!   `Dit::new`): a server restarted with its clock behind (a bad NTP step, a restored VM)
+//! - at start it is seeded with the newest CSN stored (`Clock::seed` with `newest_stored`, by
+//!   `Dit::new`; worked out on a thread while the server starts, waited for by the first CSN
+//!   issued): a server restarted with its clock behind (a bad NTP step, a restored VM)
 //!   continues after the changes it holds instead of stamping older ones, which replication
 //!   would drop as already seen;
 //! - a replicated change applied here, and a provider's cookie kept here, move it to at least
@@ -16,13 +17,29 @@
 //!
 //! Also the calendar forms of a time the server writes (GeneralizedTime stamps, log times).
 
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The CSNs of one server (`Dit::csn`): issued by the writer's job, one after the other.
 pub struct Clock {
     server_id: u16,
     last: Mutex<Last>,
+    /// The seed being worked out (`seed`): waited for and applied by the first CSN issued.
+    seed: Mutex<Option<Pending>>,
+    /// No seed is pending (the fast path of every CSN issued).
+    seeded: AtomicBool,
+}
+
+/// Finds the CSN a clock is seeded with.
+type Find = Arc<dyn Fn() -> Option<String> + Send + Sync>;
+
+/// A seed being worked out: the thread doing it (none if it could not be started), and the
+/// work, to be done again where it is needed if the thread failed.
+struct Pending {
+    thread: Option<JoinHandle<Option<String>>>,
+    find: Find,
 }
 
 /// The largest counter a CSN's six hex digits hold.
@@ -54,12 +71,50 @@ impl Clock {
         Clock {
             server_id,
             last: Mutex::new(Last::default()),
+            seed: Mutex::new(None),
+            seeded: AtomicBool::new(true),
         }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Last> {
         // The state is numbers and strings, always left whole: usable after a panic.
         self.last.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Seeds the clock with the CSN `find` returns (at start: the newest one stored,
+    /// `newest_stored`), as `observe` does. `find` runs on a thread of its own, so that a start
+    /// does not wait for its pass over the entries; the first CSN issued waits for it instead
+    /// (the first change, not the listeners nor the reads before it).
+    pub fn seed(&self, find: impl Fn() -> Option<String> + Send + Sync + 'static) {
+        let find: Find = Arc::new(find);
+        let work = find.clone();
+        let thread = std::thread::Builder::new()
+            .name("linden-csn-seed".into())
+            .spawn(move || work())
+            .ok();
+        let mut pending = self.seed.lock().unwrap_or_else(|p| p.into_inner());
+        *pending = Some(Pending { thread, find });
+        self.seeded.store(false, Ordering::Release);
+    }
+
+    /// Waits for the seed being worked out, if any, and applies it. Held under the seed's
+    /// lock, so that no CSN is issued before it is applied.
+    fn settle(&self) {
+        if self.seeded.load(Ordering::Acquire) {
+            return;
+        }
+        let mut pending = self.seed.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(p) = pending.take() {
+            let newest = match p.thread.map(JoinHandle::join) {
+                Some(Ok(newest)) => newest,
+                // No thread could be started, or it failed: the work is done here.
+                _ => (p.find)(),
+            };
+            if let Some(n) = newest {
+                self.observe(&n);
+            }
+        }
+        self.seeded.store(true, Ordering::Release);
     }
 
     /// The next CSN, at `now` or just after the newest one issued or observed.
@@ -71,6 +126,7 @@ impl Clock {
     /// stamps of a change. Written digit by digit, with the calendar of the current second
     /// worked out once: the writer stamps every change it applies.
     pub fn stamps(&self, now: SystemTime) -> (String, String) {
+        self.settle();
         let since = now.duration_since(UNIX_EPOCH).unwrap_or_default();
         let micros = u64::try_from(since.as_micros()).unwrap_or(u64::MAX);
         let mut last = self.lock();
@@ -194,6 +250,15 @@ pub fn parse(csn: &str) -> Option<(u64, u32)> {
     };
     let count = u32::from_str_radix(count, 16).ok()?.min(MAX_COUNT);
     Some((secs.checked_mul(1_000_000)?.checked_add(fraction)?, count))
+}
+
+/// How far the time of `csn` is ahead of `now` (zero when it is not, or is no CSN).
+pub fn ahead_of(csn: &str, now: SystemTime) -> Duration {
+    let since = now.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let now = u64::try_from(since.as_micros()).unwrap_or(u64::MAX);
+    parse(csn).map_or(Duration::ZERO, |(t, _)| {
+        Duration::from_micros(t.saturating_sub(now))
+    })
 }
 
 /// Whether CSN `a` is newer than `b`: by string, as replication compares them, when both are
@@ -387,6 +452,25 @@ mod tests {
         let later = t + Duration::from_secs(86_401);
         assert_eq!(c.ahead_of(later), Duration::ZERO);
         assert_eq!(c.next(later), "20251125192546.678901Z#000000#001#000000");
+    }
+
+    #[test]
+    fn the_first_csn_waits_for_the_seed() {
+        let c = Clock::new(1);
+        let t = UNIX_EPOCH + Duration::from_micros(1_764_012_345_678_901);
+        let stored = "20251125192545.678901Z#000005#002#000000";
+        // Worked out on its own thread; the next CSN is after it however late it comes.
+        c.seed(move || Some(stored.to_string()));
+        assert_eq!(c.next(t), "20251125192545.678901Z#000006#001#000000");
+        assert_eq!(ahead_of(stored, t), Duration::from_secs(86_400));
+        assert_eq!(
+            ahead_of(stored, t + Duration::from_secs(86_401)),
+            Duration::ZERO
+        );
+        // Nothing stored: the clock's own time.
+        let c = Clock::new(1);
+        c.seed(|| None);
+        assert_eq!(c.next(t), "20251124192545.678901Z#000000#001#000000");
     }
 
     #[test]

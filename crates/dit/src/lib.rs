@@ -328,29 +328,32 @@ impl Dit {
 }
 
 /// Seeds the CSN clock with the newest CSN `store` holds (`csn::newest_stored`), so that every
-/// CSN issued from now on sorts after every stored one, whatever the system clock says. A
-/// clock behind that CSN is logged: the server goes on, its CSNs continue from the stored
-/// ones until the clock catches up.
+/// CSN issued from now on sorts after every stored one, whatever the system clock says. The
+/// pass over the entries runs beside the start (`csn::Clock::seed`). A system clock behind
+/// that CSN is logged: the server goes on, its CSNs continue from the stored ones until the
+/// clock catches up.
 fn seed_clock(clock: &csn::Clock, store: &Store, known: &Known, suffixes: &[NormDn]) {
     let v = store.read();
+    let entry_csn = known.entry_csn;
     let context_csn = v.schema().attr_by_name("contextCSN");
-    let t = std::time::Instant::now();
-    let Some(newest) = csn::newest_stored(&v, known.entry_csn, context_csn, suffixes) else {
-        return;
-    };
-    tracing::debug!(
-        "CSN clock seeded with {newest}, the newest of {} entries ({:.3} s)",
-        v.len(),
-        t.elapsed().as_secs_f64()
-    );
-    clock.observe(&newest);
-    let behind = clock.ahead_of(std::time::SystemTime::now());
-    if !behind.is_zero() {
-        tracing::warn!(
-            "the system clock is {:.3} s behind the newest stored change (CSN {newest}); CSNs continue from it until the clock catches up (check NTP)",
-            behind.as_secs_f64()
+    let suffixes = suffixes.to_vec();
+    clock.seed(move || {
+        let t = std::time::Instant::now();
+        let newest = csn::newest_stored(&v, entry_csn, context_csn, &suffixes)?;
+        tracing::debug!(
+            "CSN clock seeded with {newest}, the newest of {} entries ({:.3} s)",
+            v.len(),
+            t.elapsed().as_secs_f64()
         );
-    }
+        let behind = csn::ahead_of(&newest, std::time::SystemTime::now());
+        if !behind.is_zero() {
+            tracing::warn!(
+                "the system clock is {:.3} s behind the newest stored change (CSN {newest}); CSNs continue from it until the clock catches up (check NTP)",
+                behind.as_secs_f64()
+            );
+        }
+        Some(newest)
+    });
 }
 
 pub use filter::split_description;
