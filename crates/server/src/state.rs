@@ -141,7 +141,8 @@ pub struct Shared {
     pub dit: dit::Dit,
     pub config: Config,
     pub lockout: crate::lockout::Lockout,
-    /// Password checks: inline for cheap schemes, cached or on the blocking pool for slow ones.
+    /// Password checks: inline for cheap schemes, cached or on the hashing threads for slow
+    /// ones; the hashing threads also take the slow password work of changes.
     pub credentials: crate::credcache::Credentials,
     /// `authz_map`: SASL EXTERNAL identities (certificate subjects, ldapi peers) to entries.
     pub authz: dit::authz::AuthzMap,
