@@ -61,7 +61,8 @@ fi
 # libsasl2-modules: the PLAIN mechanism for `ldapwhoami -Y PLAIN` in the TLS tests.
 # curl: the monitoring test reads /metrics with it.
 # iproute2: `ss` shows the listeners' accept queues (listen_backlog) in the linden tests.
-apt_install ldap-utils slapd libsasl2-modules curl iproute2
+# faketime: libfaketime, which the CSN clock tests preload to start a server with its clock set back.
+apt_install ldap-utils slapd libsasl2-modules curl iproute2 faketime
 
 # python-ldap for the python3 that will run the tests.
 if "$PY" -c 'import ldap' >/dev/null 2>&1; then

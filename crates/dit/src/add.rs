@@ -54,7 +54,7 @@ pub struct NewEntry {
 
 /// Builds the entry of an add request. `trusted` (import of server-written data) keeps
 /// server-kept attributes the input carries instead of refusing them. Clear-text passwords are
-/// hashed here, on the calling thread (the add operation calls it on the blocking pool when
+/// hashed here, on the calling thread (the add operation calls it on the hashing threads when
 /// there are any).
 pub fn build(
     shared: &Dit,

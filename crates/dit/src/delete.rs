@@ -47,7 +47,7 @@ pub fn apply(
         before: Some(before),
         after: None,
         also,
-        values: None,
+        ..Default::default()
     })
 }
 
@@ -91,14 +91,15 @@ fn delete_subordinates(
     subordinates.sort_by_key(|s| std::cmp::Reverse(s.0));
     let mut applied = Vec::with_capacity(subordinates.len());
     for (_, id, ndn) in subordinates {
-        authorize(shared, txn.version(), who, &ndn, &NEEDS, true, "delete")?;
-        let before = txn.delete(id)?;
-        let a = Applied {
-            before: Some(before),
-            after: None,
-            ..Default::default()
-        };
-        crate::overlays::run(shared, txn, &a)?;
+        // Each one through the door, as a delete of its own.
+        let a = crate::write::write_job(shared, txn, |txn| {
+            authorize(shared, txn.version(), who, &ndn, &NEEDS, true, "delete")?;
+            Ok(Applied {
+                before: Some(txn.delete(id)?),
+                after: None,
+                ..Default::default()
+            })
+        })?;
         applied.push(a);
     }
     Ok(applied)

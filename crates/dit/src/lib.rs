@@ -12,7 +12,15 @@
 //! then applied in the writer's job by the `apply` of its kind, inside `write::write_job`,
 //! which runs the overlay chain on what was applied. Every `apply` checks access for the
 //! identity it is given on the version it changes, so the protocol layer, start-up entries
-//! (`add::add_now`) and replicated changes share one path.
+//! (`add::add_now`) and Password Modify share one path; what the password policy records on a
+//! bind (`ppolicy::Ppolicy::record_bind_change`) and replicated changes (crate `repl`) pass the
+//! same door as `write::write_job_as`. The door is the only way to the overlay chain: it is
+//! private to this crate (`overlays::run`, `Dit::overlays`), and so is stamping an entryCSN
+//! (`write::stamp_modified`).
+//!
+//! The CSN clock (`csn::Clock`, `Dit::csn`) is seeded by `Dit::new` with the newest CSN the
+//! store holds, so that no CSN issued afterwards sorts before a stored one, whatever the
+//! system clock says.
 //!
 //! [`Dit`] is the directory state every operation shares: the store (whose versions hold the
 //! entries, indexes and schema), the naming contexts, the administrator, the compiled access
@@ -124,8 +132,9 @@ pub struct Dit {
     /// `cn=Subschema` as last built, with the generation of the schema it shows: rebuilt by
     /// `subschema()` when the schema was extended since (design.md seam 4).
     pub subschema_cache: arc_swap::ArcSwap<(u64, Arc<Entry>)>,
-    /// The overlays every change passes through, in order (`overlays`).
-    pub overlays: Vec<Box<dyn overlays::Overlay>>,
+    /// The overlays every change passes through, in order (`overlays`): run by the write
+    /// path's door only (`write::write_job`), so private to this crate.
+    pub(crate) overlays: Vec<Box<dyn overlays::Overlay>>,
     /// entryCSN values for changes.
     pub csn: csn::Clock,
     /// The write limits and how clear-text passwords are hashed at rest: set at start, replaced
@@ -210,6 +219,8 @@ impl Dit {
             schema.generation(),
             Arc::new(entries::subschema_entry(&schema)),
         ));
+        let clock = csn::Clock::new(server_id);
+        seed_clock(&clock, &store, &known, &suffixes);
         Ok(Dit {
             store,
             known,
@@ -219,7 +230,7 @@ impl Dit {
             root_dse,
             subschema_cache,
             overlays,
-            csn: csn::Clock::new(server_id),
+            csn: clock,
             tuning: arc_swap::ArcSwap::from_pointee(Tuning {
                 limits,
                 password_hash: pwhash::Policy::default(),
@@ -351,6 +362,35 @@ impl Dit {
             .unwrap_or_default();
         LdapError::new(ResultCode::NoSuchObject, "no such object").with_matched(matched)
     }
+}
+
+/// Seeds the CSN clock with the newest CSN `store` holds (`csn::newest_stored`), so that every
+/// CSN issued from now on sorts after every stored one, whatever the system clock says. The
+/// pass over the entries runs beside the start (`csn::Clock::seed`). A system clock behind
+/// that CSN is logged: the server goes on, its CSNs continue from the stored ones until the
+/// clock catches up.
+fn seed_clock(clock: &csn::Clock, store: &Store, known: &Known, suffixes: &[NormDn]) {
+    let v = store.read();
+    let entry_csn = known.entry_csn;
+    let context_csn = v.schema().attr_by_name("contextCSN");
+    let suffixes = suffixes.to_vec();
+    clock.seed(move || {
+        let t = std::time::Instant::now();
+        let newest = csn::newest_stored(&v, entry_csn, context_csn, &suffixes)?;
+        tracing::debug!(
+            "CSN clock seeded with {newest}, the newest of {} entries ({:.3} s)",
+            v.len(),
+            t.elapsed().as_secs_f64()
+        );
+        let behind = csn::ahead_of(&newest, std::time::SystemTime::now());
+        if !behind.is_zero() {
+            tracing::warn!(
+                "the system clock is {:.3} s behind the newest stored change (CSN {newest}); CSNs continue from it until the clock catches up (check NTP)",
+                behind.as_secs_f64()
+            );
+        }
+        Some(newest)
+    });
 }
 
 pub use filter::split_description;

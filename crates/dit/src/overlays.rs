@@ -1,6 +1,7 @@
 //! The overlay chain of the write path (design.md seam 2). Every change — add, delete,
-//! modify, modify DN, Password Modify, start-up entries — is applied in the writer's job by
-//! `ops::submit_write`, which then runs each configured overlay, in order, on what was applied.
+//! modify, modify DN, Password Modify, start-up entries, what the password policy records on a
+//! bind, replicated changes — is applied in the writer's job inside `write::write_job` (or
+//! `write_job_as`), which then runs each configured overlay, in order, on what was applied.
 //! An overlay sees the working version with the change in it and may refuse it (the whole
 //! operation is then rolled back, with the overlay's result code) or change more entries in the
 //! same transaction: all of it commits together or not at all. Model: OpenLDAP's
@@ -8,6 +9,22 @@
 //! operations instead.
 //!
 //! Adding an overlay: implement `Overlay`, construct it from the configuration in `chain`.
+//!
+//! The chain runs behind the write path's door only (`write::write_job`, `write::write_job_as`):
+//! `run` and `Dit`'s list of overlays are not reachable from other crates, so no caller can
+//! apply a change and run (or skip) the overlays on its own. These do not compile:
+//!
+//! ```compile_fail,E0603
+//! fn side_door(dit: &dit::Dit, txn: &mut store::Txn, a: &dit::overlays::Applied) {
+//!     let _ = dit::overlays::run(dit, txn, a);
+//! }
+//! ```
+//!
+//! ```compile_fail,E0616
+//! fn side_door(dit: &dit::Dit) -> usize {
+//!     dit.overlays.len()
+//! }
+//! ```
 //!
 //! Overlays: [`unique`] (attribute uniqueness), [`memberof`] (group membership and
 //! referential integrity), [`ppolicy`] (password policy state; built by the server, which
@@ -42,6 +59,25 @@ pub struct Applied {
     /// `None` for other changes, and for changes applied another way (replicated ones):
     /// compare `before` and `after` then.
     pub values: Option<Vec<ValueChange>>,
+    /// Where the change comes from: set by the write path's door, for the overlays that treat
+    /// some changes differently.
+    pub origin: Origin,
+}
+
+/// Where a change comes from (`Applied::origin`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Origin {
+    /// A client's request (add, delete, modify, modify DN, Password Modify, the operations of
+    /// a transaction) or an entry the server creates at start.
+    #[default]
+    Request,
+    /// What the password policy records on an account after a bind (failures, lockout, grace
+    /// logins; slapd's ppolicy does it with an internal modify): not a password change, so the
+    /// ppolicy overlay leaves it as it is.
+    BindRecord,
+    /// A change a provider sent (syncrepl): it keeps the provider's entryCSN and stamps, and
+    /// the access and policy checks were the provider's.
+    Replicated,
 }
 
 /// What a modify did to the values of one attribute (type and options), net: the values it
@@ -337,8 +373,8 @@ pub(crate) fn holders<'v>(
     }
 }
 
-/// Runs the chain on one applied change.
-pub fn run(shared: &Dit, txn: &mut Txn, applied: &Applied) -> LdapResult<()> {
+/// Runs the chain on one applied change: for the write path's door (`write::write_job`) only.
+pub(crate) fn run(shared: &Dit, txn: &mut Txn, applied: &Applied) -> LdapResult<()> {
     for o in &shared.overlays {
         o.after(shared, txn, applied)?;
     }

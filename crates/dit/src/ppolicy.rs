@@ -566,6 +566,45 @@ impl Ppolicy {
         changed
     }
 
+    /// Records a bind on the account `ndn` (`record_bind`, on the newest version) as a change
+    /// through the write path's door, in the writer's job: stamped as made by `modifier` (the
+    /// administrator, as slapd's internal modify is), and run through the overlay chain as a
+    /// `BindRecord`, so contextCSN, the change feed and replication follow it like any write.
+    /// `None` when there was nothing to record, or the entry is gone.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "what one bind records, and where"
+    )]
+    pub fn record_bind_change(
+        &self,
+        dit: &crate::Dit,
+        txn: &mut store::Txn,
+        ndn: &NormDn,
+        p: &Policy,
+        event: BindEvent,
+        lock_expired: bool,
+        modifier: &str,
+    ) -> crate::error::LdapResult<Option<crate::overlays::Applied>> {
+        crate::write::write_job_as(dit, txn, crate::overlays::Origin::BindRecord, |txn| {
+            let Some(e) = txn.version().lookup(ndn).cloned() else {
+                return Ok(None);
+            };
+            let mut attrs = e.to_attrs();
+            let schema = txn.schema().clone();
+            let now = txn.now();
+            if !self.record_bind(&schema, p, &mut attrs, event, lock_expired, now) {
+                return Ok(None);
+            }
+            crate::write::stamp_modified(dit, &mut attrs, modifier, now);
+            txn.replace_attrs(e.id, attrs)?;
+            Ok(Some(crate::overlays::Applied {
+                after: txn.version().get(e.id).cloned(),
+                before: Some(e),
+                ..Default::default()
+            }))
+        })
+    }
+
     /// Checks the password of an entry being added (slapd's `ppolicy_add`): one value; its
     /// quality under `p` unless the administrator adds it.
     pub fn check_add(
@@ -591,7 +630,7 @@ impl Ppolicy {
     /// slapd's ppolicy does: one password value; then, unless the administrator makes it,
     /// `pwdAllowUserChange` for the user's own change, `pwdSafeModify`, `pwdMinAge` (not after
     /// a reset), the old password, quality and history. Verifies passwords: call it on the
-    /// blocking pool. On success returns the stored value the old password matched, which the
+    /// hashing threads. On success returns the stored value the old password matched, which the
     /// modify deletes in its place.
     pub fn check_change(
         &self,

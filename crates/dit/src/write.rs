@@ -1,8 +1,10 @@
 //! The write path's checks and stamps (design.md seam 2), shared by every change: access to
 //! existing and new entries (checked again in the writer's job, on the version it changes),
 //! the assertion control, schema and value checks with the named request limits, stamps
-//! (modifiersName, modifyTimestamp, entryCSN), password hashing at rest, and `write_job`,
-//! which runs a change and then the overlay chain in one transaction.
+//! (modifiersName, modifyTimestamp, entryCSN), password hashing at rest, and the door every
+//! change passes through, `write_job` (`write_job_as` for what the password policy records on
+//! a bind and for replicated changes), which runs a change and then the overlay chain in one
+//! transaction.
 
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -13,7 +15,7 @@ use store::{Attr, Txn};
 
 use crate::acl::Rights;
 use crate::error::{LdapError, LdapResult};
-use crate::overlays::Applied;
+use crate::overlays::{Applied, Origin};
 use crate::values::ValueSet;
 use crate::{Dit, Identity};
 
@@ -33,16 +35,55 @@ pub fn denied(who: &Identity, write: bool, what: &str) -> LdapError {
     }
 }
 
-/// One change in the writer's job: applied, then the overlay chain (the same for the
-/// protocol's writes and for start-up entries).
+/// The write path's door: one change in the writer's job, applied by `f`, then the overlay
+/// chain on what it applied; an error from either rolls the writer's job back. Every change
+/// passes here — the protocol's writes (Password Modify and transactions included) and
+/// start-up entries with this, what the password policy records on a bind and replicated
+/// changes with `write_job_as` — and nothing else runs the chain (`overlays::run` is private
+/// to this crate). The `Applied` it returns feeds the reply, the audit log and the change feed.
 pub fn write_job(
     shared: &Dit,
     txn: &mut Txn,
     f: impl FnOnce(&mut Txn) -> LdapResult<Applied>,
 ) -> LdapResult<Applied> {
-    let applied = f(txn)?;
-    crate::overlays::run(shared, txn, &applied)?;
+    let mut applied = f(txn)?;
+    through(shared, txn, Origin::Request, &mut applied)?;
     Ok(applied)
+}
+
+/// `write_job` for a change of another `origin` than a client's request, which may turn out to
+/// change nothing (`f` returns `None`: nothing runs). A `Replicated` change keeps the
+/// provider's entryCSN and stamps (`f` applies them as sent, without the provider's access and
+/// policy checks), and moves the CSN clock to at least its entryCSN, so that a change made
+/// here after it sorts after it (`csn::Clock::follow`); the overlay chain runs on it as on any
+/// change (which overlays run on a replica is the configuration's).
+pub fn write_job_as(
+    shared: &Dit,
+    txn: &mut Txn,
+    origin: Origin,
+    f: impl FnOnce(&mut Txn) -> LdapResult<Option<Applied>>,
+) -> LdapResult<Option<Applied>> {
+    let Some(mut applied) = f(txn)? else {
+        return Ok(None);
+    };
+    through(shared, txn, origin, &mut applied)?;
+    Ok(Some(applied))
+}
+
+fn through(shared: &Dit, txn: &mut Txn, origin: Origin, applied: &mut Applied) -> LdapResult<()> {
+    applied.origin = origin;
+    if origin == Origin::Replicated {
+        let csn = applied
+            .after
+            .as_ref()
+            .and_then(|e| e.attr(shared.known.entry_csn))
+            .and_then(|a| a.first())
+            .and_then(|c| std::str::from_utf8(c).ok());
+        if let Some(csn) = csn {
+            shared.csn.follow(csn, SystemTime::now());
+        }
+    }
+    crate::overlays::run(shared, txn, applied)
 }
 
 /// Checks that `who` holds, on the existing entry `ndn` in version `v`, each right of `needs`
@@ -174,8 +215,10 @@ pub fn set_operational(schema: &Schema, attrs: &mut Vec<Attr>, ty: AttrId, value
     }
 }
 
-/// Records who changed an entry and when (modifiersName, modifyTimestamp, entryCSN).
-pub fn stamp_modified(shared: &Dit, attrs: &mut Vec<Attr>, who: &str, now: SystemTime) {
+/// Records who changed an entry and when (modifiersName, modifyTimestamp, entryCSN). Private
+/// to this crate: an entryCSN is stamped only by changes that go through the write path's door
+/// (a stamp without the overlay chain would leave contextCSN behind it).
+pub(crate) fn stamp_modified(shared: &Dit, attrs: &mut Vec<Attr>, who: &str, now: SystemTime) {
     let schema = &*shared.schema();
     let (csn, time) = shared.csn.stamps(now);
     set_operational(schema, attrs, shared.known.entry_csn, csn.as_bytes());

@@ -15,7 +15,7 @@ use std::path::Path;
 #[cfg(test)]
 use std::path::PathBuf;
 
-use server::config::{Config, Ctx, Key, KEYS};
+use server::config::{Config, Ctx, KEYS};
 
 use crate::args::{ImportArgs, KeyFlags, ServeArgs};
 
@@ -265,11 +265,6 @@ pub fn reference_markdown() -> String {
 /// Text for a Markdown table cell.
 fn cell(s: &str) -> String {
     s.replace('|', "\\|")
-}
-
-/// The keys whose values differ between `old` and `new`.
-pub fn changed<'a>(old: &'a Config, new: &'a Config) -> impl Iterator<Item = &'static Key> + 'a {
-    KEYS.iter().filter(move |k| !k.same(old, new))
 }
 
 /// Where the docs hold the generated reference table.

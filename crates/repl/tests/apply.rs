@@ -491,3 +491,67 @@ fn multi_provider_deletes_spare_changes_the_provider_had_not_seen() {
     .unwrap();
     assert!(kept.is_none());
 }
+
+/// A local change of the entry `dn` (a new description), through the write path's door: its
+/// entryCSN.
+fn local_change(dit: &Arc<Dit>, dn: &str) -> String {
+    let target = dn.to_string();
+    write(dit, move |d, txn| {
+        let schema = txn.schema().clone();
+        let ndn = norm(&schema, &target);
+        let who = dit::Identity {
+            dn: "cn=admin,dc=example,dc=com".into(),
+            ndn: Some(d.admin.clone()),
+            is_admin: true,
+        };
+        let mods = vec![dit::modify::Mod {
+            op: proto::ModOp::Replace,
+            ty: schema.attr_by_name("description").unwrap(),
+            options: String::new(),
+            name: "description".into(),
+            values: vec![b"local".as_slice().into()],
+        }];
+        let needs = dit::modify::needs(&mods);
+        dit::write::write_job(d, txn, |txn| {
+            dit::modify::apply(d, txn, &who, &ndn, &needs, mods, None, false)
+        })
+    })
+    .unwrap();
+    value(dit, dn, "entryCSN").unwrap()
+}
+
+/// What the consumer applies moves this server's CSN clock (a Lamport clock): a change made
+/// here afterwards sorts after the replicated change, and after the CSNs of a cookie kept
+/// here, even when the provider's clock is far ahead of this one's.
+#[test]
+fn replicated_csns_ahead_of_the_clock_are_followed_by_later_local_ones() {
+    let dit = directory();
+    put(&dit, suffix(1)).unwrap();
+    put(&dit, ou("people", 2)).unwrap();
+    let dn = format!("uid=ann,ou=people,{SUFFIX}");
+    // Stamped by a provider whose clock is in the year 2100, applied as the consumer does.
+    let mut ann = person(&dn, 3, 1, "ann@example.com");
+    let ahead = "21000101000000.000000Z#000004#001#000000";
+    for (k, v) in &mut ann.attrs {
+        if k == "entryCSN" {
+            *v = vec![ahead.as_bytes().to_vec()];
+        }
+    }
+    let a = area(&dit);
+    write(&dit, move |d, txn| {
+        dit::write::write_job_as(d, txn, dit::overlays::Origin::Replicated, |txn| {
+            apply::apply_entry(d, txn, &a, &ann).map(|(_, applied)| applied)
+        })
+    })
+    .unwrap();
+    assert_eq!(value(&dit, &dn, "entryCSN").unwrap(), ahead);
+    let mine = local_change(&dit, &dn);
+    assert!(mine.as_str() > ahead, "{mine} sorts after {ahead}");
+    // A cookie kept on the suffix entry with a CSN further ahead (another server's).
+    let further = "21010101000000.000000Z#000000#002#000000";
+    let cookie = SyncCookie::parse(format!("rid=001,csn={further}").as_bytes()).unwrap();
+    let a = area(&dit);
+    write(&dit, move |d, txn| apply::store_cookie(d, txn, &a, &cookie)).unwrap();
+    let mine = local_change(&dit, &dn);
+    assert!(mine.as_str() > further, "{mine} sorts after {further}");
+}

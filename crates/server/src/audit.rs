@@ -1,7 +1,7 @@
 //! Audit records: who changed what, when and from where, as a comment line and an LDIF change
 //! record (the audit log, `logs`, writes them). A change's record is made from what it applied
-//! (`applied_change`); renames, Password Modify and schema changes from their request.
-//! userPassword values never appear.
+//! (`applied_change`: adds, modifies — Password Modify is one, of userPassword — and deletes);
+//! renames and schema changes from their request. userPassword values never appear.
 
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -176,15 +176,6 @@ pub fn modrdn_change(req: &proto::ModifyDnRequest<'_>) -> ldif::ChangeRecord {
             .as_ref()
             .map(|s| String::from_utf8_lossy(s).into_owned()),
     }
-}
-
-/// The change record of a Password Modify: the new value itself is never logged.
-pub fn password_change() -> ldif::ChangeRecord {
-    ldif::ChangeRecord::Modify(vec![ldif::Mod {
-        op: ldif::ModOp::Replace,
-        attr: "userPassword".into(),
-        values: vec![REDACTED.to_vec()],
-    }])
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //!
 //! - Cheap schemes (`{SSHA}`, `{SSHA512}`, `{SHA}`, cleartext … : one digest, a few
 //!   microseconds, `pwhash::is_cheap`) are verified inline on the connection's task: a hop to
-//!   the blocking pool and back would cost more than the hash.
+//!   the hashing threads and back would cost more than the hash.
 //! - Slow schemes (Argon2id, PBKDF2, SHA-crypt) first ask the credential cache
 //!   (`pwhash::cache`): a hit is a keyed MAC over (DN, stored value, password) and a table
 //!   lookup. A miss runs the scheme on the hashing threads (`lowprio::Pool`: one per core,
@@ -15,6 +15,11 @@
 //!
 //! Only the password check is cached: the entry, its access rules, the failed-bind throttling
 //! and anything else a bind checks are looked at every time by the caller.
+//!
+//! The hashing threads are the one place slow password work runs: changes hash new passwords
+//! and verify old ones there too (`Credentials::hashing_job`: add, modify, Password Modify,
+//! the password policy's checks), so a burst of password changes and a burst of first logins
+//! share the same bounded, lower-priority threads instead of two pools.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -35,6 +40,8 @@ pub struct Credentials {
     slow: AtomicU64,
     /// Checks done inline (every stored value a cheap scheme).
     inline: AtomicU64,
+    /// Jobs of changes run on the hashing threads (`hashing_job`).
+    change_jobs: AtomicU64,
 }
 
 /// Counts since start, for monitoring and tests (which assert on them instead of on timings).
@@ -46,6 +53,10 @@ pub struct CredentialStats {
     pub slow_verifications: u64,
     /// Password checks done inline on the connection's task (cheap schemes only).
     pub inline_verifications: u64,
+    /// Slow password work of changes run on the hashing threads: hashing the new passwords of
+    /// adds, modifies and Password Modify, verifying an old password, the password policy's
+    /// checks.
+    pub change_hashing_jobs: u64,
 }
 
 impl Credentials {
@@ -60,6 +71,7 @@ impl Credentials {
             ),
             slow: AtomicU64::new(0),
             inline: AtomicU64::new(0),
+            change_jobs: AtomicU64::new(0),
         }
     }
 
@@ -68,7 +80,20 @@ impl Credentials {
             cache: self.cache.stats(),
             slow_verifications: self.slow.load(Ordering::Relaxed),
             inline_verifications: self.inline.load(Ordering::Relaxed),
+            change_hashing_jobs: self.change_jobs.load(Ordering::Relaxed),
         }
+    }
+
+    /// Runs slow password work of a change (hashing a new password, verifying an old one, the
+    /// password policy's checks) on the hashing threads, where binds' slow verifications run,
+    /// and returns its result: never on a runtime thread (it would stall every connection
+    /// served there) nor on the writer (every write).
+    pub(crate) async fn hashing_job<R: Send + 'static>(
+        &self,
+        job: impl FnOnce() -> R + Send + 'static,
+    ) -> Result<R, String> {
+        self.change_jobs.fetch_add(1, Ordering::Relaxed);
+        self.hashing.run(job).await
     }
 
     /// Whether `password` matches one of `stored`, the `userPassword` values of the entry

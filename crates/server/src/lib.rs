@@ -8,8 +8,10 @@
 //!   `controls` (OID, operations, parser): it decides criticality and lists supportedControl.
 //!   A new control: a codec in `proto::controls`, a `Spec` and a field in `controls`, and the
 //!   operations that read the field.
-//! - **One write path** (`ops::route_write`, `ops::submit_write`, then
-//!   `dit::write::write_job` in the writer's job): an operation prepares an `ops::Change`,
+//! - **One write path** (`ops::route_write`, `ops::submit_write`, then the door
+//!   `dit::write::write_job` in the writer's job, the only way to the overlay chain; what the
+//!   password policy records on a bind and replicated changes pass `write_job_as`): an
+//!   operation prepares an `ops::Change`,
 //!   submitted alone or queued in a transaction (`ops::txn`, whose commit runs every queued
 //!   change in one job); every change is checked and applied against the version it changes,
 //!   stamped (entryCSN: `dit::csn`), then run through the overlay chain (`dit::overlays`, e.g.
@@ -48,7 +50,7 @@
 //! - `credcache`: password checks for bind — cheap schemes inline, slow ones through the cache
 //!   of verified credentials or on the hashing threads (docs/credential-cache.md).
 //! - `lowprio`: threads below the server's CPU priority, for what must not take the cores from
-//!   the connections: slow password hashes.
+//!   the connections: slow password hashes (of binds and of changes: one pool).
 //! - `audit`, `logs`: the audit and access logs (text or JSON lines).
 //! - `monitor`: cn=Monitor (the tree of the server's figures, who may read it);
 //!   `metrics`: the HTTP listener with `/metrics` (Prometheus/OpenMetrics), `/healthz` and

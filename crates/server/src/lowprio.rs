@@ -1,6 +1,7 @@
-//! Work that must not take the cores from the clients: slow password hashes run on threads of
-//! their own at a lower CPU priority (Linux nice steps), so that when both compete for a core
-//! the scheduler runs the connections first.
+//! Work that must not take the cores from the clients: slow password hashes — binds'
+//! verifications and changes' hashes alike (`credcache::Credentials`) — run on threads of their
+//! own at a lower CPU priority (Linux nice steps), so that when both compete for a core the
+//! scheduler runs the connections first.
 //!
 //! Threads of their own because an unprivileged process cannot raise a thread's priority back
 //! once lowered, and tokio's blocking pool reuses its threads for other work (large searches,

@@ -8,7 +8,9 @@
 //! A bind records its outcome with a write to the account (slapd does the same with an
 //! internal modify): the writer's job reads the newest version, so concurrent failures all
 //! count; the bind awaits the commit (the connection waits for a bind's answer anyway), never
-//! blocking a runtime thread. Password verification for the checks runs on the blocking pool.
+//! blocking a runtime thread; it goes through the write path's door like any change, so
+//! contextCSN, the change feed and replication follow it. Password verification for the
+//! checks runs on the hashing threads (`ops::on_hashing_threads`).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -21,7 +23,7 @@ use schema::NormDn;
 use store::Entry;
 
 use crate::error::{LdapError, LdapResult};
-use crate::ops::{on_blocking_pool, stamp_modified};
+use crate::ops::on_hashing_threads;
 use crate::reply::Conn;
 use crate::state::{Identity, Shared};
 use dit::modify::Mod;
@@ -163,8 +165,10 @@ fn account(shared: &Shared, req: &BindRequest<'_>) -> Option<Account> {
     })
 }
 
-/// Writes what a bind records on its account, in the writer's job on the newest version,
-/// and waits for the commit. A failure is logged, not answered (as slapd).
+/// Writes what a bind records on its account, through the write path's door in the writer's
+/// job on the newest version (`Ppolicy::record_bind_change`: stamped, the overlay chain, so
+/// contextCSN moves with it), and waits for the commit. A failure is logged, not answered (as
+/// slapd).
 async fn record(
     shared: &Arc<Shared>,
     ndn: NormDn,
@@ -175,17 +179,9 @@ async fn record(
     let sh = shared.clone();
     let fut = shared.store.write(move |txn| -> LdapResult<()> {
         let Some(pp) = &sh.ppolicy else { return Ok(()) };
-        let Some(e) = txn.version().lookup(&ndn) else {
-            return Ok(());
-        };
-        let id = e.id;
-        let mut attrs = e.to_attrs();
-        let schema = txn.schema().clone();
-        if pp.record_bind(&schema, &policy, &mut attrs, event, expired, txn.now()) {
-            stamp_modified(&sh, &mut attrs, &sh.config().admin_dn, txn.now());
-            txn.replace_attrs(id, attrs)?;
-        }
-        Ok(())
+        let admin = &sh.config().admin_dn;
+        pp.record_bind_change(&sh, txn, &ndn, &policy, event, expired, admin)
+            .map(drop)
     });
     match fut.await {
         Ok(Ok(())) => {}
@@ -355,11 +351,11 @@ async fn check(
     let by_admin = who.is_admin;
     let self_change = who.ndn.as_ref() == Some(ndn);
     let now = unix_seconds(SystemTime::now());
-    // Verifying passwords takes a hash each: on the blocking pool, and only when the checks
+    // Verifying passwords takes a hash each: on the hashing threads, and only when the checks
     // that verify can run.
     let verifies = policy.is_some() && !by_admin && ch.new.is_some();
     let r = if verifies {
-        on_blocking_pool(move || {
+        on_hashing_threads(shared, move || {
             pp.check_change(policy.as_ref(), &entry, &ch, by_admin, self_change, now)
         })
         .await?

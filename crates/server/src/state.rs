@@ -142,7 +142,8 @@ pub struct Shared {
     /// The configuration in force: a reload swaps it whole (`Shared::config`).
     pub(crate) config: arc_swap::ArcSwap<Config>,
     pub lockout: crate::lockout::Lockout,
-    /// Password checks: inline for cheap schemes, cached or on the blocking pool for slow ones.
+    /// Password checks: inline for cheap schemes, cached or on the hashing threads for slow
+    /// ones; the hashing threads also take the slow password work of changes.
     pub credentials: crate::credcache::Credentials,
     /// What a reload replaces whole: TLS, SASL mappings, monitor readers (`reload::Live`).
     pub(crate) live: arc_swap::ArcSwap<crate::reload::Live>,

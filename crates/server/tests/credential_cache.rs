@@ -73,7 +73,7 @@ fn counting(srv: &TestServer, f: impl FnOnce()) -> (u64, u64, u64, u64) {
 fn a_repeat_bind_is_answered_from_the_cache() {
     let srv = server(1000);
     add_person(&srv, "alice", "alice-pw");
-    // First bind: the scheme runs (on the blocking pool) and the success is remembered.
+    // First bind: the scheme runs (on the hashing threads) and the success is remembered.
     let first = counting(&srv, || {
         assert_eq!(srv.bind_rc(&dn("alice"), "alice-pw"), 0)
     });

@@ -1,5 +1,5 @@
 //! A password hash or verification that takes long holds up neither other connections nor the
-//! writer: it runs on the blocking pool.
+//! writer: it runs on the hashing threads (the ones binds use).
 //!
 //! A test binary of its own: the Argon2 memory pool is per process, and these slow hashes
 //! would hold up the binds (and so the timing) of tests running beside them.

@@ -3,7 +3,7 @@
 //! failures, grace logins and locks cleared — in the same transaction as the change
 //! (`ppolicy::Ppolicy::after_change`). What a change may do is checked before it is made (the
 //! protocol layer's `check_change`, which verifies passwords off the writer); what a bind
-//! records is written by the bind itself.
+//! records (`Ppolicy::record_bind_change`, `Origin::BindRecord`) passes the chain untouched.
 
 use std::sync::Arc;
 
@@ -24,6 +24,11 @@ impl Overlay for PpolicyOverlay {
     }
 
     fn after(&self, _dit: &Dit, txn: &mut Txn, applied: &Applied) -> LdapResult<()> {
+        // What a bind records is the policy's own bookkeeping, not a password change (a
+        // failure recorded after a run-out lock was removed must stay).
+        if applied.origin == super::Origin::BindRecord {
+            return Ok(());
+        }
         let Some(after) = &applied.after else {
             return Ok(());
         };

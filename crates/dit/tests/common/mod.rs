@@ -45,14 +45,28 @@ pub fn directory_with(memberof: &dit::overlays::MemberOfSpec) -> Dit {
     )
 }
 
-/// `directory_with`, with these request limits.
-pub fn directory_limited(memberof: &dit::overlays::MemberOfSpec, limits: WriteLimits) -> Dit {
+/// The store `directory` is over, empty.
+pub fn empty_store() -> Store {
     let schema = Arc::new(Schema::builtin());
     let indexed: Vec<_> = ["uid", "member", "uniqueMember", "seeAlso", "memberOf"]
         .iter()
         .map(|n| schema.attr_by_name(n).unwrap())
         .collect();
-    let store = Store::new(schema.clone(), &indexed);
+    Store::new(schema, &indexed)
+}
+
+/// `directory_with`, with these request limits.
+pub fn directory_limited(memberof: &dit::overlays::MemberOfSpec, limits: WriteLimits) -> Dit {
+    directory_on(empty_store(), memberof, limits)
+}
+
+/// `directory_limited` over `store` (made by `empty_store`, holding what a test put there).
+pub fn directory_on(
+    store: Store,
+    memberof: &dit::overlays::MemberOfSpec,
+    limits: WriteLimits,
+) -> Dit {
+    let schema = store.schema();
     let overlays = dit::overlays::chain(
         &[UniqueSpec {
             attributes: vec!["uid".into()],

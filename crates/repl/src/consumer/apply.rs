@@ -16,8 +16,10 @@
 //!   same writer job as the change it came with.
 //!
 //! Every function here runs on a `Txn` and returns what it applied (`Applied`); the caller runs
-//! them inside `dit::write::write_job`, so the overlay chain and the change feed see replicated
-//! changes like any other.
+//! them inside the write path's door as replicated changes (`dit::write::write_job_as` with
+//! `Origin::Replicated`; `delete_absent` passes each delete through it itself), so the overlay
+//! chain and the change feed see replicated changes like any other, and the CSN clock moves to
+//! at least every CSN applied or kept here (`store_cookie` moves it for the cookie's).
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -524,14 +526,14 @@ pub fn delete_absent(
             }
             continue;
         }
-        let before = txn.delete(id)?;
-        let a = Applied {
-            before: Some(before),
-            after: None,
-            ..Default::default()
-        };
-        dit::overlays::run(dit, txn, &a)?;
-        applied.push(a);
+        let a = dit::write::write_job_as(dit, txn, dit::overlays::Origin::Replicated, |txn| {
+            Ok(Some(Applied {
+                before: Some(txn.delete(id)?),
+                after: None,
+                ..Default::default()
+            }))
+        })?;
+        applied.extend(a);
     }
     Ok(applied)
 }
@@ -565,6 +567,11 @@ pub fn store_cookie(dit: &Dit, txn: &mut Txn, area: &Area, cookie: &Cookie) -> L
         );
         return Ok(());
     };
+    // The cookie's CSNs are stored here: every CSN issued from now on must sort after them.
+    let now = std::time::SystemTime::now();
+    for c in &cookie.csns {
+        dit.csn.follow(c, now);
+    }
     let mut kept = stored_cookie(dit, txn.version(), area);
     let before = kept.csns.clone();
     kept.csns.extend(cookie.csns.iter().cloned());

@@ -27,6 +27,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use dit::error::LdapResult;
+use dit::overlays::Origin;
 use dit::Dit;
 use proto::controls::sync::{Mode, State, SyncCookie, SyncDone, SyncInfo, SyncRequest, SyncState};
 use proto::{Control, LdapMessage, ProtocolOp, ResultCode};
@@ -564,11 +565,14 @@ where
         let (dit, area) = (self.dit.clone(), self.area.clone());
         let keep = inc.clone();
         let job = self.dit.store.write(move |txn| {
-            let (outcome, applied) = apply::apply_entry(&dit, txn, &area, &inc)?;
-            if let Some(a) = &applied {
-                // As `dit::write::write_job`: the overlay chain on what was applied.
-                dit::overlays::run(&dit, txn, a)?;
-            }
+            let mut outcome = Outcome::Unchanged;
+            // Through the write path's door as a replicated change: the overlay chain on what
+            // was applied, the CSN clock moved to its entryCSN.
+            dit::write::write_job_as(&dit, txn, Origin::Replicated, |txn| {
+                let (o, applied) = apply::apply_entry(&dit, txn, &area, &inc)?;
+                outcome = o;
+                Ok(applied)
+            })?;
             if let Some(c) = &cookie {
                 apply::store_cookie(&dit, txn, &area, c)?;
             }
@@ -603,10 +607,10 @@ where
         let job = self.dit.store.write(move |txn| {
             let mut any = false;
             for u in &uuids {
-                if let Some(a) = apply::apply_delete(&dit, txn, &area, &heard, u)? {
-                    dit::overlays::run(&dit, txn, &a)?;
-                    any = true;
-                }
+                let deleted = dit::write::write_job_as(&dit, txn, Origin::Replicated, |txn| {
+                    apply::apply_delete(&dit, txn, &area, &heard, u)
+                })?;
+                any |= deleted.is_some();
             }
             if let Some(c) = &cookie {
                 apply::store_cookie(&dit, txn, &area, c)?;

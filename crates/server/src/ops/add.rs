@@ -10,7 +10,7 @@ use store::Txn;
 use crate::error::{LdapError, LdapResult};
 use crate::op::{Next, Op};
 use crate::ops::{
-    authorize_new, detached, early_checks, on_blocking_pool, route_write, Assertion, Change,
+    authorize_new, detached, early_checks, on_hashing_threads, route_write, Assertion, Change,
 };
 use crate::state::{Identity, Shared};
 use dit::add::{build, has_cleartext_password, root_exists, InputAttr};
@@ -80,7 +80,7 @@ async fn prepare(
             })
             .collect();
         let (sh, dn) = (shared.clone(), req.dn.to_vec());
-        on_blocking_pool(move || build(&sh, &dn, &input, false))
+        on_hashing_threads(shared, move || build(&sh, &dn, &input, false))
             .await
             .and_then(|r| r)
     } else {

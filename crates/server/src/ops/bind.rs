@@ -120,7 +120,7 @@ fn require_tls(shared: &Shared, tls: Option<&TlsInfo>) -> LdapResult<()> {
 }
 
 /// Whether `password` is the password of `ndn`. Cheap schemes are verified inline, slow ones
-/// through the credential cache or on the blocking pool (`credcache`). A failure is counted for the DN and the client's
+/// through the credential cache or on the hashing threads (`credcache`). A failure is counted for the DN and the client's
 /// address (`lockout`) and, beyond their limits, answered late; a success never is.
 pub(crate) async fn check_password(
     shared: &Arc<Shared>,

@@ -9,9 +9,10 @@ use proto::{oids, ExtendedRequest, ResultCode};
 use crate::acl::Rights;
 use crate::error::{wire_result, LdapError, LdapResult};
 use crate::op::{writes_allowed, Next, Op};
-use crate::ops::{on_blocking_pool, set_operational, stamp_modified};
+use crate::ops::{on_hashing_threads, Applied};
 use crate::reply::Conn;
 use crate::state::{Identity, Shared};
+use dit::modify::Mod;
 
 /// Sends the extended response with the operation's response controls and ends it.
 async fn finish_ext(op: Op, r: Result<Option<Vec<u8>>, &LdapError>) {
@@ -147,17 +148,11 @@ async fn password_modify_op(
         Ok(()) => password_modify(&shared, &who, value.as_deref(), want, &mut op.response).await,
         Err(e) => Err(e),
     };
-    if r.is_ok() {
-        // The target is the request's user identity or the requester.
-        let target = value
-            .as_deref()
-            .and_then(|v| proto::PasswdModifyRequest::decode(v).ok())
-            .and_then(|p| p.user_identity.map(|u| u.to_vec()))
-            .unwrap_or_else(|| who.dn.clone().into_bytes());
-        if let Some(a) = op.audit(&target, crate::audit::password_change) {
-            shared.audit_log.write(a);
-        }
-    }
+    // Audited as the modify of userPassword it applied (stamps and all, the value redacted).
+    let r = r.map(|(generated, applied)| {
+        crate::ops::write_audit(&op.conn, &who, op.audit_applied(), &applied);
+        generated
+    });
     match r {
         Ok(generated) => {
             let value = generated.map(|g| proto::encode_passwd_modify_response(g.as_bytes()));
@@ -242,16 +237,18 @@ async fn snapshot(shared: &Arc<Shared>, who: &Identity) -> LdapResult<String> {
     }
 }
 
-/// RFC 3062. Returns the generated password when the request carried no new one. The
-/// password policy's checks (`crate::ppolicy`) add their response control to `response`
-/// when `want_control`.
+/// RFC 3062: a modify of the target's userPassword (every value replaced by the new one,
+/// hashed) through the write path's door (`dit::modify::apply` in `write_job`: access checked
+/// again on the version it changes, stamps, the overlay chain). Returns the generated password
+/// when the request carried no new one, and what the change applied. The password policy's
+/// checks (`crate::ppolicy`) add their response control to `response` when `want_control`.
 async fn password_modify(
     shared: &Arc<Shared>,
-    who: &Identity,
+    who: &Arc<Identity>,
     value: Option<&[u8]>,
     want_control: bool,
     response: &mut Vec<proto::Control<'static>>,
-) -> LdapResult<Option<String>> {
+) -> LdapResult<(Option<String>, crate::ops::Applied)> {
     let req = match value {
         Some(v) => proto::PasswdModifyRequest::decode(v).map_err(|e| {
             LdapError::new(
@@ -315,11 +312,11 @@ async fn password_modify(
         response,
     )
     .await?;
-    // Hashing and checking the old password happen on the blocking pool, not on this task nor
-    // on the writer. The writer applies the change only if the stored passwords are still
+    // Hashing and checking the old password happen on the hashing threads, not on this task
+    // nor on the writer. The writer applies the change only if the stored passwords are still
     // those the old one was checked against; if they changed meanwhile, the check is redone.
     let policy = shared.config().password_policy();
-    let hashed = on_blocking_pool(move || policy.hash(&new_pw)).await?;
+    let hashed = on_hashing_threads(shared, move || policy.hash(&new_pw)).await?;
     let user_password = shared.known.user_password;
     for _ in 0..PASSWORD_CHECKS {
         let checked = match &old {
@@ -330,53 +327,47 @@ async fn password_modify(
                     .lookup(&target)
                     .map(|e| passwords(e, user_password));
                 let (old, stored) = (old.clone(), seen.clone().unwrap_or_default());
-                let ok = on_blocking_pool(move || stored.iter().any(|s| pwhash::verify(s, &old)))
-                    .await?;
+                let ok = on_hashing_threads(shared, move || {
+                    stored.iter().any(|s| pwhash::verify(s, &old))
+                })
+                .await?;
                 Some((seen, ok))
             }
             None => None,
         };
-        let (sh, target, hashed, who_dn) = (
-            shared.clone(),
-            target.clone(),
-            hashed.clone(),
-            who.dn.clone(),
-        );
-        let fut = shared.store.write(move |txn| -> LdapResult<bool> {
-            let schema = &*sh.schema();
-            let v = txn.version();
-            let e = v
-                .lookup(&target)
-                .ok_or_else(|| sh.no_such_object(v, &target))?;
-            let id = e.id;
-            if let Some((seen, ok)) = checked {
-                if seen.as_ref() != Some(&passwords(e, user_password)) {
-                    return Ok(false);
+        let (sh, target, who) = (shared.clone(), target.clone(), who.clone());
+        let mods = vec![Mod {
+            op: proto::ModOp::Replace,
+            ty: user_password,
+            options: String::new(),
+            name: "userPassword".into(),
+            values: vec![hashed.clone().into_boxed_slice()],
+        }];
+        let fut = shared
+            .store
+            .write(move |txn| -> LdapResult<Option<Applied>> {
+                if let Some((seen, ok)) = checked {
+                    let v = txn.version();
+                    let stored = v.lookup(&target).map(|e| passwords(e, user_password));
+                    if stored.is_some() && seen != stored {
+                        return Ok(None);
+                    }
+                    if stored.is_some() && !ok {
+                        return Err(LdapError::new(
+                            ResultCode::UnwillingToPerform,
+                            "unwilling to verify old password",
+                        ));
+                    }
                 }
-                if !ok {
-                    return Err(LdapError::new(
-                        ResultCode::UnwillingToPerform,
-                        "unwilling to verify old password",
-                    ));
-                }
-            }
-            let before = e.clone();
-            crate::ops::write_job(&sh, txn, |txn| {
-                let mut attrs = before.to_attrs();
-                set_operational(schema, &mut attrs, user_password, &hashed);
-                stamp_modified(&sh, &mut attrs, &who_dn, txn.now());
-                txn.replace_attrs(id, attrs)?;
-                Ok(crate::ops::Applied {
-                    after: txn.version().get(id).cloned(),
-                    before: Some(before),
-                    ..Default::default()
+                let needs = dit::modify::needs(&mods);
+                crate::ops::write_job(&sh, txn, |txn| {
+                    dit::modify::apply(&sh, txn, &who, &target, &needs, mods, None, false)
                 })
-            })?;
-            Ok(true)
-        });
+                .map(Some)
+            });
         match fut.await {
-            Ok(Ok(true)) => return Ok(generated),
-            Ok(Ok(false)) => continue,
+            Ok(Ok(Some(applied))) => return Ok((generated, applied)),
+            Ok(Ok(None)) => continue,
             Ok(Err(e)) => return Err(e),
             Err(e) => return Err(e.into()),
         }

@@ -2,10 +2,11 @@
 //!
 //! Writes are split in two: `submit` runs in the session's read loop (parse, resolve, check
 //! what needs no data) and hands a closure to the store's writer, which checks everything that
-//! depends on the data against the newest version and applies it all-or-nothing. Password
-//! hashing and verification run on the blocking pool (`on_blocking_pool`), never on the read
-//! loop's runtime thread nor on the writer; the read loop awaits them, so writes still reach
-//! the writer in arrival order.
+//! depends on the data against the newest version and applies it all-or-nothing, through the
+//! write path's door (`dit::write::write_job`). Password hashing and verification run on the
+//! hashing threads (`on_hashing_threads`, shared with binds), never on the read loop's runtime
+//! thread nor on the writer; the read loop awaits them, so writes still reach the writer in
+//! arrival order.
 
 pub mod add;
 pub mod bind;
@@ -35,8 +36,8 @@ use crate::state::Identity;
 use crate::op::Op;
 pub(crate) use crate::overlays::Applied;
 pub(crate) use dit::write::{
-    authorize, authorize_new, check_assertion, denied, detached, hash_passwords, set_operational,
-    stamp_modified, write_job, Assertion,
+    authorize, authorize_new, check_assertion, denied, detached, hash_passwords, write_job,
+    Assertion,
 };
 pub(crate) use state::{Audit, Change};
 
@@ -193,16 +194,17 @@ fn read_entry_controls(op: &mut Op, applied: &Applied) {
     }
 }
 
-/// Runs password hashing or verification on the blocking pool. It takes milliseconds of CPU
-/// (Argon2 by default) and may wait for a slot of pwhash's memory pool: on a runtime thread it
-/// would stall every connection served there, on the writer every write.
-pub(crate) async fn on_blocking_pool<T: Send + 'static>(
+/// Runs password hashing or verification for a change on the hashing threads (the ones binds
+/// use, `credcache`). It takes milliseconds of CPU (Argon2 by default) and may wait for a slot
+/// of pwhash's memory pool: on a runtime thread it would stall every connection served there,
+/// on the writer every write.
+pub(crate) async fn on_hashing_threads<T: Send + 'static>(
+    shared: &crate::state::Shared,
     f: impl FnOnce() -> T + Send + 'static,
 ) -> LdapResult<T> {
-    tokio::task::spawn_blocking(f).await.map_err(|e| {
-        LdapError::new(
-            ResultCode::Other,
-            format!("password hashing task failed: {e}"),
-        )
-    })
+    shared
+        .credentials
+        .hashing_job(f)
+        .await
+        .map_err(|e| LdapError::new(ResultCode::Other, format!("password hashing failed: {e}")))
 }

@@ -10,11 +10,11 @@ use store::Txn;
 use crate::error::LdapResult;
 use crate::op::{Next, Op};
 use crate::ops::{
-    authorize, early_checks, hash_passwords, on_blocking_pool, route_write, Assertion, Change,
+    authorize, early_checks, hash_passwords, on_hashing_threads, route_write, Assertion, Change,
 };
 use crate::state::{Identity, Shared};
 
-/// Stores the clear-text passwords that `mods` add or replace hashed, on the blocking pool;
+/// Stores the clear-text passwords that `mods` add or replace hashed, on the hashing threads;
 /// without any (the usual case) nothing moves.
 async fn hash_passwords_of(shared: &Arc<Shared>, mods: Vec<Mod>) -> LdapResult<Vec<Mod>> {
     let user_password = shared.known.user_password;
@@ -25,7 +25,7 @@ async fn hash_passwords_of(shared: &Arc<Shared>, mods: Vec<Mod>) -> LdapResult<V
         return Ok(mods);
     }
     let sh = shared.clone();
-    on_blocking_pool(move || {
+    on_hashing_threads(shared, move || {
         let mut mods = mods;
         for m in &mut mods {
             if has_cleartext_password(user_password, m) {

@@ -145,9 +145,6 @@ impl Overlay for ContextCsn {
             (None, None) => return Ok(()),
         };
         let csn = csn.unwrap_or_else(|| dit.csn.next(txn.now()));
-        let Some(sid) = csn_sid(&csn) else {
-            return Ok(());
-        };
         let Some(suffix) = dit.suffix_of(&ndn) else {
             return Ok(());
         };
@@ -156,14 +153,25 @@ impl Overlay for ContextCsn {
             return Ok(());
         };
         let mut values = context_csns(self.ty, &s);
-        if values
-            .iter()
-            .any(|v| csn_sid(v) == Some(sid) && v.as_str() >= csn.as_str())
-        {
+        // The overlays before this one may have stamped other entries on the change's behalf
+        // (memberOf, referential integrity) after it: this server's own value also covers the
+        // newest CSN its clock issued, so contextCSN never trails an entryCSN stamped here.
+        let mut raised = false;
+        for csn in std::iter::once(csn).chain(dit.csn.last_issued()) {
+            let Some(sid) = csn_sid(&csn) else { continue };
+            if values
+                .iter()
+                .any(|v| csn_sid(v) == Some(sid) && v.as_str() >= csn.as_str())
+            {
+                continue;
+            }
+            values.retain(|v| csn_sid(v) != Some(sid));
+            values.push(csn);
+            raised = true;
+        }
+        if !raised {
             return Ok(());
         }
-        values.retain(|v| csn_sid(v) != Some(sid));
-        values.push(csn);
         values.sort_by_key(|v| csn_sid(v));
         let schema = txn.schema().clone();
         let mut attrs = s.to_attrs();
