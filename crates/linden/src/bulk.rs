@@ -108,14 +108,27 @@ impl AdminArgs {
             .extended(exop)
             .with_context(|| format!("{what} request failed"))?;
         let _ = conn.unbind();
-        result
-            .success()
-            .with_context(|| format!("the server refused the {what}"))?;
+        if result.rc != 0 {
+            bail!(
+                "the server refused the {what} (result code {}): {}",
+                result.rc,
+                result.text
+            );
+        }
         Ok(resp
             .val
             .map(|v| String::from_utf8_lossy(&v).into_owned())
             .unwrap_or_default())
     }
+}
+
+/// Asks a running server to read its configuration again and apply what may change while it
+/// runs (what SIGHUP does; Linden's reload extended operation). An invalid configuration is
+/// refused by the server and changes nothing: the answer says why.
+pub fn reload(args: &AdminArgs) -> anyhow::Result<()> {
+    let summary = args.extended(server::RELOAD_OID, "reload")?;
+    println!("{summary}");
+    Ok(())
 }
 
 /// Asks a running server for a snapshot now (Linden's snapshot extended operation).

@@ -42,6 +42,8 @@ pub enum Command {
     Backup(crate::bulk::BackupArgs),
     /// Ask a running server to write a snapshot now (administrator).
     Snapshot(crate::bulk::AdminArgs),
+    /// Ask a running server to reload its configuration (administrator; what SIGHUP does).
+    Reload(crate::bulk::AdminArgs),
     /// List the schema bundles in the binary, or print one (`schemas` in the configuration
     /// enables them by name).
     Schema(crate::schema_cmd::SchemaArgs),

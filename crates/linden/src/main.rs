@@ -72,6 +72,7 @@ fn main() -> ExitCode {
         Command::Export(args) => bulk::export(&args),
         Command::Backup(args) => bulk::backup(&args),
         Command::Snapshot(args) => bulk::snapshot(&args),
+        Command::Reload(args) => bulk::reload(&args),
         Command::Schema(args) => schema_cmd::run(&args),
         Command::Gen(args) => {
             eprintln!("{}", args.note());
@@ -152,7 +153,7 @@ fn init_logging(filter: &str) {
         .init();
 }
 
-/// Applies a new `log_level` (checked when the settings were read).
+/// Applies a new `log_level` (a reload changed it; it was checked when it was read).
 pub fn set_log_filter(filter: &str) {
     if let (Some(h), Ok(f)) = (
         LOG_FILTER.get(),

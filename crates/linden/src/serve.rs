@@ -63,7 +63,7 @@ pub fn run(args: &ServeArgs, mut config: server::Config) -> anyhow::Result<()> {
     let again = args.clone();
     server.set_reloader(server::Reloader {
         read: Box::new(move || read_again(&again)),
-        applied: Box::new(|c: &server::Config| crate::set_log_filter(&c.log_level)),
+        log_level: Box::new(crate::set_log_filter),
     });
 
     let result = runtime.block_on(async {

@@ -372,6 +372,35 @@ impl prometheus_client::collector::Collector for Figures {
                 )?;
             }
         }
+        let r = sh.reloads.stats();
+        counter(
+            &mut e,
+            "config_reloads",
+            "Configuration reloads applied since start (SIGHUP, linden reload).",
+            r.succeeded,
+        )?;
+        counter(
+            &mut e,
+            "config_reloads_failed",
+            "Configuration reloads refused since start (the configuration was invalid; nothing changed).",
+            r.failed,
+        )?;
+        if let Some((at, ok)) = r.last {
+            gauge(
+                &mut e,
+                "config_last_reload_timestamp_seconds",
+                "When the configuration was last reloaded (Unix time).",
+                at.duration_since(std::time::UNIX_EPOCH)
+                    .unwrap_or_default()
+                    .as_secs_f64(),
+            )?;
+            gauge(
+                &mut e,
+                "config_last_reload_success",
+                "Whether the last reload was applied (1) or refused (0).",
+                if ok { 1.0 } else { 0.0 },
+            )?;
+        }
         gauge(
             &mut e,
             "entries",

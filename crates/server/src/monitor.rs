@@ -14,6 +14,7 @@
 //!   cn=Writer                      cn=Batches, cn=Operations, cn=Queue Depth (monitorCounter),
 //!                                  cn=Batch Size, cn=Commit Latency (histograms: lindenP50 …)
 //!   cn=Snapshots                   cn=Taken, cn=Failed, cn=Last (monitorTimestamp, lindenSum …)
+//!   cn=Reloads                     cn=Applied, cn=Refused, cn=Last (monitorTimestamp, outcome)
 //!   cn=Memory                      cn=Entries, cn=Resident (bytes)
 //!   cn=Time                        cn=Start, cn=Current (monitorTimestamp), cn=Uptime (seconds)
 //!   cn=Replication                 one entry per agreement (`dit::monitor::Agreement`)
@@ -218,6 +219,20 @@ pub(crate) fn tree(shared: &Shared) -> Node {
             );
         }
     }
+    let r = shared.reloads.stats();
+    let mut reloads = Node::container(
+        "Reloads",
+        "Configuration reloads since start (SIGHUP, linden reload): applied, refused, the last.",
+    )
+    .child(Node::counter("Applied", r.succeeded))
+    .child(Node::counter("Refused", r.failed));
+    if let Some((at, ok)) = r.last {
+        reloads = reloads.child(
+            Node::new("Last", "monitoredObject")
+                .attr("monitorTimestamp", dit::csn::generalized_time(at))
+                .attr("monitoredInfo", if ok { "applied" } else { "refused" }),
+        );
+    }
     let mut memory = Node::container("Memory", "Entries held and the process's resident memory.")
         .child(Node::counter("Entries", shared.store.read().len() as u64));
     if let Some(rss) = rss_bytes() {
@@ -247,6 +262,7 @@ pub(crate) fn tree(shared: &Shared) -> Node {
         .child(statistics)
         .child(writer)
         .child(snapshots)
+        .child(reloads)
         .child(memory)
         .child(time)
         .children(shared.monitor.nodes().into_iter().map(|mut n| {

@@ -34,12 +34,12 @@ pub(crate) struct Live {
 }
 
 /// How the binary takes part in a reload (`Server::set_reloader`): `read` reads the
-/// configuration again as a start would (its file, environment and flags); `applied` takes
-/// what belongs to the binary (the log filter) once a reload is applied. Without one a reload
-/// over LDAP is refused.
+/// configuration again as a start would (its file, environment and flags); `log_level`
+/// applies a new `log_level` (the binary owns the log subscriber). Without one a reload over
+/// LDAP is refused.
 pub struct Reloader {
     pub read: Box<dyn Fn() -> Result<Config, String> + Send + Sync>,
-    pub applied: Box<dyn Fn(&Config) + Send + Sync>,
+    pub log_level: Box<dyn Fn(&str) + Send + Sync>,
 }
 
 /// What one reload did.
@@ -170,7 +170,7 @@ impl Shared {
             Ok(new) => self.apply(new),
         };
         self.reloads.record(report.ok());
-        if report.ok() {
+        if report.applied.contains(&"log_level") {
             if let Some(r) = self
                 .reloads
                 .reloader
@@ -178,8 +178,10 @@ impl Shared {
                 .unwrap_or_else(|p| p.into_inner())
                 .as_ref()
             {
-                (r.applied)(&self.config());
+                (r.log_level)(&self.config().log_level);
             }
+        }
+        if report.ok() {
             tracing::info!("{}", report.summary());
         } else {
             for p in &report.problems {

@@ -17,3 +17,4 @@ pub fn linden(args: &[&str]) -> (i32, String, String) {
 }
 
 pub mod notify;
+pub mod serve;
