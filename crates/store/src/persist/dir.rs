@@ -57,12 +57,14 @@ impl DirLock {
             Err(fs::TryLockError::Error(e)) => return Err(PersistError::io(&path, e)),
         }
         // The PID only serves the message a second process prints: the lock holds without it
-        // (a full disk may refuse even these few bytes; the start checks the space next).
-        let pid = std::process::id();
+        // (a full disk may refuse even these few bytes; the start checks the space next). It
+        // is written over the previous one, padded to a fixed width, so that an existing lock
+        // file needs no new space.
+        let pid = format!("{:<10}\n", std::process::id());
         let written = file
-            .set_len(0)
-            .and_then(|()| file.rewind())
-            .and_then(|()| file.write_all(format!("{pid}\n").as_bytes()));
+            .rewind()
+            .and_then(|()| file.write_all(pid.as_bytes()))
+            .and_then(|()| file.set_len(pid.len() as u64));
         if let Err(e) = written {
             tracing::warn!(
                 "{}: locked, but the PID could not be written into it: {e}",

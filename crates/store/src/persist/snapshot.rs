@@ -210,11 +210,10 @@ pub fn estimate_snapshot_bytes<'a>(
         encode_packed(e, &mut buf);
         sampled += 1;
     }
-    let body = if sampled == 0 {
-        0
-    } else {
-        (buf.len() as u64).saturating_mul(count as u64) / sampled
-    };
+    let body = (buf.len() as u64)
+        .saturating_mul(count as u64)
+        .checked_div(sampled)
+        .unwrap_or(0);
     let chunks = (count as u64).div_ceil(DEFAULT_CHUNK_ENTRIES as u64);
     let framing =
         SNAP_HEADER_LEN as u64 + chunks * (12 + INDEX_ENTRY_LEN as u64) + 12 + TRAILER_LEN as u64;
