@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: what README calls "run all tests" and what CI runs (.ci/run).
 # Installs what the tests need (OpenLDAP client tools, python-ldap, pytest), then: formatting,
-# lints, the Rust tests (unit, property, end-to-end over sockets), and the python-ldap
+# lints, the Rust tests (unit, property, end-to-end over sockets; the full-disk ones where a
+# tmpfs can be mounted), and the python-ldap
 # conformance suite against a freshly started Linden, and the interop tests with slapd.
 set -euo pipefail
 cd "$(dirname "$0")/.."
