@@ -210,6 +210,10 @@ pub struct Settings {
     pub snapshot_log_bytes: Option<u64>,
     #[serde(default, deserialize_with = "de::percent")]
     pub snapshot_cpu_share: Option<u32>,
+    #[serde(default, deserialize_with = "de::int::<0, _, _>")]
+    pub log_reserve_bytes: Option<u64>,
+    #[serde(default, deserialize_with = "de::int::<0, _, _>")]
+    pub min_free_bytes: Option<u64>,
     #[serde(default, deserialize_with = "de::syncrepl")]
     pub syncrepl: Option<Vec<repl::consumer::ConsumerSpec>>,
     #[serde(default, deserialize_with = "de::strings")]
@@ -1403,7 +1407,7 @@ log_level = "debug"
         let keys = keys();
         assert_eq!(&keys[..3], &["listen", "data", "suffix"]);
         assert_eq!(keys.last(), Some(&"log_level"));
-        assert_eq!(keys.len(), 87, "{keys:?}");
+        assert_eq!(keys.len(), 89, "{keys:?}");
         let doc = include_str!("../../../docs/configuration.md");
         for k in keys {
             assert!(
@@ -1471,6 +1475,19 @@ log_level = "debug"
                 "docs/replication.md lacks `{f}`"
             );
         }
+    }
+
+    #[test]
+    fn space_keys_are_byte_counts() {
+        let s = parse("log_reserve_bytes = 1048576\nmin_free_bytes = 0").expect("valid");
+        assert_eq!(s.log_reserve_bytes, Some(1 << 20));
+        assert_eq!(s.min_free_bytes, Some(0));
+        let e = parse("min_free_bytes = -1").expect_err("negative").0;
+        assert!(e.contains("key 'min_free_bytes'"), "{e}");
+        let e = parse("log_reserve_bytes = \"64M\"")
+            .expect_err("a string")
+            .0;
+        assert!(e.contains("key 'log_reserve_bytes'"), "{e}");
     }
 
     #[test]

@@ -237,6 +237,12 @@ pub fn server_config(s: Settings, admin_password_hash: Vec<u8>) -> server::Confi
     if let Some(v) = s.snapshot_cpu_share {
         c.snapshot_cpu_share = v;
     }
+    if let Some(v) = s.log_reserve_bytes {
+        c.log_reserve_bytes = v;
+    }
+    if let Some(v) = s.min_free_bytes {
+        c.min_free_bytes = v;
+    }
     if let Some(v) = s.access_log_format {
         c.access_log_format = v;
     }
@@ -261,10 +267,13 @@ pub fn run(mut settings: Settings) -> anyhow::Result<()> {
         .clone()
         .unwrap_or_else(|| server::Config::default().admin_dn);
     let given = settings.admin_password.take();
-    let unhashed = server_config(settings.clone(), Vec::new());
+    let unlocked = server_config(settings.clone(), Vec::new());
     // Limits that depend on each other, before the data directory is touched.
-    unhashed.check().map_err(ConfigError)?;
-    let policy = unhashed.password_hash;
+    unlocked.check().map_err(ConfigError)?;
+    // The data directory is this process's before anything in it is read or written (the
+    // generated password's hash included): a second server stops here.
+    let lock = server::lock_data_dir(&unlocked).map_err(anyhow::Error::new)?;
+    let policy = unlocked.password_hash;
     let (hash, source) = password::resolve(given.as_deref(), &data_dir, &policy)?;
     drop(given);
     match &source {
@@ -292,7 +301,7 @@ pub fn run(mut settings: Settings) -> anyhow::Result<()> {
     let data = config.data_dir.display().to_string();
     // Start-up problems (a suffix that is not a DN, an unknown index attribute) are settings
     // errors: exit status 2 like any other.
-    let server = server::Server::start(config).map_err(|e| match e {
+    let server = server::Server::start_locked(config, lock).map_err(|e| match e {
         server::StartError::Config(m) => anyhow::Error::new(ConfigError(m)),
         other => anyhow::Error::new(other),
     })?;
@@ -360,19 +369,17 @@ pub fn run(mut settings: Settings) -> anyhow::Result<()> {
         anyhow::Ok(())
     });
     runtime.shutdown_timeout(SHUTDOWN_GRACE);
-    // A clean stop leaves a snapshot, so the next start replays no log.
-    match server.snapshot() {
-        Ok(Some(r)) => tracing::info!(
+    // A clean stop leaves a snapshot, so the next start replays no log; one that would not
+    // leave the log its reserve of space is skipped (and logged, as every failure is, by the
+    // server).
+    if let Ok(Some(r)) = server.snapshot() {
+        tracing::info!(
             "snapshot {} written: {} entries, {} bytes in {:.2} s",
             r.file,
             r.entries,
             r.bytes,
             r.seconds
-        ),
-        Ok(None) => {}
-        Err(e) => tracing::error!(
-            "snapshot at shutdown failed: {e}; the transaction log still holds every change"
-        ),
+        )
     }
     result
 }

@@ -16,6 +16,16 @@ pub enum Durability {
 
 pub use dit::overlays::unique::UniqueSpec;
 
+/// Default of `log_reserve_bytes`: 64 MiB, one transaction log file (`LogOptions`'s
+/// `rotate_bytes`). A snapshot that leaves this much lets the log fill the file it is in and
+/// start the next while the snapshot is written, and keeps taking writes until a later
+/// snapshot, once space is freed, prunes the files it covers.
+pub const DEFAULT_LOG_RESERVE_BYTES: u64 = 64 << 20;
+
+/// Default of `min_free_bytes`: 64 MiB, the room of one transaction log file: a server that
+/// starts can take writes for a while before a full disk refuses them.
+pub const DEFAULT_MIN_FREE_BYTES: u64 = 64 << 20;
+
 /// Default of `credential_cache_entries`: 100,000 verified credentials, about 10 MB.
 pub const DEFAULT_CREDENTIAL_CACHE_ENTRIES: usize = 100_000;
 
@@ -206,6 +216,13 @@ pub struct Config {
     /// Percent of one core a snapshot written while serving (by time, by log volume, or on
     /// request) may use; the shutdown snapshot is never paced. Default 25.
     pub snapshot_cpu_share: u32,
+    /// Bytes of the data directory's file system that snapshots leave free for the
+    /// transaction log: a snapshot that would leave less is not started, or stops and removes
+    /// its file. Default [`DEFAULT_LOG_RESERVE_BYTES`].
+    pub log_reserve_bytes: u64,
+    /// The server does not start while the data directory's file system has less free space
+    /// than this (0: no check). Default [`DEFAULT_MIN_FREE_BYTES`].
+    pub min_free_bytes: u64,
     /// Replication consumers (`[[syncrepl]]`), each a task that keeps part of this server in
     /// step with a provider (RFC 4533). With any, this server is a read-only replica: writes by
     /// anyone but the administrator are referred to `updateref`. None by default.
@@ -307,6 +324,8 @@ impl Default for Config {
             snapshot_interval: 86_400,
             snapshot_log_bytes: 1 << 30,
             snapshot_cpu_share: 25,
+            log_reserve_bytes: DEFAULT_LOG_RESERVE_BYTES,
+            min_free_bytes: DEFAULT_MIN_FREE_BYTES,
             syncrepl: Vec::new(),
             updateref: Vec::new(),
             multi_provider: false,

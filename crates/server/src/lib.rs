@@ -96,7 +96,7 @@ use std::sync::Arc;
 use schema::{Dn, NormDn, Schema};
 use store::Entry;
 
-pub use persistence::SnapshotReport;
+pub use persistence::{lock_data_dir, DataLock, SnapshotReport};
 use tokio::net::TcpListener;
 
 pub use config::{Config, Durability};
@@ -132,17 +132,24 @@ pub struct Server {
 
 /// How `Server::build` gets its store.
 pub(crate) enum Mode {
-    /// Recover the data directory and journal every change to it.
-    Durable,
+    /// Recover the data directory (which the lock holds) and journal every change to it.
+    Durable(DataLock),
     /// Memory only, nothing read or written (bulk import builds here, then writes a snapshot).
     Memory,
 }
 
 impl Server {
-    /// Recovers the data directory, creates missing naming-context entries, loads the demo
-    /// data when asked; binds no socket.
+    /// Takes the data directory (`lock_data_dir`: its lock, its free space), recovers it,
+    /// creates missing naming-context entries, loads the demo data when asked; binds no socket.
     pub fn start(config: Config) -> Result<Server, StartError> {
-        let server = Server::build(config, Mode::Durable)?;
+        let lock = lock_data_dir(&config)?;
+        Server::start_locked(config, lock)
+    }
+
+    /// `start` with the data directory already taken by `lock_data_dir` (the binary takes it
+    /// before it writes the generated administrator password there).
+    pub fn start_locked(config: Config, lock: DataLock) -> Result<Server, StartError> {
+        let server = Server::build(config, Mode::Durable(lock))?;
         create_suffixes(&server.shared)?;
         if server.shared.config.demo {
             load_demo(&server.shared)?;
@@ -188,11 +195,12 @@ impl Server {
             None => acl::Acl::compile(&schema, &acl::default_policy()),
         }
         .map_err(|e| StartError::Config(e.to_string()))?;
+        let durable = matches!(mode, Mode::Durable(_));
         let (store, persistence) = match mode {
-            Mode::Durable => {
+            Mode::Durable(lock) => {
                 // Indexes are resolved against the schema stored with the data, so attribute
                 // types added over LDAP (cn=Subschema) can be indexed too.
-                let (store, p) = persistence::open(&config, &schema, &|s: &Schema| {
+                let (store, p) = persistence::open(&config, lock, &schema, &|s: &Schema| {
                     configured_indexes(&config, s)
                 })?;
                 (store, Some(p))
@@ -210,17 +218,19 @@ impl Server {
             .cost
             .check()
             .map_err(|e| StartError::Config(format!("password hash cost: {e}")))?;
-        let tls = match mode {
-            Mode::Durable => Some(tls::server_config(&config).map_err(StartError::Config)?),
-            Mode::Memory => None,
+        let tls = if durable {
+            Some(tls::server_config(&config).map_err(StartError::Config)?)
+        } else {
+            None
         };
-        let (access_log, audit_log) = match mode {
-            Mode::Durable => (
+        let (access_log, audit_log) = if durable {
+            (
                 logs::LogSink::open(&config.access_log, "access_log")
                     .map_err(StartError::Config)?,
                 logs::LogSink::open(&config.audit_log, "audit_log").map_err(StartError::Config)?,
-            ),
-            Mode::Memory => (logs::LogSink::off(), logs::LogSink::off()),
+            )
+        } else {
+            (logs::LogSink::off(), logs::LogSink::off())
         };
         let mut overlays =
             overlays::chain(&config.unique, &config.memberof, &config.admin_dn, &schema)
@@ -343,11 +353,12 @@ impl Server {
 
     /// Writes a snapshot of the current version now, as fast as it can (clean shutdown) and
     /// removes the log files it covers. `Ok(None)`: one is already being written, or this
-    /// version is already on disk.
+    /// version is already on disk. Not written (and logged) when it would not leave
+    /// `log_reserve_bytes` free.
     pub fn snapshot(&self) -> Result<Option<persistence::SnapshotReport>, String> {
         let sh = &self.shared;
         match &sh.persistence {
-            Some(p) => p.snapshot(&sh.store, 100),
+            Some(p) => p.snapshot(&sh.store, 100, persistence::SnapshotCause::Shutdown),
             None => Ok(None),
         }
     }
@@ -393,16 +404,16 @@ impl Server {
             loop {
                 tick.tick().await;
                 if sh.persistence.as_ref().is_some_and(|p| p.due(&sh.config)) {
-                    match sh.background_snapshot().await {
-                        Ok(Some(rep)) => tracing::info!(
+                    let cause = persistence::SnapshotCause::Periodic;
+                    // A failure is logged where it happens (`Persistence::snapshot`).
+                    if let Ok(Some(rep)) = sh.background_snapshot(cause).await {
+                        tracing::info!(
                             "snapshot {} written: {} entries, {} bytes in {:.2} s",
                             rep.file,
                             rep.entries,
                             rep.bytes,
                             rep.seconds
-                        ),
-                        Ok(None) => {}
-                        Err(e) => tracing::error!("snapshot failed: {e}"),
+                        )
                     }
                 }
             }
