@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The whole test suite: what README calls "run all tests" and what CI runs (.ci/run).
 # Installs what the tests need (OpenLDAP client tools, python-ldap, pytest), then: formatting,
-# lints, the Rust tests (unit, property, end-to-end over sockets), and the python-ldap
-# conformance suite against a freshly started Linden, the interop tests with slapd, and the
-# packaging tests (Debian package, container image: scripts/test-packaging.sh).
+# lints, the Rust tests (unit, property, end-to-end over sockets; the full-disk ones where a
+# tmpfs can be mounted), the python-ldap conformance suite against a freshly started Linden,
+# the interop tests with slapd, and the packaging tests (Debian package, container image:
+# scripts/test-packaging.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,6 +19,18 @@ cargo clippy --workspace --all-targets --quiet -- -D warnings
 
 echo "== cargo test"
 cargo test --workspace
+
+echo "== full-disk tests on a small tmpfs (crates/linden/tests/storage.rs)"
+# They mount a tmpfs, which needs root: run where that works, say so where it does not.
+probe=$(mktemp -d)
+if mount -t tmpfs -o size=1m tmpfs "$probe" 2>/dev/null; then
+    umount "$probe"
+    rmdir "$probe"
+    LINDEN_TEST_MOUNTS=1 cargo test -p linden --test storage -- --ignored
+else
+    rmdir "$probe"
+    echo "skipped: cannot mount a tmpfs here (needs root); the full-disk tests of crates/linden/tests/storage.rs did not run"
+fi
 
 echo "== conformance suite (python-ldap) against Linden"
 ./scripts/run-conformance-linden.sh

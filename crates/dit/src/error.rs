@@ -63,7 +63,7 @@ impl From<store::StoreError> for LdapError {
     fn from(e: store::StoreError) -> LdapError {
         use store::StoreError as S;
         let code = match e {
-            S::WriterStopped | S::Unavailable(_) => ResultCode::Unavailable,
+            S::WriterStopped | S::Unavailable(_) | S::DiskFull(_) => ResultCode::Unavailable,
             S::AlreadyExists(_) => ResultCode::EntryAlreadyExists,
             S::NoParent(_) | S::NoSuchEntry => ResultCode::NoSuchObject,
             S::NotLeaf(_) => ResultCode::NotAllowedOnNonLeaf,

@@ -668,6 +668,19 @@ log_level = "debug"
     }
 
     #[test]
+    fn storage_keys() {
+        let c = parse("log_reserve_bytes = 1048576\nmin_free_bytes = 0").expect("valid");
+        assert_eq!(c.log_reserve_bytes, 1 << 20);
+        assert_eq!(c.min_free_bytes, 0);
+        let e = parse("min_free_bytes = -1").expect_err("negative").0;
+        assert!(e.contains("key 'min_free_bytes'"), "{e}");
+        let e = parse("log_reserve_bytes = \"64M\"")
+            .expect_err("a string")
+            .0;
+        assert!(e.contains("key 'log_reserve_bytes'"), "{e}");
+    }
+
+    #[test]
     fn schema_files_are_relative_to_the_file() {
         let c = parse("schema_files = [\"local.schema\", \"/abs/x.ldif\"]").expect("valid");
         assert!(c.schema_files[0].ends_with("local.schema"));

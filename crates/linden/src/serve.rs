@@ -31,6 +31,9 @@ pub fn run(args: &ServeArgs, mut config: server::Config) -> anyhow::Result<()> {
         .context("cannot start the async runtime")?;
     let bound = runtime.block_on(async { bind_all(&config) })?;
 
+    // The data directory is this process's before anything in it is read or written (the
+    // generated password's hash included): a second server stops here.
+    let lock = server::lock_data_dir(&config).map_err(anyhow::Error::new)?;
     let data_dir = config.data_dir.clone();
     let admin_dn = config.admin_dn.clone();
     let given = config.admin_password.take();
@@ -55,7 +58,7 @@ pub fn run(args: &ServeArgs, mut config: server::Config) -> anyhow::Result<()> {
     let ldapi = config.ldapi.clone();
     // Start-up problems found with the data (a naming context the configuration does not
     // serve, an index on a type the data's schema lacks) are settings errors: exit status 2.
-    let server = server::Server::start(config).map_err(|e| match e {
+    let server = server::Server::start_locked(config, lock).map_err(|e| match e {
         server::StartError::Config(m) => anyhow::Error::new(ConfigError(m)),
         other => anyhow::Error::new(other),
     })?;

@@ -8,8 +8,10 @@ pub use dit::bulk::{export, BulkError, ImportOptions, ImportReport, Rejected};
 
 use crate::{Config, Mode, Server};
 
-/// Imports LDIF into the empty data directory of `config`. `progress(entries, bytes_read)` is
-/// called every twenty thousand entries or so.
+/// Imports LDIF into the empty data directory of `config`, holding its lock (as a server does:
+/// an import into the directory of a running server, or a second import, stops at once with
+/// the PID that has it). `progress(entries, bytes_read)` is called every twenty thousand
+/// entries or so.
 pub fn import(
     config: Config,
     input: impl Read + Send,
@@ -22,6 +24,17 @@ pub fn import(
         crate::StartError::Config(m) => BulkError::Config(m),
         other => BulkError::Setup(other.to_string()),
     })?;
+    // Before anything in the directory is looked at.
+    let _lock =
+        store::persist::DirLock::exclusive(&dir).map_err(|e| BulkError::Setup(e.to_string()))?;
+    let stale = store::persist::remove_stale_tmp(&store::persist::FsIo, &dir)
+        .map_err(|e| BulkError::Storage(e.to_string()))?;
+    for t in stale {
+        tracing::warn!(
+            "removed {}: a file an earlier import or server stopped writing and never renamed into place",
+            dir.join(&t.name).display()
+        );
+    }
     let shared = &server.shared;
     dit::bulk::import(
         shared,

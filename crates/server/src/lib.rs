@@ -97,7 +97,7 @@ use std::sync::Arc;
 use schema::{Dn, NormDn, Schema};
 use store::Entry;
 
-pub use persistence::SnapshotReport;
+pub use persistence::{lock_data_dir, DataLock, SnapshotReport};
 pub use reload::{ReloadReport, ReloadStats, Reloader};
 use tokio::net::TcpListener;
 
@@ -140,17 +140,24 @@ pub struct Server {
 
 /// How `Server::build` gets its store.
 pub(crate) enum Mode {
-    /// Recover the data directory and journal every change to it.
-    Durable,
+    /// Recover the data directory (which the lock holds) and journal every change to it.
+    Durable(DataLock),
     /// Memory only, nothing read or written (bulk import builds here, then writes a snapshot).
     Memory,
 }
 
 impl Server {
-    /// Recovers the data directory, creates missing naming-context entries, loads the demo
-    /// data when asked; binds no socket.
+    /// Takes the data directory (`lock_data_dir`: its lock, its free space), recovers it,
+    /// creates missing naming-context entries, loads the demo data when asked; binds no socket.
     pub fn start(config: Config) -> Result<Server, StartError> {
-        let server = Server::build(config, Mode::Durable)?;
+        let lock = lock_data_dir(&config)?;
+        Server::start_locked(config, lock)
+    }
+
+    /// `start` with the data directory already taken by `lock_data_dir` (the binary takes it
+    /// before it writes the generated administrator password there).
+    pub fn start_locked(config: Config, lock: DataLock) -> Result<Server, StartError> {
+        let server = Server::build(config, Mode::Durable(lock))?;
         create_suffixes(&server.shared)?;
         if server.shared.config().demo {
             load_demo(&server.shared)?;
@@ -175,11 +182,12 @@ impl Server {
             audit_log,
         } = prepare(&config, mode_opens_files(&mode))
             .map_err(|p| StartError::Config(p.join("\n")))?;
+        let durable = matches!(mode, Mode::Durable(_));
         let (store, persistence) = match mode {
-            Mode::Durable => {
+            Mode::Durable(lock) => {
                 // Indexes are resolved against the schema stored with the data, so attribute
                 // types added over LDAP (cn=Subschema) can be indexed too.
-                let (store, p) = persistence::open(&config, &schema, &|s: &Schema| {
+                let (store, p) = persistence::open(&config, lock, &schema, &|s: &Schema| {
                     configured_indexes(&config, s)
                 })?;
                 (store, Some(p))
@@ -193,10 +201,10 @@ impl Server {
         // The store's schema: the configured one plus the extensions stored in the data.
         let schema = store.schema();
         // Without a configured certificate one is made in the data directory, now open.
-        let tls = match (mode, tls) {
-            (_, Some(t)) => Some(t),
-            (Mode::Durable, None) => Some(tls::server_config(&config).map_err(StartError::Config)?),
-            (Mode::Memory, None) => None,
+        let tls = match tls {
+            Some(t) => Some(t),
+            None if durable => Some(tls::server_config(&config).map_err(StartError::Config)?),
+            None => None,
         };
         let mut overlays = overlays::chain(
             &config.unique,
@@ -335,11 +343,12 @@ impl Server {
 
     /// Writes a snapshot of the current version now, as fast as it can (clean shutdown) and
     /// removes the log files it covers. `Ok(None)`: one is already being written, or this
-    /// version is already on disk.
+    /// version is already on disk. Not written (and logged) when it would not leave
+    /// `log_reserve_bytes` free.
     pub fn snapshot(&self) -> Result<Option<persistence::SnapshotReport>, String> {
         let sh = &self.shared;
         match &sh.persistence {
-            Some(p) => p.snapshot(&sh.store, 100),
+            Some(p) => p.snapshot(&sh.store, 100, persistence::SnapshotCause::Shutdown),
             None => Ok(None),
         }
     }
@@ -385,16 +394,16 @@ impl Server {
             loop {
                 tick.tick().await;
                 if sh.persistence.as_ref().is_some_and(|p| p.due(&sh.config())) {
-                    match sh.background_snapshot().await {
-                        Ok(Some(rep)) => tracing::info!(
+                    let cause = persistence::SnapshotCause::Periodic;
+                    // A failure is logged where it happens (`Persistence::snapshot`).
+                    if let Ok(Some(rep)) = sh.background_snapshot(cause).await {
+                        tracing::info!(
                             "snapshot {} written: {} entries, {} bytes in {:.2} s",
                             rep.file,
                             rep.entries,
                             rep.bytes,
                             rep.seconds
-                        ),
-                        Ok(None) => {}
-                        Err(e) => tracing::error!("snapshot failed: {e}"),
+                        )
                     }
                 }
             }
@@ -672,7 +681,7 @@ struct Prepared {
 
 /// Whether a start in `mode` opens the log files (bulk import writes none).
 fn mode_opens_files(mode: &Mode) -> bool {
-    matches!(mode, Mode::Durable)
+    matches!(mode, Mode::Durable(_))
 }
 
 /// Checks everything a start checks before it touches the data directory, without starting

@@ -332,7 +332,37 @@ impl prometheus_client::collector::Collector for Figures {
             &pow2_bounds(4, 24),
             1e-6,
         )?;
+        gauge(
+            &mut e,
+            "writes_refused_disk_full",
+            "1 while writes are refused because the transaction log has no room (the disk is full), else 0.",
+            if w.disk_full.load(std::sync::atomic::Ordering::Relaxed) {
+                1.0
+            } else {
+                0.0
+            },
+        )?;
+        counter(
+            &mut e,
+            "writer_batches_refused_disk_full",
+            "Write batches refused because the disk was full.",
+            load(&w.refused_full),
+        )?;
         if let Some(p) = &sh.persistence {
+            if let Some(free) = p.free_space() {
+                gauge(
+                    &mut e,
+                    "disk_free_bytes",
+                    "Bytes free on the data directory's file system.",
+                    free as f64,
+                )?;
+            }
+            gauge(
+                &mut e,
+                "log_reserve_bytes",
+                "Bytes snapshots leave free for the transaction log (log_reserve_bytes).",
+                p.log_reserve() as f64,
+            )?;
             let s = p.stats.lock().unwrap_or_else(|p| p.into_inner()).clone();
             counter(
                 &mut e,

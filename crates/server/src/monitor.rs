@@ -15,6 +15,8 @@
 //!                                  cn=Batch Size, cn=Commit Latency (histograms: lindenP50 …)
 //!   cn=Snapshots                   cn=Taken, cn=Failed, cn=Last (monitorTimestamp, lindenSum …)
 //!   cn=Reloads                     cn=Applied, cn=Refused, cn=Last (monitorTimestamp, outcome)
+//!   cn=Disk                        cn=Free, cn=Log Reserve (bytes), cn=Writes (accepted or
+//!                                  refused for a full disk; batches refused)
 //!   cn=Memory                      cn=Entries, cn=Resident (bytes)
 //!   cn=Time                        cn=Start, cn=Current (monitorTimestamp), cn=Uptime (seconds)
 //!   cn=Replication                 one entry per agreement (`dit::monitor::Agreement`)
@@ -233,6 +235,41 @@ pub(crate) fn tree(shared: &Shared) -> Node {
                 .attr("monitoredInfo", if ok { "applied" } else { "refused" }),
         );
     }
+    let mut disk = Node::container(
+        "Disk",
+        "The data directory's file system: bytes free, bytes snapshots leave free for the \
+         transaction log, and whether writes are refused because the disk is full.",
+    );
+    if let Some(p) = &shared.persistence {
+        disk = disk.attr("monitoredInfo", p.dir.display());
+        if let Some(free) = p.free_space() {
+            disk = disk.child(Node::counter("Free", free).attr("description", "bytes free"));
+        }
+        let full = w.disk_full.load(Ordering::Relaxed);
+        disk = disk
+            .child(Node::counter("Log Reserve", p.log_reserve()).attr(
+                "description",
+                "bytes snapshots leave free for the transaction log (log_reserve_bytes)",
+            ))
+            .child(
+                Node::new("Writes", "monitoredObject")
+                    .attr(
+                        "description",
+                        "whether writes are accepted, or refused because the transaction log \
+                         has no room (they resume by themselves once space is freed); \
+                         monitorCounter: batches refused for a full disk since start",
+                    )
+                    .attr(
+                        "monitoredInfo",
+                        if full {
+                            "refused: the disk is full"
+                        } else {
+                            "accepted"
+                        },
+                    )
+                    .attr("monitorCounter", load(&w.refused_full)),
+            );
+    }
     let mut memory = Node::container("Memory", "Entries held and the process's resident memory.")
         .child(Node::counter("Entries", shared.store.read().len() as u64));
     if let Some(rss) = rss_bytes() {
@@ -263,6 +300,7 @@ pub(crate) fn tree(shared: &Shared) -> Node {
         .child(writer)
         .child(snapshots)
         .child(reloads)
+        .child(disk)
         .child(memory)
         .child(time)
         .children(shared.monitor.nodes().into_iter().map(|mut n| {

@@ -1,27 +1,109 @@
-//! Durability glue between the server and the store's `persist` layer: recovery at start, the
-//! transaction-log journal behind the writer, and snapshots (on demand, by time, by log volume,
-//! and at clean shutdown), written from one consistent version while the server keeps serving.
+//! Durability glue between the server and the store's `persist` layer: the data directory's
+//! lock and free space at start, recovery, the transaction-log journal behind the writer, and
+//! snapshots (on demand, by time, by log volume, and at clean shutdown), written from one
+//! consistent version while the server keeps serving, leaving the log its reserve of space.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use schema::Schema;
-use store::persist::{self, FsIo, Io, LogJournal, LogOptions, LogWriter};
+use store::persist::{self, DirLock, FsIo, Io, LogJournal, LogOptions, LogWriter, PersistError};
 use store::{Store, Version};
 
 use crate::config::{Config, Durability};
 use crate::StartError;
 
+/// The exclusive lock on a data directory, taken before anything in it is read or written
+/// (`lock_data_dir`) and held by the server for its life.
+#[derive(Debug)]
+pub struct DataLock(DirLock);
+
+/// After a snapshot failed, the periodic ones wait this long before trying again (one log
+/// line a minute rather than one per tick while the disk stays full).
+const RETRY_AFTER_FAILURE: Duration = Duration::from_secs(60);
+
 pub(crate) struct Persistence {
     pub dir: PathBuf,
     io: Arc<dyn Io>,
+    /// The directory is this process's while it is held.
+    _lock: DirLock,
+    /// Bytes snapshots leave free for the log (`log_reserve_bytes`).
+    log_reserve: u64,
     /// Held while a snapshot is written: one at a time.
     busy: Mutex<()>,
     /// When the last snapshot was taken, and the log bytes on disk right after it.
     last: Mutex<(Instant, u64)>,
+    /// When the last snapshot failed, if one did since.
+    failed_at: Mutex<Option<Instant>>,
     /// What the snapshots written since start did, for monitoring.
     pub stats: Mutex<SnapshotStats>,
+}
+
+/// Why a snapshot is written, as its log lines say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SnapshotCause {
+    /// By time or by log volume (`snapshot_interval`, `snapshot_log_bytes`).
+    Periodic,
+    /// The administrator asked (`linden snapshot`, the snapshot extended operation).
+    Requested,
+    /// Clean shutdown.
+    Shutdown,
+}
+
+impl std::fmt::Display for SnapshotCause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            SnapshotCause::Periodic => "periodic snapshot",
+            SnapshotCause::Requested => "requested snapshot",
+            SnapshotCause::Shutdown => "snapshot at shutdown",
+        })
+    }
+}
+
+/// A byte count as people read it: `67108864 bytes (64.0 MiB)`.
+pub(crate) fn size(n: u64) -> String {
+    const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
+    let mut v = n as f64;
+    let mut unit = None;
+    for u in UNITS {
+        if v < 1024.0 {
+            break;
+        }
+        v /= 1024.0;
+        unit = Some(u);
+    }
+    match unit {
+        Some(u) => format!("{n} bytes ({v:.1} {u})"),
+        None => format!("{n} bytes"),
+    }
+}
+
+/// Takes the data directory of `config` for this process (created if missing, and nothing
+/// else in it yet) and checks that its file system has `min_free_bytes` free: before anything
+/// else in the directory is read or written. A second server, or an import, on the same
+/// directory stops here with the PID of the one that has it.
+pub fn lock_data_dir(config: &Config) -> Result<DataLock, StartError> {
+    let dir = &config.data_dir;
+    let lock = DirLock::exclusive(dir).map_err(|e| StartError::Storage(e.to_string()))?;
+    if config.min_free_bytes > 0 {
+        match FsIo.free_space(dir) {
+            Ok(free) if free < config.min_free_bytes => {
+                return Err(StartError::Storage(format!(
+                    "{}: only {} free on its file system, and a start needs {} (min_free_bytes): free some space, or lower min_free_bytes, and start again",
+                    dir.display(),
+                    size(free),
+                    size(config.min_free_bytes)
+                )))
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(
+                "{}: cannot tell the free space of its file system ({e}); min_free_bytes is not checked",
+                dir.display()
+            ),
+        }
+    }
+    Ok(DataLock(lock))
 }
 
 /// Snapshots written since start (cn=Snapshots,cn=Monitor).
@@ -50,16 +132,31 @@ pub struct SnapshotReport {
     pub removed: Vec<String>,
 }
 
-/// Recovers the directory in `config.data_dir` and opens the store on it.
+/// Recovers the directory in `config.data_dir`, which `lock` holds, and opens the store on it.
 pub(crate) fn open(
     config: &Config,
+    lock: DataLock,
     schema: &Arc<Schema>,
     indexes: &dyn Fn(&Schema) -> Result<store::Indexes, StartError>,
 ) -> Result<(Store, Persistence), StartError> {
     let t = Instant::now();
     let dir = config.data_dir.clone();
+    if lock.0.dir() != dir {
+        return Err(StartError::Storage(format!(
+            "{}: the lock given holds {} instead",
+            dir.display(),
+            lock.0.dir().display()
+        )));
+    }
     let io: Arc<dyn Io> = Arc::new(FsIo);
     let storage = |e: persist::PersistError| StartError::Storage(e.to_string());
+    for stale in persist::remove_stale_tmp(&*io, &dir).map_err(storage)? {
+        tracing::info!(
+            "removed {} ({}): a snapshot or log file a process stopped writing (killed or crashed) and never renamed into place; this server holds the directory's lock, so no process was writing it",
+            dir.join(&stale.name).display(),
+            size(stale.bytes)
+        );
+    }
     let rec = persist::recover(&*io, &dir, schema).map_err(storage)?;
     for (file, offset) in &rec.torn_tails {
         tracing::warn!(
@@ -103,7 +200,10 @@ pub(crate) fn open(
         last: Mutex::new((Instant::now(), 0)),
         dir,
         io,
+        _lock: lock.0,
+        log_reserve: config.log_reserve_bytes,
         busy: Mutex::new(()),
+        failed_at: Mutex::new(None),
         stats: Mutex::new(SnapshotStats::default()),
     };
     Ok((store, p))
@@ -164,6 +264,10 @@ impl Persistence {
     /// Writes a snapshot of the newest version and removes the files it makes unnecessary.
     /// `Ok(None)` when another snapshot is being written or this version is already on disk.
     ///
+    /// It leaves `log_reserve_bytes` free for the transaction log: it is not started when its
+    /// estimated size would leave less, and it stops (removing its file) when the disk fills
+    /// faster than estimated. Every failure is logged here, with `cause`, and counted.
+    ///
     /// `cpu_share` (percent, 1–100) paces the writer while the server is serving: after each
     /// `PACE_ENTRIES` entries it sleeps so that it uses about that share of one core, leaving
     /// the rest to clients (on a 2-core machine an unpaced snapshot takes a whole core from
@@ -172,6 +276,7 @@ impl Persistence {
         &self,
         store: &Store,
         cpu_share: u32,
+        cause: SnapshotCause,
     ) -> Result<Option<SnapshotReport>, String> {
         let Ok(_guard) = self.busy.try_lock() else {
             return Ok(None);
@@ -182,48 +287,110 @@ impl Persistence {
         if self.dir.join(&name).exists() {
             return Ok(None);
         }
-        let written = persist::write_snapshot(
+        let r = self.write(&v, cpu_share, cause, t);
+        if let Err(e) = &r {
+            self.stats.lock().unwrap_or_else(|p| p.into_inner()).failed += 1;
+            if let Ok(mut at) = self.failed_at.lock() {
+                *at = Some(Instant::now());
+            }
+            match e {
+                Failure::Space(m) => tracing::warn!("{m}"),
+                Failure::Other(m) => tracing::error!("{m}"),
+            }
+        }
+        r.map(Some).map_err(Failure::into_message)
+    }
+
+    /// `snapshot` once the version is known to need one.
+    fn write(
+        &self,
+        v: &Version,
+        cpu_share: u32,
+        cause: SnapshotCause,
+        t: Instant,
+    ) -> Result<SnapshotReport, Failure> {
+        let dir = self.dir.display();
+        let nothing_lost = match cause {
+            SnapshotCause::Shutdown => {
+                "nothing is lost: the next start replays the transaction log"
+            }
+            _ => "writes go on, and the transaction log holds every change",
+        };
+        if let Ok(free) = self.io.free_space(&self.dir) {
+            let needed =
+                persist::estimate_snapshot_bytes(v.iter().map(|e| &**e), v.len(), v.schema());
+            if free < needed.saturating_add(self.log_reserve) {
+                return Err(Failure::Space(format!(
+                    "{cause} skipped: it needs about {} and {dir} has {} free, {} of which stay free for the transaction log (log_reserve_bytes); {nothing_lost}",
+                    size(needed),
+                    size(free),
+                    size(self.log_reserve)
+                )));
+            }
+        }
+        let written = persist::write_snapshot_keeping(
             &*self.io,
             &self.dir,
             v.seq,
             v.next_id(),
             Paced::new(v.iter().map(|e| &**e), cpu_share),
             v.schema(),
-        )
-        .map_err(|e| e.to_string());
-        let mut stats = self.stats.lock().unwrap_or_else(|p| p.into_inner());
+            persist::snapshot::DEFAULT_CHUNK_ENTRIES,
+            self.log_reserve,
+        );
         let info = match written {
-            Ok(info) => {
-                stats.taken += 1;
-                stats.last = Some(LastSnapshot {
-                    at: std::time::SystemTime::now(),
-                    seconds: t.elapsed().as_secs_f64(),
-                    bytes: info.bytes,
-                    entries: info.entries,
-                });
-                info
+            Ok(info) => info,
+            Err(e @ (PersistError::NoSpace { .. } | PersistError::KeptFree { .. })) => {
+                return Err(Failure::Space(format!(
+                    "{cause} stopped: {e}; {nothing_lost}"
+                )))
             }
             Err(e) => {
-                stats.failed += 1;
-                return Err(e);
+                return Err(Failure::Other(format!(
+                    "{cause} failed: {e}; {nothing_lost}"
+                )))
             }
         };
-        drop(stats);
-        let removed = persist::prune(&*self.io, &self.dir, v.seq).map_err(|e| e.to_string())?;
+        {
+            let mut stats = self.stats.lock().unwrap_or_else(|p| p.into_inner());
+            stats.taken += 1;
+            stats.last = Some(LastSnapshot {
+                at: std::time::SystemTime::now(),
+                seconds: t.elapsed().as_secs_f64(),
+                bytes: info.bytes,
+                entries: info.entries,
+            });
+        }
+        let removed = persist::prune(&*self.io, &self.dir, v.seq).map_err(|e| {
+            Failure::Other(format!(
+                "{cause}: {} written, but removing the files it covers failed: {e}",
+                info.name
+            ))
+        })?;
         if let Ok(mut last) = self.last.lock() {
             *last = (Instant::now(), log_bytes(&self.dir));
         }
-        Ok(Some(SnapshotReport {
+        Ok(SnapshotReport {
             file: info.name,
             entries: info.entries,
             bytes: info.bytes,
             seconds: t.elapsed().as_secs_f64(),
             removed,
-        }))
+        })
     }
 
-    /// Whether the interval or the log volume since the last snapshot calls for a new one.
+    /// Whether the interval or the log volume since the last snapshot calls for a new one
+    /// (not within `RETRY_AFTER_FAILURE` of a failed one).
     pub fn due(&self, config: &Config) -> bool {
+        let recently_failed = self
+            .failed_at
+            .lock()
+            .ok()
+            .and_then(|at| *at)
+            .is_some_and(|at| at.elapsed() < RETRY_AFTER_FAILURE);
+        if recently_failed {
+            return false;
+        }
         let Ok(last) = self.last.lock() else {
             return false;
         };
@@ -232,5 +399,30 @@ impl Persistence {
         let by_volume = config.snapshot_log_bytes > 0
             && log_bytes(&self.dir).saturating_sub(last.1) >= config.snapshot_log_bytes;
         by_time || by_volume
+    }
+
+    /// Bytes free on the data directory's file system now; `None` where it cannot be told.
+    pub fn free_space(&self) -> Option<u64> {
+        self.io.free_space(&self.dir).ok()
+    }
+
+    /// Bytes snapshots leave free for the transaction log (`log_reserve_bytes`).
+    pub fn log_reserve(&self) -> u64 {
+        self.log_reserve
+    }
+}
+
+/// Why a snapshot was not written, as logged and answered.
+enum Failure {
+    /// The disk has no room for it beside the log's reserve.
+    Space(String),
+    Other(String),
+}
+
+impl Failure {
+    fn into_message(self) -> String {
+        match self {
+            Failure::Space(m) | Failure::Other(m) => m,
+        }
     }
 }

@@ -184,12 +184,14 @@ impl Shared {
     /// measured and left out: it made snapshots under full load twice as long and did not
     /// change what modifies lose meanwhile, which is the disk's (BENCHMARKS.md, "snapshot
     /// impact").
+    /// Failures are logged (`Persistence::snapshot`) before they are returned.
     pub(crate) async fn background_snapshot(
         self: &Arc<Self>,
+        cause: crate::persistence::SnapshotCause,
     ) -> Result<Option<crate::SnapshotReport>, String> {
         let sh = self.clone();
         tokio::task::spawn_blocking(move || match &sh.persistence {
-            Some(p) => p.snapshot(&sh.store, sh.config().snapshot_cpu_share),
+            Some(p) => p.snapshot(&sh.store, sh.config().snapshot_cpu_share, cause),
             None => Ok(None),
         })
         .await

@@ -275,6 +275,26 @@ fn admin_reads_cn_monitor_and_its_counts_move() {
         1
     );
 
+    // The data directory's file system: free space, the log's reserve, writes accepted.
+    assert!(one(&mut admin, "cn=Free,cn=Disk,cn=Monitor", "monitorCounter") > 0);
+    assert_eq!(
+        one(
+            &mut admin,
+            "cn=Log Reserve,cn=Disk,cn=Monitor",
+            "monitorCounter"
+        ),
+        64 << 20
+    );
+    let writes_dn = "cn=Writes,cn=Disk,cn=Monitor";
+    let (es, rc) = monitor(&mut admin, writes_dn, Scope::Base, "(objectClass=*)");
+    assert_eq!(rc, 0);
+    let writes = es.get(writes_dn).expect("cn=Writes");
+    assert_eq!(
+        writes.attrs.get("monitoredInfo"),
+        Some(&vec!["accepted".to_string()])
+    );
+    assert_eq!(figure(writes, "monitorCounter"), 0);
+
     // An entry that is not there: noSuchObject with the nearest one as matchedDN.
     let r = admin
         .search(
@@ -440,6 +460,10 @@ fn metrics_health_and_readiness_over_http() {
     assert!(m["linden_bytes_sent_total"] > 0.0);
     assert!(m["linden_writer_batches_total"] >= 1.0);
     assert!(m["linden_entries"] > 5.0);
+    assert!(m["linden_disk_free_bytes"] > 0.0);
+    assert_eq!(m["linden_log_reserve_bytes"], 64.0 * 1024.0 * 1024.0);
+    assert_eq!(m["linden_writes_refused_disk_full"], 0.0);
+    assert_eq!(m["linden_writer_batches_refused_disk_full_total"], 0.0);
     assert!(m["linden_resident_memory_bytes"] > 0.0);
     assert!(m["linden_writer_commit_seconds_count"] >= 1.0);
     assert_eq!(

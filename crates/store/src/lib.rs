@@ -44,7 +44,7 @@ pub use filter::{Filter, Tri};
 pub use index::{IndexKinds, Indexes};
 pub use roaring::RoaringBitmap;
 pub use version::{ValueDelta, Version};
-pub use writer::{Journal, SchemaGuard, Store, StoreError, Txn};
+pub use writer::{Journal, JournalError, SchemaGuard, Store, StoreError, Txn};
 
 /// Search scope (RFC 4511 §4.5.1.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -6,7 +6,7 @@
 //! whoever hands it a job) and read by monitoring at any time: no lock, no allocation. Readers
 //! may see one batch's figures half updated; each figure on its own is exact.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// Sub-buckets per power of two: four, so a value is placed within about 19 % of itself.
 const SUB_BITS: u32 = 2;
@@ -129,6 +129,11 @@ pub struct WriterStats {
     pub batch_size: Histogram,
     /// Time the journal took to make each batch durable (the fsync), in microseconds.
     pub commit_micros: Histogram,
+    /// Whether the last batch the journal was given was refused for lack of space (writes are
+    /// being refused until space is freed); cleared by the next batch it accepts.
+    pub disk_full: AtomicBool,
+    /// Batches refused because the journal had no room (disk full) since start.
+    pub refused_full: AtomicU64,
 }
 
 impl WriterStats {

@@ -36,6 +36,11 @@ pub enum StoreError {
     /// (a failed fsync is not retryable) while reads go on.
     #[error("changes are refused: {0}")]
     Unavailable(String),
+    /// The journal had no room for this batch (the disk is full): the batch changed nothing,
+    /// and the writer takes the next one as if this one had not been tried, so writes resume
+    /// by themselves once space is freed.
+    #[error("{0}")]
+    DiskFull(String),
     #[error("entry '{0}' already exists")]
     AlreadyExists(String),
     #[error("parent of '{0}' does not exist")]
@@ -63,7 +68,20 @@ pub trait Journal: Send {
         version: &Version,
         schema: &[String],
         touched: &[EntryId],
-    ) -> Result<(), String>;
+    ) -> Result<(), JournalError>;
+}
+
+/// Why a journal did not make a batch durable, and whether that is for good.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum JournalError {
+    /// No room (the disk is full). Nothing of the batch is in the journal, which expects the
+    /// same batch number next: the writer refuses this batch and tries the next one.
+    #[error("{0}")]
+    Full(String),
+    /// Anything else (an I/O error, a failed fsync): the journal takes nothing more, and the
+    /// writer refuses every change from now on.
+    #[error("{0}")]
+    Failed(String),
 }
 
 /// The reply of one operation, sent once its batch is published, or with the reason the batch
@@ -345,10 +363,29 @@ fn writer_loop(
                 stats
                     .commit_micros
                     .record(u64::try_from(t.elapsed().as_micros()).unwrap_or(u64::MAX));
-                if let Err(e) = r {
-                    tracing::error!("writes refused from now on: {e}");
-                    poisoned = Some(e.clone());
-                    failed = Some(StoreError::Unavailable(e));
+                match r {
+                    Ok(()) => {
+                        if stats.disk_full.swap(false, Ordering::Relaxed) {
+                            tracing::info!(
+                                "writes are accepted again: the transaction log has room (space was freed)"
+                            );
+                        }
+                    }
+                    // Not published, so the next batch starts from the same version and
+                    // takes the same batch number.
+                    Err(JournalError::Full(e)) => {
+                        stats.refused_full.fetch_add(1, Ordering::Relaxed);
+                        if !stats.disk_full.swap(true, Ordering::Relaxed) {
+                            tracing::error!("writes refused until space is freed: {e}");
+                        }
+                        failed = Some(StoreError::DiskFull(e));
+                    }
+                    Err(JournalError::Failed(e)) => {
+                        tracing::error!("writes refused from now on: {e}");
+                        stats.disk_full.store(false, Ordering::Relaxed);
+                        poisoned = Some(e.clone());
+                        failed = Some(StoreError::Unavailable(e));
+                    }
                 }
             }
         }

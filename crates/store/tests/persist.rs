@@ -230,6 +230,7 @@ fn log_rotates_by_size_and_recovery_follows_files() {
     let opts = LogOptions {
         rotate_bytes: 400,
         sync: true,
+        ..LogOptions::default()
     };
     let mut w = LogWriter::open(Arc::new(io.clone()), Path::new(DIR), 1, opts).expect("open");
     w.append_batch(1, &[Change::Put(root())]).expect("root");
@@ -465,6 +466,50 @@ fn real_files_round_trip_and_leftovers_are_ignored() {
         .iter()
         .any(|f| f.name.ends_with(".tmp") && f.status == FileStatus::Ignored));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// On a real file system the log reserves space ahead of its data (fallocate, keeping the
+/// size), and readers see only the data: the file's size is its header and batches, and
+/// recovery and `verify` read it as before. Where the file system cannot reserve, the log
+/// writes all the same.
+#[test]
+fn reserved_space_is_not_part_of_a_real_log_file() {
+    let schema = Schema::builtin();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path();
+    let mut w = LogWriter::open(Arc::new(FsIo), dir, 1, LogOptions::default()).expect("open");
+    let mut expected = LOG_HEADER_LEN as u64;
+    for seq in 1..=20u64 {
+        let changes = if seq == 1 {
+            vec![Change::Put(root())]
+        } else {
+            vec![Change::Put(person(seq as u32, "x"))]
+        };
+        let before = std::fs::metadata(dir.join(w.current_file()))
+            .expect("metadata")
+            .len();
+        w.append_batch(seq, &changes).expect("append");
+        let after = std::fs::metadata(dir.join(w.current_file()))
+            .expect("metadata")
+            .len();
+        assert!(after > before);
+        expected = after;
+    }
+    let file = dir.join(w.current_file());
+    let meta = std::fs::metadata(&file).expect("metadata");
+    assert_eq!(meta.len(), expected);
+    assert_eq!(std::fs::read(&file).expect("read").len() as u64, expected);
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::fs::MetadataExt;
+        // Allocated past the data (unless this file system cannot reserve: then exactly it).
+        let allocated = meta.blocks() * 512;
+        println!("{expected} bytes of data, {allocated} bytes allocated");
+    }
+    let rec = recover(&FsIo, dir, &schema).expect("recover");
+    assert_eq!(rec.last_seq, 20);
+    assert!(rec.torn_tails.is_empty());
+    assert!(verify(&FsIo, dir, &schema).expect("verify").is_ok());
 }
 
 #[test]

@@ -2,7 +2,8 @@
 //! snapshot and a prune is cut off by a power loss at every mutating I/O operation, with
 //! unsynced bytes lost, kept, or half kept. After each crash, recovery must hold every
 //! acknowledged batch, each batch wholly or not at all, and the workload must then run to the
-//! end from the recovered state. Write and fsync failures poison the writer.
+//! end from the recovered state. Fsync failures poison the writer; a full disk refuses a batch
+//! without poisoning it, and the writer goes on once space is freed.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -18,6 +19,7 @@ use std::sync::Arc;
 
 use persist_util::*;
 use schema::Schema;
+use store::persist::log::log_file_name;
 use store::persist::{
     prune, recover, write_snapshot_with, Change, Io, Keep, LogOptions, LogWriter, PersistError,
     SimIo, StoredEntry,
@@ -59,6 +61,7 @@ fn run(io: &SimIo, schema: &Schema, acked: &mut u64) -> Result<(), PersistError>
     let opts = LogOptions {
         rotate_bytes: 700,
         sync: true,
+        ..LogOptions::default()
     };
     let mut w = LogWriter::open_after_recovery(Arc::new(io.clone()), dir, &rec, opts)?;
     for seq in rec.last_seq + 1..=LAST {
@@ -157,27 +160,291 @@ fn fsync_failure_poisons_the_writer() {
     assert!(w.poisoned().is_some());
 }
 
+/// The log files and temporary files of the directory, for checking what a failure left.
+fn names(io: &SimIo) -> Vec<String> {
+    io.list(Path::new(DIR)).expect("list")
+}
+
+/// Disk full in the middle of batch 3, on a file system that reserves space (the batch is
+/// refused before any byte of it is written) and on one that cannot (its bytes are cut off
+/// again): the batch is refused without poisoning the log, batch number 3 is not used up, the
+/// same batch goes through once space is freed, and a crash then recovers exactly the batches
+/// acknowledged.
 #[test]
-fn write_failure_poisons_the_writer_and_loses_nothing_acknowledged() {
+fn disk_full_refuses_the_batch_and_space_coming_back_lets_it_through() {
+    let schema = Schema::builtin();
+    for reserve in [true, false] {
+        for keep in [Keep::Nothing, Keep::Half, Keep::All] {
+            let what = format!("reserve {reserve}, crash keeping {keep:?}");
+            let io = SimIo::new();
+            io.without_reserve(!reserve);
+            let dir = Path::new(DIR);
+            io.create_dir_all(dir).expect("dir");
+            // Nothing reserved ahead of each batch, so that batch 3 needs new space.
+            let opts = LogOptions {
+                reserve_bytes: 0,
+                ..LogOptions::default()
+            };
+            let mut w = LogWriter::open(Arc::new(io.clone()), dir, 1, opts).expect("open");
+            w.append_batch(1, &batch(1)).expect("1");
+            w.append_batch(2, &batch(2)).expect("2");
+            let file = dir.join(w.current_file());
+            let before = io.read(&file).expect("read").len();
+            // Room for a few bytes past what the file holds (or has reserved): not a batch.
+            io.set_free_space(Some(10));
+            let reserved = io.used_space();
+            for attempt in 0..3 {
+                match w.append_batch(3, &batch(3)) {
+                    Err(PersistError::NoSpace { dir: d, .. }) => assert_eq!(d, dir, "{what}"),
+                    other => panic!("{what}, attempt {attempt}: expected NoSpace, got {other:?}"),
+                }
+                assert!(w.poisoned().is_none(), "{what}: poisoned by a full disk");
+                assert_eq!(
+                    w.next_seq(),
+                    3,
+                    "{what}: the refused batch used up its number"
+                );
+                assert_eq!(
+                    io.read(&file).expect("read").len(),
+                    before,
+                    "{what}: bytes of the refused batch were left in the log"
+                );
+                assert_eq!(io.used_space(), reserved, "{what}: space leaked");
+            }
+            assert_eq!(
+                names(&io).iter().filter(|n| n.ends_with(".tmp")).count(),
+                0,
+                "{what}"
+            );
+            // Space comes back: the same batch number goes through, and the next.
+            io.set_free_space(Some(1 << 20));
+            w.append_batch(3, &batch(3))
+                .unwrap_or_else(|e| panic!("{what}: after space was freed: {e}"));
+            w.append_batch(4, &batch(4)).expect("4");
+            io.crash_keeping(keep);
+            let rec = recover(&io, dir, &schema).expect("recover");
+            assert_eq!(rec.last_seq, 4, "{what}");
+            assert!(rec.torn_tails.is_empty(), "{what}: {:?}", rec.torn_tails);
+            assert_eq!(stored(&schema, &rec.entries), model_at(4), "{what}");
+        }
+    }
+}
+
+/// Space is reserved a step ahead where the disk has it, and only what the batch needs where
+/// it has no more: a nearly full disk still takes the batches that fit. Reserving never
+/// changes the file's size, which is what readers and recovery go by.
+#[test]
+fn reservation_falls_back_to_what_the_batch_needs() {
     let schema = Schema::builtin();
     let io = SimIo::new();
     let dir = Path::new(DIR);
     io.create_dir_all(dir).expect("dir");
     let mut w = LogWriter::open(Arc::new(io.clone()), dir, 1, LogOptions::default()).expect("open");
     w.append_batch(1, &batch(1)).expect("1");
-    w.append_batch(2, &batch(2)).expect("2");
-    io.fail_after_bytes(10); // disk full in the middle of batch 3
+    let file = dir.join(w.current_file());
+    let size = io.read(&file).expect("read").len() as u64;
+    assert!(
+        io.used_space() >= size + (1 << 20),
+        "no step reserved ahead: {} bytes used for a {size}-byte file",
+        io.used_space()
+    );
+    // Fill the reservation with batches, then allow only a few bytes more than one needs.
+    let mut seq = 2;
+    while io.read(&file).expect("read").len() < (1 << 20) - 4096 {
+        w.append_batch(seq, &batch(seq))
+            .expect("batch within the reservation");
+        seq += 1;
+    }
+    let used = io.used_space();
+    io.set_free_space(Some(4096));
+    while io.used_space() <= used {
+        w.append_batch(seq, &batch(seq))
+            .expect("batch within the reservation");
+        seq += 1;
+    }
+    // The batch that went past the reservation got exactly its room, not a whole step.
+    assert!(
+        io.used_space() < used + 4096,
+        "{} > {used} + 4096",
+        io.used_space()
+    );
+    let data = io.read(&file).expect("read").len() as u64;
+    assert!(io.used_space() - data < 4096);
+    io.crash();
+    let rec = recover(&io, dir, &schema).expect("recover");
+    assert_eq!(rec.last_seq, seq - 1);
+    assert_eq!(stored(&schema, &rec.entries), model_at(seq - 1));
+}
+
+/// A new log file that cannot be started for space (its header does not fit) leaves no
+/// `.tmp` behind and poisons nothing: the batch that needed it is refused, the next one
+/// starts the file once there is room.
+#[test]
+fn a_log_file_that_cannot_be_started_for_space_is_tried_again() {
+    let schema = Schema::builtin();
+    let io = SimIo::new();
+    let dir = Path::new(DIR);
+    io.create_dir_all(dir).expect("dir");
+    let opts = LogOptions {
+        rotate_bytes: 300,
+        // Nothing reserved ahead: the first file holds exactly its data.
+        reserve_bytes: 0,
+        ..LogOptions::default()
+    };
+    let mut w = LogWriter::open(Arc::new(io.clone()), dir, 1, opts).expect("open");
+    let mut seq = 1;
+    while w.current_file() == "log-00000000000000000001.lnl" {
+        // Full just when the next batch needs a new file.
+        let full = {
+            let f = io.read(&dir.join(w.current_file())).expect("read");
+            f.len() as u64 >= 300
+        };
+        if full {
+            io.set_free_space(Some(5));
+            match w.append_batch(seq, &batch(seq)) {
+                Err(PersistError::NoSpace { path, .. }) => {
+                    assert!(path.to_string_lossy().ends_with(".lnl.tmp"), "{path:?}")
+                }
+                other => panic!("expected NoSpace starting a file, got {other:?}"),
+            }
+            assert!(w.poisoned().is_none());
+            assert!(
+                !names(&io).iter().any(|n| n.ends_with(".tmp")),
+                "{:?}",
+                names(&io)
+            );
+            assert_eq!(w.current_file(), "log-00000000000000000001.lnl");
+            io.set_free_space(None);
+        }
+        w.append_batch(seq, &batch(seq)).expect("batch");
+        seq += 1;
+    }
+    assert_eq!(w.current_file(), log_file_name(seq - 1));
+    io.crash();
+    let rec = recover(&io, dir, &schema).expect("recover");
+    assert_eq!(rec.last_seq, seq - 1);
+    assert_eq!(stored(&schema, &rec.entries), model_at(seq - 1));
+}
+
+/// A failed fsync is never retried, even when it says the disk is full: the log stays
+/// poisoned after space comes back (fsyncgate: the kernel may have dropped the pages).
+#[test]
+fn fsync_failure_poisons_even_once_space_is_back() {
+    let io = SimIo::new();
+    let dir = Path::new(DIR);
+    io.create_dir_all(dir).expect("dir");
+    let opts = LogOptions {
+        reserve_bytes: 0,
+        ..LogOptions::default()
+    };
+    let mut w = LogWriter::open(Arc::new(io.clone()), dir, 1, opts).expect("open");
+    w.append_batch(1, &batch(1)).expect("1");
+    io.set_free_space(Some(0));
     assert!(matches!(
-        w.append_batch(3, &batch(3)),
+        w.append_batch(2, &batch(2)),
+        Err(PersistError::NoSpace { .. })
+    ));
+    io.set_free_space(None);
+    io.fail_sync(true);
+    assert!(matches!(
+        w.append_batch(2, &batch(2)),
         Err(PersistError::Io { .. })
     ));
+    io.fail_sync(false);
     assert!(matches!(
-        w.append_batch(3, &batch(3)),
+        w.append_batch(2, &batch(2)),
         Err(PersistError::Poisoned(_))
     ));
-    io.crash_keeping(Keep::All);
-    let rec = recover(&io, dir, &schema).expect("recover");
-    assert_eq!(rec.last_seq, 2);
-    assert_eq!(rec.torn_tails.len(), 1);
-    assert_eq!(stored(&schema, &rec.entries), model_at(2));
+}
+
+/// A snapshot that runs out of space, or reaches the room kept for the log, removes its
+/// temporary file and leaves the log writing: a snapshot may fail for space, the log not.
+#[test]
+fn a_snapshot_out_of_space_leaves_no_tmp_and_writes_go_on() {
+    let schema = Schema::builtin();
+    for keep_free in [0u64, 4096] {
+        let io = SimIo::new();
+        let dir = Path::new(DIR);
+        io.create_dir_all(dir).expect("dir");
+        let mut w =
+            LogWriter::open(Arc::new(io.clone()), dir, 1, LogOptions::default()).expect("open");
+        for seq in 1..=8 {
+            w.append_batch(seq, &batch(seq)).expect("batch");
+        }
+        // The log's file has ~1 MiB reserved ahead; the snapshot gets 1,500 bytes more (and
+        // must leave `keep_free` of them).
+        io.set_free_space(Some(1_500 + keep_free));
+        let entries: Vec<_> = model_at(8).iter().map(|e| entry(&schema, e)).collect();
+        let r = store::persist::write_snapshot_keeping(
+            &io,
+            dir,
+            8,
+            9,
+            entries.iter(),
+            &schema,
+            1,
+            keep_free,
+        );
+        match (keep_free, r) {
+            (0, Err(PersistError::NoSpace { .. })) => {}
+            (_, Err(PersistError::KeptFree { keep, .. })) if keep == keep_free => {}
+            (_, other) => {
+                panic!("keep_free {keep_free}: expected a failure for space, got {other:?}")
+            }
+        }
+        assert!(
+            !names(&io).iter().any(|n| n.ends_with(".tmp")),
+            "keep_free {keep_free}: {:?}",
+            names(&io)
+        );
+        // Writes go on: the log has its reservation, and the snapshot's space came back.
+        for seq in 9..=12 {
+            w.append_batch(seq, &batch(seq))
+                .unwrap_or_else(|e| panic!("keep_free {keep_free}: batch {seq}: {e}"));
+        }
+        io.crash();
+        let rec = recover(&io, dir, &schema).expect("recover");
+        assert_eq!(rec.last_seq, 12);
+        assert!(rec.snapshot.is_none());
+        assert_eq!(stored(&schema, &rec.entries), model_at(12));
+    }
+}
+
+/// Temporary files are removed at start (with the lock held), and only they: a crash during
+/// a snapshot or while starting a log file leaves one, which nothing reads.
+#[test]
+fn stale_tmp_files_are_removed_and_nothing_else() {
+    let schema = Schema::builtin();
+    let io = SimIo::new();
+    let dir = Path::new(DIR);
+    io.create_dir_all(dir).expect("dir");
+    let mut w = LogWriter::open(Arc::new(io.clone()), dir, 1, LogOptions::default()).expect("open");
+    for seq in 1..=3 {
+        w.append_batch(seq, &batch(seq)).expect("batch");
+    }
+    drop(w);
+    io.put_file(&dir.join("snap-00000000000000000002.lns.tmp"), vec![7; 300]);
+    io.put_file(&dir.join("log-00000000000000000004.lnl.tmp"), vec![1; 20]);
+    io.put_file(&dir.join("notes.tmp"), b"an operator's file".to_vec());
+    io.put_file(&dir.join("linden.lock"), b"123\n".to_vec());
+    let removed = store::persist::remove_stale_tmp(&io, dir).expect("remove");
+    let mut got: Vec<(String, u64)> = removed.into_iter().map(|t| (t.name, t.bytes)).collect();
+    got.sort();
+    assert_eq!(
+        got,
+        vec![
+            ("log-00000000000000000004.lnl.tmp".to_string(), 20),
+            ("snap-00000000000000000002.lns.tmp".to_string(), 300),
+        ]
+    );
+    io.crash();
+    assert_eq!(
+        names(&io),
+        vec![
+            "linden.lock".to_string(),
+            "log-00000000000000000001.lnl".to_string(),
+            "notes.tmp".to_string(),
+        ]
+    );
+    assert_eq!(recover(&io, dir, &schema).expect("recover").last_seq, 3);
 }

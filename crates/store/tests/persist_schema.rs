@@ -97,6 +97,7 @@ fn run(io: &SimIo, base: &Schema, acked: &mut u64) -> Result<(), PersistError> {
     let opts = LogOptions {
         rotate_bytes: 600,
         sync: true,
+        ..LogOptions::default()
     };
     let mut w = LogWriter::open_after_recovery(Arc::new(io.clone()), dir, &rec, opts)?;
     for seq in rec.last_seq + 1..=LAST {

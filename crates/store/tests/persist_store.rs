@@ -142,3 +142,130 @@ fn store_adds_and_renames_recover() {
     let live = store.read();
     assert_recovers_to(&io, &schema, &live);
 }
+
+/// Adds `uid=<uid>,dc=example,dc=com` through the store's writer.
+fn add_account(store: &Store, schema: &Arc<Schema>, uid: &str) -> Result<(), store::StoreError> {
+    let s = schema.clone();
+    let uid = uid.to_string();
+    store
+        .write_blocking(move |txn| {
+            let s = &*s;
+            let dn = format!("uid={uid},dc=example,dc=com");
+            txn.add(
+                dn.clone(),
+                ndn(s, &dn),
+                vec![
+                    attr(s, "objectClass", &["top", "account"]),
+                    attr(s, "uid", &[&uid]),
+                ],
+                false,
+            )
+            .map(|_| ())
+        })
+        .and_then(|r| r)
+}
+
+/// Opens a store whose log reserves nothing ahead, so that every batch needs new space.
+fn open_store_exact(io: &SimIo, schema: &Arc<Schema>) -> Store {
+    let dir = Path::new("/data");
+    let rec = recover(io, dir, schema).expect("recover");
+    let opts = LogOptions {
+        reserve_bytes: 0,
+        ..LogOptions::default()
+    };
+    let log = LogWriter::open_after_recovery(Arc::new(io.clone()), dir, &rec, opts).expect("log");
+    let initial = Version::restore(
+        rec.schema,
+        &store::Indexes::new(),
+        rec.entries,
+        rec.next_id,
+        rec.last_seq,
+    );
+    Store::with_journal(initial, Box::new(LogJournal::new(log)))
+}
+
+/// A full disk refuses the batch with `DiskFull` (not for good): nothing is published, the
+/// batch number is not used up, the writer is not poisoned; once space is freed the next
+/// write goes through by itself, and a crash recovers exactly the acknowledged writes.
+#[test]
+fn a_full_disk_refuses_writes_until_space_is_freed() {
+    let schema = Arc::new(Schema::builtin());
+    let io = SimIo::new();
+    io.create_dir_all(Path::new("/data")).expect("dir");
+    let store = open_store_exact(&io, &schema);
+    let s = schema.clone();
+    store
+        .write_blocking(move |txn| add_suffix(txn, &s).map(|_| ()))
+        .expect("writer")
+        .expect("suffix");
+    add_account(&store, &schema, "before").expect("before");
+    let seq = store.read().seq;
+    let stats = store.stats();
+    assert!(!stats.disk_full.load(std::sync::atomic::Ordering::Relaxed));
+
+    io.set_free_space(Some(8));
+    for i in 0..3 {
+        match add_account(&store, &schema, &format!("refused{i}")) {
+            Err(store::StoreError::DiskFull(m)) => {
+                assert!(m.contains("/data"), "{m}");
+                assert!(m.contains("resume by themselves"), "{m}");
+            }
+            other => panic!("expected DiskFull, got {other:?}"),
+        }
+        assert_eq!(store.read().seq, seq, "a refused batch was published");
+        assert!(stats.disk_full.load(std::sync::atomic::Ordering::Relaxed));
+    }
+    assert_eq!(
+        stats
+            .refused_full
+            .load(std::sync::atomic::Ordering::Relaxed),
+        3
+    );
+    let v = store.read();
+    assert!(v
+        .lookup(&ndn(&schema, "uid=refused0,dc=example,dc=com"))
+        .is_none());
+
+    io.set_free_space(None);
+    add_account(&store, &schema, "after").expect("accepted again without a restart");
+    assert_eq!(
+        store.read().seq,
+        seq + 1,
+        "the refused batches used up numbers"
+    );
+    assert!(!stats.disk_full.load(std::sync::atomic::Ordering::Relaxed));
+    let live = store.read();
+    drop(store);
+    io.crash();
+    assert_recovers_to(&io, &schema, &live);
+    let rec = recover(&io, Path::new("/data"), &schema).expect("recover");
+    let has = |uid: &str| {
+        let n = ndn(&schema, &format!("uid={uid},dc=example,dc=com"));
+        rec.entries.iter().any(|e| e.ndn(&schema).norm == n.norm)
+    };
+    assert!(has("before") && has("after") && !has("refused0"));
+}
+
+/// A failed fsync refuses every write from then on, also once the disk is healthy again.
+#[test]
+fn a_failed_fsync_refuses_writes_for_good() {
+    let schema = Arc::new(Schema::builtin());
+    let io = SimIo::new();
+    io.create_dir_all(Path::new("/data")).expect("dir");
+    let store = open_store(&io, &schema);
+    let s = schema.clone();
+    store
+        .write_blocking(move |txn| add_suffix(txn, &s).map(|_| ()))
+        .expect("writer")
+        .expect("suffix");
+    io.fail_sync(true);
+    assert!(matches!(
+        add_account(&store, &schema, "lost"),
+        Err(store::StoreError::Unavailable(_))
+    ));
+    io.fail_sync(false);
+    assert!(matches!(
+        add_account(&store, &schema, "still refused"),
+        Err(store::StoreError::Unavailable(_))
+    ));
+}

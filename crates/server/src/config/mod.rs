@@ -44,6 +44,16 @@ pub const DEFAULT_CREDENTIAL_CACHE_ENTRIES: usize = 100_000;
 /// clients (every server of a farm restarting its pool at once) without SYN retries.
 pub const DEFAULT_LISTEN_BACKLOG: u32 = 2048;
 
+/// Default of `log_reserve_bytes`: 64 MiB, one transaction log file (`LogOptions`'s
+/// `rotate_bytes`). A snapshot that leaves this much lets the log fill the file it is in and
+/// start the next while the snapshot is written, and keeps taking writes until a later
+/// snapshot, once space is freed, prunes the files it covers.
+pub const DEFAULT_LOG_RESERVE_BYTES: u64 = 64 << 20;
+
+/// Default of `min_free_bytes`: 64 MiB, the room of one transaction log file: a server that
+/// starts can take writes for a while before a full disk refuses them.
+pub const DEFAULT_MIN_FREE_BYTES: u64 = 64 << 20;
+
 /// Whether a key's new value can be applied to a running server (SIGHUP, `linden reload`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reload {
@@ -304,6 +314,13 @@ keys! {
     /// Percent of one core a snapshot written while serving may use (the shutdown snapshot is
     /// not paced).
     snapshot_cpu_share: u32 = 25, Percent, Live, flag "PERCENT";
+    /// Bytes of the data directory's file system that snapshots leave free for the
+    /// transaction log: a snapshot that would leave less is not started, or stops and removes
+    /// its file.
+    log_reserve_bytes: u64 = DEFAULT_LOG_RESERVE_BYTES, Int::<0>, Restart, flag "BYTES";
+    /// The server does not start while the data directory's file system has less free space
+    /// than this (0: no check).
+    min_free_bytes: u64 = DEFAULT_MIN_FREE_BYTES, Int::<0>, Restart, flag "BYTES";
 
     section "Schema and indexes";
 

@@ -218,7 +218,10 @@ async fn snapshot(shared: &Arc<Shared>, who: &Identity) -> LdapResult<String> {
             "only the administrator may take a snapshot",
         ));
     }
-    match shared.background_snapshot().await {
+    match shared
+        .background_snapshot(crate::persistence::SnapshotCause::Requested)
+        .await
+    {
         Ok(Some(rep)) => {
             tracing::info!(
                 "snapshot {} written on request: {} entries, {} bytes in {:.2} s",

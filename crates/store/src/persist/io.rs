@@ -2,7 +2,9 @@
 //!
 //! Persistence code never calls `std::fs`; it goes through `Io`, so tests can swap in `SimIo`,
 //! which keeps files in memory, knows which bytes and which directory entries are durable, and
-//! can cut the power at any write or inject write and fsync failures.
+//! can cut the power at any write, inject fsync failures, and run out of space (a disk of a
+//! given size, with reservations and truncation, so that a full disk and the space coming back
+//! are tested as the real file system behaves).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs;
@@ -28,6 +30,18 @@ pub trait Io: Send + Sync {
     /// Makes creations, renames and removals in `dir` durable.
     fn sync_dir(&self, dir: &Path) -> io::Result<()>;
     fn create_dir_all(&self, dir: &Path) -> io::Result<()>;
+    /// Bytes an unprivileged process may still allocate on the file system holding `dir`
+    /// (`statvfs`: available blocks times fragment size).
+    fn free_space(&self, dir: &Path) -> io::Result<u64>;
+}
+
+/// Whether an I/O error says the file system has no room (ENOSPC, or EDQUOT: the user's quota
+/// is used up), as opposed to a failing device or a broken file system.
+pub fn is_no_space(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded
+    )
 }
 
 /// A file open for writing.
@@ -35,6 +49,14 @@ pub trait IoFile: Send {
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()>;
     /// Makes every byte written so far durable (fdatasync).
     fn sync(&mut self) -> io::Result<()>;
+    /// Allocates disk space for the file's first `len` bytes without changing its size
+    /// (`fallocate` with `FALLOC_FL_KEEP_SIZE`), so that writing up to `len` needs no more
+    /// space: a full disk shows here, before any byte is written. `ErrorKind::Unsupported`
+    /// where the file system cannot (the caller then meets a full disk at the write).
+    fn reserve(&mut self, len: u64) -> io::Result<()>;
+    /// Cuts the file back to its first `len` bytes, releasing the space allocated past them
+    /// (reserved or written); the next write goes at `len`.
+    fn truncate(&mut self, len: u64) -> io::Result<()>;
 }
 
 /// A file open for reading at any offset, from several threads at once.
@@ -113,6 +135,37 @@ impl IoFile for FsFile {
     fn sync(&mut self) -> io::Result<()> {
         self.0.sync_data()
     }
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    fn reserve(&mut self, len: u64) -> io::Result<()> {
+        use rustix::fs::{fallocate, FallocateFlags};
+        use rustix::io::Errno;
+        if len == 0 {
+            return Ok(());
+        }
+        match fallocate(&self.0, FallocateFlags::KEEP_SIZE, 0, len) {
+            Ok(()) => Ok(()),
+            Err(e) if e == Errno::OPNOTSUPP || e == Errno::NOSYS => Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "the file system cannot reserve space (fallocate)",
+            )),
+            Err(e) => Err(e.into()),
+        }
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    fn reserve(&mut self, _len: u64) -> io::Result<()> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "reserving space is implemented on Linux only",
+        ))
+    }
+    fn truncate(&mut self, len: u64) -> io::Result<()> {
+        use std::io::Seek;
+        self.0.set_len(len)?;
+        // A file opened for appending writes at its end anyway; one opened with `create`
+        // has a cursor that must not stay past the new end (the next write would leave a
+        // hole of zeros).
+        self.0.seek(io::SeekFrom::Start(len)).map(|_| ())
+    }
 }
 
 impl Io for FsIo {
@@ -169,6 +222,18 @@ impl Io for FsIo {
     fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
         fs::create_dir_all(dir)
     }
+    #[cfg(unix)]
+    fn free_space(&self, dir: &Path) -> io::Result<u64> {
+        let s = rustix::fs::statvfs(dir)?;
+        Ok(s.f_bavail.saturating_mul(s.f_frsize))
+    }
+    #[cfg(not(unix))]
+    fn free_space(&self, _dir: &Path) -> io::Result<u64> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "free space is known on Unix only",
+        ))
+    }
 }
 
 /// What survives of the bytes written but not yet synced when `SimIo::crash_keeping` cuts power.
@@ -184,10 +249,18 @@ pub enum Keep {
 
 /// An in-memory file system for tests, with crash and failure injection. Cloning shares it.
 ///
-/// Model: each file has its bytes and how many of them are durable (files are only appended to
-/// after `create`, so the durable part is a prefix). Names live in two maps: the current one and
-/// the durable one; `sync_dir(d)` copies the current names of `d` into the durable map. A crash
-/// restores the durable names, drops unsynced bytes (per `Keep`) and invalidates open handles.
+/// Model: each file has its bytes, how many of them are durable (files are only appended to
+/// after `create`, or cut back by `truncate`, so the durable part is a prefix) and the space
+/// allocated to it (its size, or more after `reserve`). Names live in two maps: the current one
+/// and the durable one; `sync_dir(d)` copies the current names of `d` into the durable map. A
+/// crash restores the durable names, drops unsynced bytes (per `Keep`) and invalidates open
+/// handles.
+///
+/// Space: by default the disk is endless. `set_free_space(Some(n))` gives it room for `n` more
+/// bytes than the named files hold now; allocations (writes past a file's allocation,
+/// reservations) then take from it, and removing or truncating files gives it back, as on a
+/// real file system. A write that does not fit lands in part (as many bytes as fit) and fails
+/// with `StorageFull`; a reservation that does not fit allocates nothing and fails.
 #[derive(Clone, Default)]
 pub struct SimIo {
     state: Arc<Mutex<SimState>>,
@@ -197,6 +270,14 @@ pub struct SimIo {
 struct SimFile {
     data: Vec<u8>,
     synced: usize,
+    /// Bytes allocated: at least `data.len()`, more after `reserve`.
+    alloc: u64,
+}
+
+impl SimFile {
+    fn allocated(&self) -> u64 {
+        self.alloc.max(self.data.len() as u64)
+    }
 }
 
 #[derive(Default)]
@@ -208,18 +289,28 @@ struct SimState {
     next_file: u64,
     /// Bumped by every crash; handles opened before it fail.
     epoch: u64,
-    /// Mutating operations (create, write, sync, rename, remove, sync_dir) done so far.
+    /// Mutating operations (create, write, sync, reserve, truncate, rename, remove, sync_dir)
+    /// done so far.
     ops: u64,
     /// Power is cut when `ops` reaches this: that operation and all later ones fail.
     cut_at: Option<u64>,
     power_off: bool,
-    /// Bytes that may still be written before writes fail (disk full).
-    bytes_left: Option<u64>,
+    /// The disk's size in bytes; `None`: endless.
+    capacity: Option<u64>,
     fail_sync: bool,
+    /// `reserve` answers `Unsupported`, as on a file system without fallocate.
+    no_reserve: bool,
 }
+
+/// What `SimIo::free_space` reports for an endless disk.
+const SIM_ENDLESS: u64 = 1 << 50;
 
 fn sim_err(msg: &str) -> io::Error {
     io::Error::other(msg.to_string())
+}
+
+fn sim_full() -> io::Error {
+    io::Error::new(io::ErrorKind::StorageFull, "simulated disk full")
 }
 
 impl SimState {
@@ -247,6 +338,24 @@ impl SimState {
             ))
         }
     }
+
+    /// Space held by the files that have a name (an unnamed file's space is not counted: the
+    /// model keeps it until the next crash, a real file system until its last handle closes).
+    fn used(&self) -> u64 {
+        let named: BTreeSet<u64> = self.names.values().copied().collect();
+        named
+            .iter()
+            .filter_map(|id| self.files.get(id))
+            .map(SimFile::allocated)
+            .sum()
+    }
+
+    fn free(&self) -> u64 {
+        match self.capacity {
+            Some(c) => c.saturating_sub(self.used()),
+            None => SIM_ENDLESS,
+        }
+    }
 }
 
 struct SimHandle {
@@ -255,12 +364,20 @@ struct SimHandle {
     epoch: u64,
 }
 
-impl IoFile for SimHandle {
-    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
-        let mut st = self.sim.lock();
+impl SimHandle {
+    /// The shared state, if this handle is still valid (not from before a crash).
+    fn state(&self) -> io::Result<MutexGuard<'_, SimState>> {
+        let st = self.sim.lock();
         if st.epoch != self.epoch {
             return Err(sim_err("file handle from before a crash"));
         }
+        Ok(st)
+    }
+}
+
+impl IoFile for SimHandle {
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        let mut st = self.state()?;
         let was_off = st.power_off;
         if let Err(e) = st.tick() {
             // The write that the power cut interrupts lands in part (still unsynced).
@@ -272,38 +389,61 @@ impl IoFile for SimHandle {
             }
             return Err(e);
         }
-        let mut n = buf.len();
-        let mut full = false;
-        if let Some(left) = st.bytes_left {
-            if (n as u64) > left {
-                n = left as usize;
-                full = true;
-            }
-            st.bytes_left = Some(left - n as u64);
-        }
-        if let Some(f) = st.files.get_mut(&self.id) {
-            f.data.extend_from_slice(&buf[..n]);
-        }
-        if full {
-            return Err(io::Error::new(
-                io::ErrorKind::StorageFull,
-                "simulated disk full",
-            ));
+        let free = st.free();
+        let Some(f) = st.files.get_mut(&self.id) else {
+            return Ok(());
+        };
+        // Bytes within the allocation (reserved or cut back) need no new space.
+        let room = f.allocated() - f.data.len() as u64 + free;
+        let n = buf.len().min(usize::try_from(room).unwrap_or(usize::MAX));
+        f.data.extend_from_slice(&buf[..n]);
+        if n < buf.len() {
+            return Err(sim_full());
         }
         Ok(())
     }
 
     fn sync(&mut self) -> io::Result<()> {
-        let mut st = self.sim.lock();
-        if st.epoch != self.epoch {
-            return Err(sim_err("file handle from before a crash"));
-        }
+        let mut st = self.state()?;
         st.tick()?;
         if st.fail_sync {
             return Err(sim_err("simulated fsync failure"));
         }
         if let Some(f) = st.files.get_mut(&self.id) {
             f.synced = f.data.len();
+        }
+        Ok(())
+    }
+
+    fn reserve(&mut self, len: u64) -> io::Result<()> {
+        let mut st = self.state()?;
+        if st.no_reserve {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "simulated file system without fallocate",
+            ));
+        }
+        st.tick()?;
+        let free = st.free();
+        if let Some(f) = st.files.get_mut(&self.id) {
+            let more = len.saturating_sub(f.allocated());
+            if more > free {
+                return Err(sim_full());
+            }
+            f.alloc = f.alloc.max(len);
+        }
+        Ok(())
+    }
+
+    fn truncate(&mut self, len: u64) -> io::Result<()> {
+        let mut st = self.state()?;
+        st.tick()?;
+        if let Some(f) = st.files.get_mut(&self.id) {
+            let len = usize::try_from(len).unwrap_or(usize::MAX);
+            f.data.resize(len, 0);
+            f.synced = f.synced.min(len);
+            // As ext4 and tmpfs do: space reserved past the new end is released too.
+            f.alloc = len as u64;
         }
         Ok(())
     }
@@ -335,9 +475,21 @@ impl SimIo {
         self.lock().power_off
     }
 
-    /// Writes fail once `n` more bytes have been written (the crossing write lands in part).
-    pub fn fail_after_bytes(&self, n: u64) {
-        self.lock().bytes_left = Some(n);
+    /// Sizes the disk so that `n` more bytes fit beside what the named files hold now
+    /// (`None`: an endless disk again). Freeing space is calling it again with more.
+    pub fn set_free_space(&self, n: Option<u64>) {
+        let mut st = self.lock();
+        st.capacity = n.map(|n| st.used().saturating_add(n));
+    }
+
+    /// Bytes the named files hold (written or reserved).
+    pub fn used_space(&self) -> u64 {
+        self.lock().used()
+    }
+
+    /// While `on`, `reserve` answers `Unsupported` (a file system without fallocate).
+    pub fn without_reserve(&self, on: bool) {
+        self.lock().no_reserve = on;
     }
 
     /// Every file sync fails while `on`.
@@ -351,7 +503,8 @@ impl SimIo {
     }
 
     /// Simulates a power loss and restart, keeping unsynced bytes as `keep` says. The restart
-    /// also clears every injected failure and pending power cut.
+    /// also clears the injected fsync failures and pending power cut; the disk keeps its size
+    /// and the files their reserved space.
     pub fn crash_keeping(&self, keep: Keep) {
         let mut st = self.lock();
         st.names = st.durable_names.clone();
@@ -370,7 +523,6 @@ impl SimIo {
         st.epoch += 1;
         st.power_off = false;
         st.cut_at = None;
-        st.bytes_left = None;
         st.fail_sync = false;
     }
 
@@ -383,7 +535,14 @@ impl SimIo {
         let id = st.next_file;
         st.next_file += 1;
         let synced = data.len();
-        st.files.insert(id, SimFile { data, synced });
+        st.files.insert(
+            id,
+            SimFile {
+                data,
+                synced,
+                alloc: 0,
+            },
+        );
         st.names.insert(path.to_path_buf(), id);
         st.durable_names.insert(path.to_path_buf(), id);
     }
@@ -512,5 +671,16 @@ impl Io for SimIo {
             d = p.parent();
         }
         Ok(())
+    }
+
+    fn free_space(&self, dir: &Path) -> io::Result<u64> {
+        let st = self.lock();
+        if !st.dirs.contains(dir) {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("no directory {}", dir.display()),
+            ));
+        }
+        Ok(st.free())
     }
 }

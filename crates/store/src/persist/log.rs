@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::codec::{Change, Reader};
-use super::io::{Io, IoFile};
+use super::io::{is_no_space, Io, IoFile};
 use super::{crc, parse_seq_name, PersistError};
 
 pub const LOG_MAGIC: [u8; 8] = *b"LNDNLOG\0";
@@ -204,24 +204,44 @@ pub struct LogOptions {
     /// fsync after every batch. `false` is `durability = "nosync"`: for benchmarks only, an
     /// acknowledged write can be lost.
     pub sync: bool,
+    /// Disk space reserved ahead of the data of the file being appended to, so that a batch
+    /// finds its space allocated before any of its bytes is written (`IoFile::reserve`). The
+    /// step only saves calls: a batch that does not fit in what is reserved reserves its own
+    /// length (and this much more, where the disk has it) first.
+    pub reserve_bytes: u64,
 }
+
+/// Default of `LogOptions::reserve_bytes`: 1 MiB, a few thousand typical batches per call.
+pub const LOG_RESERVE_BYTES: u64 = 1 << 20;
 
 impl Default for LogOptions {
     fn default() -> LogOptions {
         LogOptions {
             rotate_bytes: 64 << 20,
             sync: true,
+            reserve_bytes: LOG_RESERVE_BYTES,
         }
     }
 }
 
 /// Appends batches to the log. Owned by the writer thread.
+///
+/// A full disk is not a failure of the log: a batch that finds no room is refused with
+/// `PersistError::NoSpace` before any of its bytes is written (the space is reserved first),
+/// or, where the file system cannot reserve, its bytes are cut off again (they were neither
+/// synced nor acknowledged); it does not consume its batch number, and the next batch tries
+/// again. Every other failure (a write that failed otherwise, any failed fsync) poisons it.
 pub struct LogWriter {
     io: Arc<dyn Io>,
     dir: PathBuf,
     file: Box<dyn IoFile>,
     name: String,
+    /// Bytes of the current file that hold its header and whole batches.
     size: u64,
+    /// Bytes of the current file allocated by `IoFile::reserve` (0: none).
+    reserved: u64,
+    /// False once the file system said it cannot reserve space.
+    can_reserve: bool,
     next_seq: u64,
     opts: LogOptions,
     /// Set by the first failed write or sync; from then on every append is refused.
@@ -249,6 +269,8 @@ impl LogWriter {
             file,
             name,
             size: LOG_HEADER_LEN as u64,
+            reserved: 0,
+            can_reserve: true,
             next_seq,
             opts,
             poisoned: None,
@@ -283,8 +305,10 @@ impl LogWriter {
     }
 
     /// Writes batch `seq` (which must be `next_seq()`) with one write and, unless `nosync`,
-    /// one fsync. When this returns `Ok` the batch is durable and may be acknowledged. Any
-    /// write or sync failure poisons the writer: this and every later call fail.
+    /// one fsync. When this returns `Ok` the batch is durable and may be acknowledged.
+    /// `PersistError::NoSpace`: the disk is full; nothing of the batch is in the log and the
+    /// same `seq` may be tried again. Any other write or sync failure poisons the writer: this
+    /// and every later call fail.
     pub fn append_batch(&mut self, seq: u64, changes: &[Change]) -> Result<(), PersistError> {
         self.append_with(seq, changes.len(), |out| {
             for c in changes {
@@ -355,22 +379,75 @@ impl LogWriter {
         if self.size >= self.opts.rotate_bytes && self.size > LOG_HEADER_LEN as u64 {
             self.switch_file(seq)?;
         }
+        let len = self.buf.len() as u64;
+        self.make_room(len)?;
         let path = self.dir.join(&self.name);
         if let Err(e) = self.file.write_all(&self.buf) {
-            return Err(self.poison(path, "write", e));
+            if !is_no_space(&e) {
+                return Err(self.poison(path, "write", e));
+            }
+            // Out of space where none could be reserved: the bytes that landed were neither
+            // synced nor acknowledged; cut them off, and the file is as it was.
+            return Err(match self.file.truncate(self.size) {
+                Ok(()) => {
+                    self.reserved = self.reserved.min(self.size);
+                    self.no_space(path, e)
+                }
+                Err(t) => {
+                    self.poisoned = Some(format!(
+                        "a write to {} failed ({e}), and cutting it off again failed too: {t}",
+                        path.display()
+                    ));
+                    PersistError::io(path, t)
+                }
+            });
         }
         if self.opts.sync {
             if let Err(e) = self.file.sync() {
                 return Err(self.poison(path, "fsync", e));
             }
         }
-        self.size += self.buf.len() as u64;
+        self.size += len;
         self.next_seq += 1;
         Ok(())
     }
 
+    /// Makes sure the current file has space allocated for `len` more bytes after `size`,
+    /// before any of them is written: `reserve_bytes` ahead if the disk has it, else just
+    /// `len`. `NoSpace` if not even that fits. Other failures to reserve (a file system that
+    /// cannot) leave the batch to its write, which is cut off again if the disk is full.
+    fn make_room(&mut self, len: u64) -> Result<(), PersistError> {
+        let end = self.size.saturating_add(len);
+        if !self.can_reserve || end <= self.reserved {
+            return Ok(());
+        }
+        let ahead = end.saturating_add(self.opts.reserve_bytes);
+        for want in [ahead, end] {
+            match self.file.reserve(want) {
+                Ok(()) => {
+                    self.reserved = want;
+                    return Ok(());
+                }
+                Err(e) if is_no_space(&e) => {
+                    if want == end {
+                        let path = self.dir.join(&self.name);
+                        return Err(self.no_space(path, e));
+                    }
+                }
+                Err(e) => {
+                    if e.kind() == std::io::ErrorKind::Unsupported {
+                        self.can_reserve = false;
+                    }
+                    return Ok(());
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Starts a new file at the next batch now, so that every earlier file holds only batches
-    /// a snapshot of the current version covers (see `prune`).
+    /// a snapshot of the current version covers (see `prune`). `NoSpace` leaves the current
+    /// file in use, and may be tried again.
     pub fn rotate(&mut self) -> Result<(), PersistError> {
         if let Some(why) = &self.poisoned {
             return Err(PersistError::Poisoned(why.clone()));
@@ -384,11 +461,20 @@ impl LogWriter {
     fn switch_file(&mut self, seq: u64) -> Result<(), PersistError> {
         match start_file(&*self.io, &self.dir, seq) {
             Ok((file, name)) => {
-                self.file = file;
+                let mut sealed = std::mem::replace(&mut self.file, file);
+                // The sealed file keeps the space of its data only. Its bytes are all synced,
+                // and this does not change them; if it fails, the space stays reserved until
+                // the file is pruned.
+                if self.reserved > self.size {
+                    let _ = sealed.truncate(self.size);
+                }
                 self.name = name;
                 self.size = LOG_HEADER_LEN as u64;
+                self.reserved = 0;
                 Ok(())
             }
+            // `start_file` removed what it had created: nothing changed.
+            Err(e @ PersistError::NoSpace { .. }) => Err(e),
             Err(e) => {
                 let why = e.to_string();
                 self.poisoned = Some(why);
@@ -400,6 +486,14 @@ impl LogWriter {
     fn poison(&mut self, path: PathBuf, what: &str, e: std::io::Error) -> PersistError {
         self.poisoned = Some(format!("{what} of {} failed: {e}", path.display()));
         PersistError::io(path, e)
+    }
+
+    fn no_space(&self, path: PathBuf, source: std::io::Error) -> PersistError {
+        PersistError::NoSpace {
+            dir: self.dir.clone(),
+            path,
+            source,
+        }
     }
 }
 
@@ -446,6 +540,10 @@ fn check_fresh(io: &dyn Io, dir: &Path, next_seq: u64) -> Result<(), PersistErro
 
 /// Creates `log-<seq>.lnl` durably with its header: written to a temporary name, synced,
 /// renamed, directory synced. A log file therefore always has a whole header.
+///
+/// A full disk (at the creation, the header's write or the rename) is `NoSpace`, with the
+/// temporary file removed again: nothing changed, and the caller may try again later. Any
+/// other failure is `Io` (the temporary file is removed too where it can be).
 fn start_file(
     io: &dyn Io,
     dir: &Path,
@@ -458,11 +556,31 @@ fn start_file(
     head.extend_from_slice(&LOG_MAGIC);
     head.extend_from_slice(&LOG_VERSION.to_le_bytes());
     head.extend_from_slice(&first_seq.to_le_bytes());
-    let mut f = io.create(&tmp).map_err(|e| PersistError::io(&tmp, e))?;
-    f.write_all(&head).map_err(|e| PersistError::io(&tmp, e))?;
-    f.sync().map_err(|e| PersistError::io(&tmp, e))?;
-    io.rename(&tmp, &path)
-        .map_err(|e| PersistError::io(&path, e))?;
+    let failed = |at: &Path, e: std::io::Error| {
+        if is_no_space(&e) {
+            PersistError::NoSpace {
+                dir: dir.to_path_buf(),
+                path: at.to_path_buf(),
+                source: e,
+            }
+        } else {
+            PersistError::io(at, e)
+        }
+    };
+    let mut f = io.create(&tmp).map_err(|e| failed(&tmp, e))?;
+    if let Err(e) = f.write_all(&head) {
+        let _ = io.remove(&tmp);
+        return Err(failed(&tmp, e));
+    }
+    if let Err(e) = f.sync() {
+        let _ = io.remove(&tmp);
+        // Never `NoSpace`: a failed fsync is not retried, whatever it says.
+        return Err(PersistError::io(&tmp, e));
+    }
+    if let Err(e) = io.rename(&tmp, &path) {
+        let _ = io.remove(&tmp);
+        return Err(failed(&path, e));
+    }
     io.sync_dir(dir).map_err(|e| PersistError::io(dir, e))?;
     Ok((f, name))
 }

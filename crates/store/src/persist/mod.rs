@@ -1,6 +1,8 @@
 //! Durability: the transaction log, snapshots and recovery (design.md, "In memory, durable on
 //! disk"; formats byte by byte in `docs/storage-format.md`).
 //!
+//! - `dir`: the data directory's lock (one process at a time) and the removal of the
+//!   temporary files a dead process left.
 //! - `io`: the `Io` trait every disk access goes through; `FsIo` (real files) and `SimIo`
 //!   (in memory, with power cuts and injected failures, for tests).
 //! - `codec`: schema-independent change records (`Change`, `StoredEntry`) and their encoding.
@@ -14,6 +16,7 @@
 //! reported and left in place, and the writer continues in a new log file.
 
 pub mod codec;
+pub mod dir;
 pub mod io;
 pub mod log;
 pub mod recover;
@@ -22,14 +25,15 @@ pub mod snapshot;
 use std::path::PathBuf;
 
 pub use codec::{Change, StoredAttr, StoredEntry};
-pub use io::{FsIo, Io, IoFile, IoRead, Keep, MemRead, SimIo};
+pub use dir::{remove_stale_tmp, DirLock, StaleTmp, LOCK_FILE};
+pub use io::{is_no_space, FsIo, Io, IoFile, IoRead, Keep, MemRead, SimIo};
 pub use log::{read_log, Batch, LogContents, LogOptions, LogWriter, TornTail};
 pub use recover::{
     prune, recover, verify, FileKind, FileReport, FileStatus, Recovered, VerifyReport,
 };
 pub use snapshot::{
-    read_snapshot, read_snapshot_from, write_snapshot, write_snapshot_bulk, write_snapshot_with,
-    Snapshot, SnapshotInfo,
+    estimate_snapshot_bytes, read_snapshot, read_snapshot_from, write_snapshot,
+    write_snapshot_bulk, write_snapshot_keeping, write_snapshot_with, Snapshot, SnapshotInfo,
 };
 
 /// Why persistence failed. Every variant names the file (and, for contents, the byte offset)
@@ -47,6 +51,33 @@ pub enum PersistError {
         offset: u64,
         reason: String,
     },
+    /// The file system holding `dir` has no room (ENOSPC, or EDQUOT) for what was being
+    /// written to `path`. What was written of it was taken back (or never started), so nothing
+    /// of it will be read back and nothing acknowledged is affected: the same operation may
+    /// succeed once space is freed.
+    #[error("the disk of {} is full ({}: {source})", dir.display(), path.display())]
+    NoSpace {
+        dir: PathBuf,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// Another process holds the data directory (`dir::DirLock`).
+    #[error("{}: the data directory is in use by {} (it holds the lock {}): stop that process first, or give this one another data directory", dir.display(), holder(*pid), lock.display())]
+    Locked {
+        dir: PathBuf,
+        lock: PathBuf,
+        pid: Option<u32>,
+    },
+    /// A snapshot stopped before the rest of it would have eaten into the space kept free
+    /// for the transaction log (`keep` bytes); its temporary file `path` was removed.
+    #[error("{}: snapshot stopped after {written} bytes: the disk of {} has {free} bytes free and {keep} of them are kept for the transaction log; its temporary file was removed", path.display(), dir.display())]
+    KeptFree {
+        dir: PathBuf,
+        path: PathBuf,
+        written: u64,
+        free: u64,
+        keep: u64,
+    },
     /// An earlier write or fsync failed; the log accepts nothing more (a failed fsync cannot be
     /// retried: the kernel may have dropped the dirty pages).
     #[error("the transaction log refuses writes after an earlier failure: {0}")]
@@ -61,6 +92,15 @@ pub enum PersistError {
     /// A caller broke the log's contract (e.g. a batch number out of sequence); nothing was written.
     #[error("{0}")]
     Usage(String),
+}
+
+/// Who holds a lock, as `PersistError::Locked` says it.
+fn holder(pid: Option<u32>) -> String {
+    match pid {
+        Some(p) if p == std::process::id() => format!("this very process (PID {p})"),
+        Some(p) => format!("another process, PID {p}"),
+        None => "another process (its PID is not in the lock file)".to_string(),
+    }
 }
 
 impl PersistError {
@@ -141,9 +181,14 @@ impl crate::writer::Journal for LogJournal {
         version: &crate::Version,
         schema: &[String],
         touched: &[crate::EntryId],
-    ) -> Result<(), String> {
+    ) -> Result<(), crate::JournalError> {
         self.log
             .append_version_batch(seq, version, schema, touched)
-            .map_err(|e| e.to_string())
+            .map_err(|e| match e {
+                PersistError::NoSpace { .. } => crate::JournalError::Full(format!(
+                    "{e}; writes resume by themselves once space is freed"
+                )),
+                other => crate::JournalError::Failed(other.to_string()),
+            })
     }
 }

@@ -147,9 +147,27 @@ pub fn write_snapshot_with<'a>(
     dir: &Path,
     seq: u64,
     next_id: EntryId,
+    entries: impl Iterator<Item = &'a Entry>,
+    schema: &Schema,
+    chunk_entries: usize,
+) -> Result<SnapshotInfo, PersistError> {
+    write_snapshot_keeping(io, dir, seq, next_id, entries, schema, chunk_entries, 0)
+}
+
+/// `write_snapshot_with` that leaves at least `keep_free` bytes free on the disk: before each
+/// piece it writes, it asks the file system for its free space, and stops with
+/// `PersistError::KeptFree` (its temporary file removed) where the piece would leave less. This
+/// is the room the transaction log keeps: a snapshot may fail for space, the log must not.
+#[allow(clippy::too_many_arguments)]
+pub fn write_snapshot_keeping<'a>(
+    io: &dyn Io,
+    dir: &Path,
+    seq: u64,
+    next_id: EntryId,
     mut entries: impl Iterator<Item = &'a Entry>,
     schema: &Schema,
     chunk_entries: usize,
+    keep_free: u64,
 ) -> Result<SnapshotInfo, PersistError> {
     // One buffer serves every chunk: a fresh one per chunk would grow (and fault in) ~400 MB
     // over a snapshot of a million entries, on the cores the server is answering with.
@@ -164,6 +182,7 @@ pub fn write_snapshot_with<'a>(
         seq,
         next_id,
         schema,
+        keep_free,
     };
     write_chunks(
         file,
@@ -171,6 +190,34 @@ pub fn write_snapshot_with<'a>(
         |buf| *spare.borrow_mut() = buf,
         Some(SYNC_EVERY_BYTES),
     )
+}
+
+/// Entries encoded to estimate a snapshot's size (`estimate_snapshot_bytes`).
+const ESTIMATE_SAMPLE: usize = 1024;
+
+/// About how many bytes a snapshot of `count` entries takes, `entries` being (the first of)
+/// them: the first `ESTIMATE_SAMPLE` are encoded and their mean size scaled to `count`, plus
+/// the header, the schema section, the chunk framing and the footer. For the free-space check
+/// before a snapshot starts; the snapshot itself checks as it goes (`write_snapshot_keeping`).
+pub fn estimate_snapshot_bytes<'a>(
+    entries: impl Iterator<Item = &'a Entry>,
+    count: usize,
+    schema: &Schema,
+) -> u64 {
+    let mut buf = Vec::new();
+    let mut sampled = 0u64;
+    for e in entries.take(ESTIMATE_SAMPLE) {
+        encode_packed(e, &mut buf);
+        sampled += 1;
+    }
+    let body = (buf.len() as u64)
+        .saturating_mul(count as u64)
+        .checked_div(sampled)
+        .unwrap_or(0);
+    let chunks = (count as u64).div_ceil(DEFAULT_CHUNK_ENTRIES as u64);
+    let framing =
+        SNAP_HEADER_LEN as u64 + chunks * (12 + INDEX_ENTRY_LEN as u64) + 12 + TRAILER_LEN as u64;
+    body + framing + schema_section(schema).len() as u64
 }
 
 /// Writes a snapshot of `entries` as `write_snapshot` does, for a bulk load that has all of
@@ -210,6 +257,7 @@ pub fn write_snapshot_bulk(
             seq,
             next_id,
             schema,
+            keep_free: 0,
         };
         write_chunks(file, rx.into_iter(), recycle, None)
     })
@@ -246,13 +294,33 @@ struct SnapshotFile<'a> {
     seq: u64,
     next_id: EntryId,
     schema: &'a Schema,
+    /// Bytes to leave free on the disk (`write_snapshot_keeping`); 0: no check.
+    keep_free: u64,
 }
 
 /// Writes a snapshot file from framed chunks (`encode_chunk`), handing each buffer to
 /// `recycle` once written, then makes it durable and visible; with `sync_every`, syncs whenever
-/// that many bytes were written since the last.
+/// that many bytes were written since the last. A snapshot that fails, whatever the reason,
+/// removes its temporary file (only the one it was writing: the caller holds the directory).
 fn write_chunks(
     file: SnapshotFile<'_>,
+    chunks: impl Iterator<Item = Vec<u8>>,
+    recycle: impl FnMut(Vec<u8>),
+    sync_every: Option<usize>,
+) -> Result<SnapshotInfo, PersistError> {
+    let (io, dir) = (file.io, file.dir);
+    let tmp = dir.join(format!("{}.tmp", snapshot_file_name(file.seq)));
+    let r = write_chunks_to(file, &tmp, chunks, recycle, sync_every);
+    if r.is_err() {
+        // Already gone after a failed rename's retry or a failed create: nothing to do.
+        let _ = io.remove(&tmp);
+    }
+    r
+}
+
+fn write_chunks_to(
+    file: SnapshotFile<'_>,
+    tmp: &Path,
     chunks: impl Iterator<Item = Vec<u8>>,
     mut recycle: impl FnMut(Vec<u8>),
     sync_every: Option<usize>,
@@ -263,14 +331,46 @@ fn write_chunks(
         seq,
         next_id,
         schema,
+        keep_free,
     } = file;
     let name = snapshot_file_name(seq);
     let path = dir.join(&name);
-    let tmp = dir.join(format!("{name}.tmp"));
-    let err = |e| PersistError::io(&tmp, e);
+    let err = |e: std::io::Error| {
+        if super::io::is_no_space(&e) {
+            PersistError::NoSpace {
+                dir: dir.to_path_buf(),
+                path: tmp.to_path_buf(),
+                source: e,
+            }
+        } else {
+            PersistError::io(tmp, e)
+        }
+    };
+    // Whether `n` more bytes leave `keep_free` free. A file system that cannot say is not
+    // checked (the write itself still fails when the disk is full).
+    let mut written: u64 = 0;
+    let room = |n: usize, written: u64| -> Result<(), PersistError> {
+        if keep_free == 0 {
+            return Ok(());
+        }
+        match io.free_space(dir) {
+            Ok(free) if free < (n as u64).saturating_add(keep_free) => {
+                Err(PersistError::KeptFree {
+                    dir: dir.to_path_buf(),
+                    path: tmp.to_path_buf(),
+                    written,
+                    free,
+                    keep: keep_free,
+                })
+            }
+            _ => Ok(()),
+        }
+    };
     io.create_dir_all(dir)
         .map_err(|e| PersistError::io(dir, e))?;
-    let mut f = io.create(&tmp).map_err(err)?;
+    let section = schema_section(schema);
+    room(SNAP_HEADER_LEN + section.len(), 0)?;
+    let mut f = io.create(tmp).map_err(err)?;
 
     let mut head = Vec::with_capacity(SNAP_HEADER_LEN);
     head.extend_from_slice(&SNAP_MAGIC);
@@ -278,8 +378,8 @@ fn write_chunks(
     head.extend_from_slice(&seq.to_le_bytes());
     head.extend_from_slice(&u64::from(next_id).to_le_bytes());
     f.write_all(&head).map_err(err)?;
-    let section = schema_section(schema);
     f.write_all(&section).map_err(err)?;
+    written += (head.len() + section.len()) as u64;
 
     let mut offset = (SNAP_HEADER_LEN + section.len()) as u64;
     let mut index: Vec<(u64, u32, u32)> = Vec::new();
@@ -287,6 +387,8 @@ fn write_chunks(
     let mut unsynced: usize = 0;
     for chunk in chunks {
         let count = u32::from_le_bytes([chunk[8], chunk[9], chunk[10], chunk[11]]);
+        room(chunk.len(), written)?;
+        written += chunk.len() as u64;
         // Hand the data to the disk as it goes instead of leaving hundreds of megabytes dirty
         // for the final fsync: a burst that size stalls the transaction log's fsyncs (and so
         // every write acknowledgement) while it drains. The pieces are smaller than a chunk,
@@ -319,10 +421,11 @@ fn write_chunks(
     let footer_len = foot.len() as u32;
     foot.extend_from_slice(&footer_len.to_le_bytes());
     foot.extend_from_slice(&SNAP_END_MAGIC);
+    room(foot.len(), written)?;
     f.write_all(&foot).map_err(err)?;
-    f.sync().map_err(err)?;
+    f.sync().map_err(|e| PersistError::io(tmp, e))?;
     drop(f);
-    io.rename(&tmp, &path)
+    io.rename(tmp, &path)
         .map_err(|e| PersistError::io(&path, e))?;
     io.sync_dir(dir).map_err(|e| PersistError::io(dir, e))?;
     Ok(SnapshotInfo {
