@@ -167,7 +167,7 @@ impl Feed {
         &self,
         prepared: Option<Vec<Change>>,
         touched: &[EntryId],
-        tombstones: &[Box<str>],
+        tombstones: &[Arc<str>],
         before: &Version,
         after: &Version,
         time: SystemTime,

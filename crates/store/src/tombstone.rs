@@ -26,21 +26,21 @@ use imbl::OrdMap;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Tombstone {
     /// The entry's entryUUID (its equality form).
-    pub uuid: Box<str>,
+    pub uuid: Arc<str>,
     /// Its DN when it was deleted.
-    pub dn: Box<str>,
+    pub dn: Arc<str>,
     /// The CSN of the delete.
-    pub csn: Box<str>,
+    pub csn: Arc<str>,
     /// The entry's entryCSN when it was deleted.
-    pub seen: Box<str>,
+    pub seen: Arc<str>,
 }
 
 /// The tombstones of a version, and their floor.
 #[derive(Clone, Default)]
 pub struct Tombstones {
-    by_uuid: OrdMap<Box<str>, Arc<Tombstone>>,
-    by_csn: OrdMap<(Box<str>, Box<str>), ()>,
-    by_seen: OrdMap<(Box<str>, Box<str>), ()>,
+    by_uuid: OrdMap<Arc<str>, Arc<Tombstone>>,
+    by_csn: OrdMap<(Arc<str>, Arc<str>), ()>,
+    by_seen: OrdMap<(Arc<str>, Arc<str>), ()>,
     floor: Arc<[Box<str>]>,
 }
 
@@ -93,7 +93,7 @@ impl Tombstones {
 
     /// The tombstones whose delete CSN is at or after `from` (a string bound), oldest first.
     pub fn since<'t>(&'t self, from: &str) -> impl Iterator<Item = &'t Arc<Tombstone>> + 't {
-        let start: (Box<str>, Box<str>) = (from.into(), "".into());
+        let start: (Arc<str>, Arc<str>) = (from.into(), "".into());
         self.by_csn
             .range(start..)
             .filter_map(|((_, uuid), ())| self.by_uuid.get(uuid))
@@ -108,8 +108,8 @@ impl Tombstones {
     ) -> impl Iterator<Item = &'t Arc<Tombstone>> + 't {
         use std::ops::Bound;
         // (after, "") sorts before every key whose seen is `after`: start past all of them.
-        let lo: (Box<str>, Box<str>) = (format!("{after}\u{0}").into(), "".into());
-        let hi: (Box<str>, Box<str>) = (format!("{upto}\u{0}").into(), "".into());
+        let lo: (Arc<str>, Arc<str>) = (format!("{after}\u{0}").into(), "".into());
+        let hi: (Arc<str>, Arc<str>) = (format!("{upto}\u{0}").into(), "".into());
         self.by_seen
             .range((Bound::Included(lo), Bound::Excluded(hi)))
             .filter_map(|((_, uuid), ())| self.by_uuid.get(uuid))

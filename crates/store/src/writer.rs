@@ -74,7 +74,7 @@ pub trait Journal: Send {
 /// removed), and whether it changed their floor.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct TombstoneChanges {
-    pub touched: Vec<Box<str>>,
+    pub touched: Vec<Arc<str>>,
     pub floor: bool,
 }
 
@@ -435,7 +435,7 @@ enum Undo {
     Put(Arc<Entry>),
     Remove(EntryId),
     /// The tombstone of an entryUUID as it was (`None`: there was none).
-    Tombstone(Box<str>, Option<Arc<Tombstone>>),
+    Tombstone(Arc<str>, Option<Arc<Tombstone>>),
     TombstoneFloor(Arc<[Box<str>]>),
 }
 

@@ -28,8 +28,8 @@ pub use recover::{
     prune, recover, verify, FileKind, FileReport, FileStatus, Recovered, VerifyReport,
 };
 pub use snapshot::{
-    read_snapshot, read_snapshot_from, write_snapshot, write_snapshot_bulk, write_snapshot_with,
-    Snapshot, SnapshotInfo,
+    read_snapshot, read_snapshot_from, write_snapshot, write_snapshot_bulk, write_snapshot_chunked,
+    write_snapshot_with, Snapshot, SnapshotInfo,
 };
 
 /// Why persistence failed. Every variant names the file (and, for contents, the byte offset)
