@@ -340,13 +340,6 @@ fn try_admin(url: &str) -> Result<LdapConn, String> {
     Ok(c)
 }
 
-/// Runs two clients at once, each for `count` writes; returns them.
-fn both(a: Client, b: Client, phase: &'static str, count: usize) -> (Client, Client) {
-    let ta = std::thread::spawn(move || a.run(phase, count));
-    let tb = std::thread::spawn(move || b.run(phase, count));
-    (ta.join().expect("client a"), tb.join().expect("client b"))
-}
-
 /// The entryUUID of every entry of `c`, to its DN.
 fn by_uuid(c: &Contents) -> HashMap<String, String> {
     c.iter()
@@ -528,14 +521,55 @@ fn wait_for(progress: &AtomicUsize, n: usize) -> bool {
 /// Two providers, each consuming the other; both take writes at once through every fault.
 #[test]
 fn two_providers_converge_after_conflicts_a_partition_and_a_kill() {
+    faults(2);
+}
+
+/// Three providers in a full mesh (each consumes the two others): every change reaches a
+/// server by two paths, through the same faults.
+#[test]
+fn three_providers_converge_after_conflicts_a_partition_and_a_kill() {
+    faults(3);
+}
+
+/// Runs `clients` at once, each for `count` writes; returns them in the same order.
+fn all(clients: Vec<Client>, phase: &'static str, count: usize) -> Vec<Client> {
+    let running: Vec<_> = clients
+        .into_iter()
+        .map(|c| std::thread::spawn(move || c.run(phase, count)))
+        .collect();
+    running
+        .into_iter()
+        .map(|t| t.join().expect("client"))
+        .collect()
+}
+
+const TAGS: [&str; 3] = ["a", "b", "c"];
+const SEEDS: [u64; 3] = [
+    0x9e37_79b9_7f4a_7c15,
+    0xd1b5_4a32_d192_ed03,
+    0x94d0_49bb_1331_11eb,
+];
+
+/// The fault case with `n` providers (2 or 3), each consuming every other: clients write to
+/// all of them (1), through a partition of all links (2), and while the links come back the
+/// first server is killed with SIGKILL under its client's writes (3); it restarts and every
+/// client writes a little more (4). Then all must converge, and hold what the clients were told.
+fn faults(n: usize) {
     let tmp = tempfile::tempdir().expect("tmp");
-    let mut a = Node::new(tmp.path(), "a");
-    let mut b = Node::new(tmp.path(), "b");
-    a.configure_with(1, true, true, &[(2, &b)], HARSH);
-    b.configure_with(2, true, true, &[(1, &a)], HARSH);
-    a.start();
-    b.start();
-    let mut w = a.admin();
+    let mut nodes: Vec<Node> = TAGS[..n].iter().map(|t| Node::new(tmp.path(), t)).collect();
+    for (i, node) in nodes.iter().enumerate() {
+        let from: Vec<(u16, &Node)> = nodes
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| *j != i)
+            .map(|(j, other)| (j as u16 + 1, other))
+            .collect();
+        node.configure_with(i as u16 + 1, true, true, &from, HARSH);
+    }
+    for node in &mut nodes {
+        node.start();
+    }
+    let mut w = nodes[0].admin();
     base_units(&mut w);
     for i in 0..SHARED {
         add_read(&mut w, &format!("shared.{i}"), "v0");
@@ -547,13 +581,13 @@ fn two_providers_converge_after_conflicts_a_partition_and_a_kill() {
             (format!("uid={uid},{PEOPLE}"), csn)
         })
         .collect();
-    let mut ca = Client::new("a", a.url(), 0x9e37_79b9_7f4a_7c15);
-    let mut cb = Client::new("b", b.url(), 0xd1b5_4a32_d192_ed03);
+    let mut clients: Vec<Client> = (0..n)
+        .map(|i| Client::new(TAGS[i], nodes[i].url(), SEEDS[i]))
+        .collect();
     for i in 0..SEEDED {
         let uid = format!("seed.{i}");
         let (uuid, _) = add_read(&mut w, &uid, "v0");
-        let owner = if i % 2 == 0 { &mut ca } else { &mut cb };
-        owner.owned.push(Owned {
+        clients[i % n].owned.push(Owned {
             dn: format!("uid={uid},{PEOPLE}"),
             uuid,
             desc: "v0".into(),
@@ -562,65 +596,101 @@ fn two_providers_converge_after_conflicts_a_partition_and_a_kill() {
         });
     }
     let _ = w.unbind();
-    converge("faults: start", &[&a, &b]);
+    let (_, first) = converge("faults: start", &nodes.iter().collect::<Vec<_>>());
+    let logs: String = nodes
+        .iter()
+        .map(|x| format!("\n--- {} log:\n{}", x.name, x.log()))
+        .collect();
+    assert_eq!(
+        first.len(),
+        3 + SHARED + CONTESTED + SEEDED,
+        "the entries added before the faults{logs}"
+    );
 
-    // 1. Both take writes, linked.
-    let (ca, cb) = both(ca, cb, "linked", 120);
+    // 1. All take writes, linked.
+    let clients = all(clients, "linked", 120);
 
-    // 2. Partitioned: both take writes, and the same DNs are added on both.
-    a.link.cut();
-    b.link.cut();
-    let (ca, cb) = both(ca, cb, "cut", 80);
+    // 2. Partitioned: all take writes, and the same DNs are added on every server.
+    for node in &nodes {
+        node.link.cut();
+    }
+    let clients = all(clients, "cut", 80);
     let mut twins = Vec::new();
-    let (mut wa, mut wb) = (a.admin(), b.admin());
+    let mut writers: Vec<LdapConn> = nodes.iter().map(Node::admin).collect();
     for i in 0..3 {
         let uid = format!("twin.{i}");
-        let first = add_read(&mut wa, &uid, "twin from a");
-        let second = add_read(&mut wb, &uid, "twin from b");
-        twins.push((format!("uid={uid},{PEOPLE}"), vec![first, second]));
+        let adds = writers
+            .iter_mut()
+            .zip(TAGS)
+            .map(|(w, tag)| add_read(w, &uid, &format!("twin from {tag}")))
+            .collect();
+        twins.push((format!("uid={uid},{PEOPLE}"), adds));
     }
-    let _ = (wa.unbind(), wb.unbind());
+    for mut w in writers {
+        let _ = w.unbind();
+    }
 
-    // 3. Linked again while both write; a is killed (SIGKILL) once its client made 40 writes
-    //    of this phase, while b's goes on.
-    a.link.restore();
-    b.link.restore();
-    let progress = ca.progress.clone();
+    // 3. Linked again while all write; the first server is killed (SIGKILL) once its client
+    //    made 40 writes of this phase, while the others go on.
+    for node in &nodes {
+        node.link.restore();
+    }
+    let progress = clients[0].progress.clone();
     let start = progress.load(Ordering::SeqCst);
-    let ta = std::thread::spawn(move || ca.run("healed", 400));
-    let tb = std::thread::spawn(move || cb.run("healed", 150));
-    assert!(wait_for(&progress, start + 40), "a's client never wrote");
-    a.kill();
-    let mut ca = ta.join().expect("client a");
-    let cb = tb.join().expect("client b");
+    let running: Vec<_> = clients
+        .into_iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let count = if i == 0 { 400 } else { 150 };
+            std::thread::spawn(move || c.run("healed", count))
+        })
+        .collect();
+    assert!(
+        wait_for(&progress, start + 40),
+        "the first client never wrote"
+    );
+    nodes[0].kill();
+    let mut clients: Vec<Client> = running
+        .into_iter()
+        .map(|t| t.join().expect("client"))
+        .collect();
+    println!(
+        "killed {} after {} writes of its client in this phase",
+        nodes[0].name,
+        clients[0].progress.load(Ordering::SeqCst) - start
+    );
 
-    // 4. a restarts; both take a few more writes.
+    // 4. It restarts; all take a few more writes.
     let restarted = Instant::now();
-    a.start();
-    ca.url = a.url();
-    let (ca, cb) = both(ca, cb, "restarted", 40);
+    nodes[0].start();
+    clients[0].url = nodes[0].url();
+    let clients = all(clients, "restarted", 40);
+    let what = format!("{n} providers after conflicts, a partition and a kill");
     let (took, end) = converge_within(
-        "two providers after conflicts, a partition and a kill",
-        &[&a, &b],
+        &what,
+        &nodes.iter().collect::<Vec<_>>(),
         CONVERGE_POLLS,
         Some(CONVERGE_DEADLINE),
     );
     println!(
-        "two providers under faults: converged {} ms after the last write ({} ms after a's restart)",
+        "{n} providers under faults: converged {} ms after the last write ({} ms after the restart)",
         took.as_millis(),
         restarted.elapsed().as_millis()
     );
-    let bad = judge(&end, &[&ca, &cb], &twins, &contested);
+    let refs: Vec<&Client> = clients.iter().collect();
+    let bad = judge(&end, &refs, &twins, &contested);
+    let logs: String = nodes
+        .iter()
+        .map(|x| format!("\n--- {} log (tail):\n{}", x.name, tail(&x.log(), 40)))
+        .collect();
     assert!(
         bad.is_empty(),
-        "{} wrong:\n{}\n--- a log (tail):\n{}\n--- b log (tail):\n{}",
+        "{} wrong:\n{}{logs}",
         bad.len(),
-        bad.join("\n"),
-        tail(&a.log(), 40),
-        tail(&b.log(), 40)
+        bad.join("\n")
     );
     assert!(
-        ca.deleted.len() + cb.deleted.len() > 10,
+        clients.iter().map(|c| c.deleted.len()).sum::<usize>() > 10,
         "the workload deleted too little to judge"
     );
 }

@@ -230,7 +230,7 @@ pub(crate) fn expire_tombstones(txn: &mut Txn, policy: TombstonePolicy) {
         .now()
         .checked_sub(policy.lifetime)
         .map(|t| dit::csn::Clock::new(0).next(t));
-    let mut gone: Vec<(Box<str>, String)> = Vec::new();
+    let mut gone: Vec<(std::sync::Arc<str>, String)> = Vec::new();
     for (i, t) in ts.iter().enumerate() {
         let expired = cutoff.as_deref().is_some_and(|c| *t.csn < *c);
         if i >= drop && !expired {
