@@ -441,3 +441,42 @@ pub fn base_units(c: &mut LdapConn) {
         );
     }
 }
+
+/// Imports the suffix, `ou=people`, `ou=groups` and `n` people into `node`'s data directory
+/// with `linden import` (the server stopped): every entry gets the same entryCSN.
+pub fn import_people(node: &Node, n: usize) {
+    let mut ldif = format!(
+        "dn: {SUFFIX}\nobjectClass: dcObject\nobjectClass: organization\ndc: example\no: Example\n\ndn: {PEOPLE}\nobjectClass: organizationalUnit\nou: people\n\ndn: {GROUPS}\nobjectClass: organizationalUnit\nou: groups\n\n"
+    );
+    for i in 0..n {
+        ldif.push_str(&person_ldif(&format!("p{i}"), PEOPLE, i));
+    }
+    let src = node.dir.join("people.ldif");
+    std::fs::write(&src, ldif).expect("write ldif");
+    let out = Command::new(env!("CARGO_BIN_EXE_linden"))
+        .args(["import", "--config"])
+        .arg(node.config())
+        .arg(&src)
+        .output()
+        .expect("import");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// How many entries `node` holds (no attributes read); `None` while it does not answer.
+pub fn count(node: &Node) -> Option<usize> {
+    let settings = LdapConnSettings::new().set_conn_timeout(OP_TIMEOUT);
+    let mut c = LdapConn::with_settings(settings, &node.url()).ok()?;
+    c.with_timeout(OP_TIMEOUT);
+    c.simple_bind(ADMIN, "secret").ok()?.success().ok()?;
+    let (found, _) = c
+        .search(SUFFIX, Scope::Subtree, "(objectClass=*)", vec!["1.1"])
+        .ok()?
+        .success()
+        .ok()?;
+    let _ = c.unbind();
+    Some(found.len())
+}
