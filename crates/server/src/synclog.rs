@@ -68,6 +68,8 @@ pub(crate) struct ProviderFigures {
     /// Changed entries in the session log, and its capacity.
     pub log_held: usize,
     pub log_capacity: usize,
+    /// Deleted entries remembered (tombstones, `syncprov_tombstones`).
+    pub tombstones: usize,
     /// Per naming context: its DN and contextCSN values (one per server id).
     pub contexts: Vec<(String, Vec<String>)>,
 }
@@ -153,6 +155,7 @@ impl Provider {
             searches,
             log_held,
             log_capacity: self.capacity,
+            tombstones: v.tombstones().len(),
             contexts,
         }
     }
