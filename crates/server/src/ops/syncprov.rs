@@ -713,6 +713,20 @@ impl Task {
             }
             p => p,
         };
+        match &plan {
+            Plan::Since(_) => tracing::info!(
+                "sync search conn {} op {}: the cookie is older than the session log; the changes \
+                 after it are taken from the entries and tombstones",
+                self.conn.id,
+                self.id
+            ),
+            Plan::Full if !cookie.csns.is_empty() => tracing::info!(
+                "sync search conn {} op {}: the cookie is older than the tombstones kept; full refresh",
+                self.conn.id,
+                self.id
+            ),
+            _ => {}
+        }
         let full = matches!(plan, Plan::Full);
         let v2 = v.clone();
         let walked = tokio::task::spawn_blocking(move || {
