@@ -575,6 +575,72 @@ fn a_provider_killed_in_its_first_refresh_gets_everything() {
     assert_eq!(end.len(), ENTRIES + 3, "every entry on both");
 }
 
+/// A read-only consumer that stops reading (SIGSTOP) while its provider takes large writes
+/// falls more than `syncprov_queue` batches behind, and its provider ends the persistent
+/// search with e-syncRefreshRequired. It resumes from its cookie and ends with every entry.
+/// It used to search again without one, in the same session, so that nothing was marked
+/// present in the second refresh and its present phase deleted every entry it held.
+#[test]
+fn a_consumer_cut_off_for_falling_behind_resumes_with_every_entry() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let mut p = Node::new(tmp.path(), "provider");
+    let mut c = Node::new(tmp.path(), "consumer");
+    // Little room on the provider's side: the writes below are far more than it, the queue
+    // and the sockets hold.
+    p.configure_with(
+        1,
+        true,
+        false,
+        &[],
+        "syncprov_queue = 2\nmax_buffered_bytes = 262144\n",
+    );
+    c.configure(2, false, false, &[(1, &p)]);
+    import_people(&p, 200);
+    p.start();
+    c.start();
+    converge("a consumer to stop, start", &[&p, &c]);
+    let pid = c.proc.as_ref().expect("running").child.id().to_string();
+    let signal = |sig: &str| {
+        let st = std::process::Command::new("kill")
+            .args([sig, &pid])
+            .status()
+            .expect("kill");
+        assert!(st.success(), "kill {sig}");
+    };
+    signal("-STOP");
+    let big = "x".repeat(64 * 1024);
+    let mut w = p.admin();
+    for i in 0..200 {
+        let value = format!("{i} {big}");
+        ok(
+            w.modify(
+                &format!("uid=p{i},{PEOPLE}"),
+                vec![Mod::Replace("description", HashSet::from([value.as_str()]))],
+            ),
+            "modify",
+        );
+    }
+    let _ = w.unbind();
+    signal("-CONT");
+    let resumed = Instant::now();
+    let (took, end) = converge_within(
+        "a consumer cut off for falling behind",
+        &[&p, &c],
+        CONVERGE_POLLS,
+        Some(CONVERGE_DEADLINE),
+    );
+    println!(
+        "a consumer cut off for falling behind: converged {} ms after it went on ({})",
+        resumed.elapsed().as_millis().max(took.as_millis()),
+        if c.log().contains("cut the persistent search off") {
+            "it was cut off"
+        } else {
+            "it was not cut off this time"
+        }
+    );
+    assert_eq!(end.len(), 203, "every entry on both");
+}
+
 /// Runs `clients` at once, each for `count` writes; returns them in the same order.
 fn all(clients: Vec<Client>, phase: &'static str, count: usize) -> Vec<Client> {
     let running: Vec<_> = clients

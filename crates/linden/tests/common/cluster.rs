@@ -255,15 +255,17 @@ impl Node {
     }
 
     /// Every entry (DN lower-cased → attributes, names lower-cased, values sorted), local
-    /// attributes left out.
+    /// attributes left out; none when the suffix entry itself is gone.
     pub fn contents(&self) -> Contents {
         let mut c = self.admin();
-        let (found, _) = c
-            .search(SUFFIX, Scope::Subtree, "(objectClass=*)", vec!["*", "+"])
-            .expect("search")
-            .success()
-            .expect("search result");
         let mut out = Contents::new();
+        let r = c
+            .search(SUFFIX, Scope::Subtree, "(objectClass=*)", vec!["*", "+"])
+            .expect("search");
+        if r.1.rc == 32 {
+            return out;
+        }
+        let (found, _) = r.success().expect("search result");
         for e in found {
             let e = SearchEntry::construct(e);
             let mut attrs: BTreeMap<String, Vec<String>> = BTreeMap::new();
