@@ -6,9 +6,14 @@
 //!   `contextCSN` value of its server id on the suffix entry of its naming context, in the same
 //!   transaction as the change, so it is as durable as the change (journal and snapshots) and
 //!   readable as in slapd (`ldapsearch -b dc=example,dc=com -s base contextCSN`). A change's
-//!   CSN is the entryCSN it stamped; a delete takes a fresh CSN. The change feed then shows the
-//!   suffix entry modified in each batch: `only_context_csn` tells persistent searches and this
-//!   provider to pass over such a change.
+//!   CSN is the entryCSN it stamped; a delete takes a fresh CSN. Only this server's own CSNs
+//!   raise it here; another server's rise with its provider's cookie (`ContextCsn`). The
+//!   change feed then shows the suffix entry modified in each batch: `only_context_csn` tells
+//!   persistent searches and this provider to pass over such a change.
+//! - **Tombstones** (the same overlay; `store::tombstone`): every delete leaves the entry's
+//!   entryUUID, DN, the delete's CSN and the entryCSN it had, in the same batch, bounded by
+//!   `syncprov_tombstones` and `syncprov_tombstone_lifetime` (`expire_tombstones`; the floor
+//!   says up to where they may have been forgotten).
 //! - **The session log** (`crate::synclog`, fed by one task here on the change feed): the last
 //!   `syncprov_sessionlog` changed entries (deletes included), by batch, with the CSNs each
 //!   batch stamped, and per naming context the *floor*: the contextCSN values below which the
@@ -18,13 +23,16 @@
 //!
 //! Refresh, against one version `v` of the store (taken after subscribing to the feed, as
 //! persistent search does, so nothing is lost or repeated between refresh and persist):
-//! - No cookie CSN, or a cookie older than the log's floor: a **full refresh** in a present
+//! - No cookie CSN, or a cookie older than the tombstones' floor: a **full refresh** in a present
 //!   phase: every entry in scope as `add`, ended with refreshDeletes FALSE (the consumer
 //!   removes what it was not sent).
 //! - A cookie the log covers: a **delete phase**: each entry changed after the cookie that is
 //!   now in scope as `add` (whole entry), the others (deleted, renamed or modified out of
 //!   scope) in one syncIdSet with refreshDeletes TRUE; ended with refreshDeletes TRUE. An
 //!   up-to-date cookie gets only the end.
+//! - A cookie older than the log that the tombstones cover (`tombstones_cover`): the same
+//!   delete phase, its list found in the version itself (`Task::changed_since`: entries whose
+//!   entryCSN is newer than the cookie, tombstones whose CSN is).
 //! - The end: refreshOnly, SearchResultDone with a Sync Done control and the cookie;
 //!   refreshAndPersist, a Sync Info refreshPresent or refreshDelete with refreshDone TRUE.
 //!
