@@ -11,9 +11,13 @@
 //! - The schema applies (types, syntaxes, object classes) but access control does not: the
 //!   consumer writes as the server itself, as slapd's syncrepl writes as the database's rootdn.
 //! - A delete names an entryUUID; the end of a present phase deletes every entry of the
-//!   replicated area the provider did not mention (`delete_absent`).
+//!   replicated area the provider did not mention (`delete_absent`). Multi-provider: not an
+//!   entry holding a change the provider had not seen (`unseen_by_provider`).
+//! - Multi-provider: an entry deleted here is not added back by a copy of a change its delete
+//!   had seen (`deleted_after`, from the tombstone the delete left).
 //! - The cookie is kept as the contextCSN values of the suffix entry (`store_cookie`), in the
-//!   same writer job as the change it came with.
+//!   same writer job as the change it came with; multi-provider, the deletes of changes it
+//!   now covers are asserted again (`reassert_covered_deletes`).
 //!
 //! Every function here runs on a `Txn` and returns what it applied (`Applied`); the caller runs
 //! them inside `dit::write::write_job`, so the overlay chain and the change feed see replicated
