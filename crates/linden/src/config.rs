@@ -194,6 +194,10 @@ pub struct Settings {
     pub syncprov_sessionlog: Option<usize>,
     #[serde(default, deserialize_with = "de::int::<1, _, _>")]
     pub syncprov_queue: Option<usize>,
+    #[serde(default, deserialize_with = "de::int::<1, _, _>")]
+    pub syncprov_tombstones: Option<usize>,
+    #[serde(default, deserialize_with = "de::int::<1, _, _>")]
+    pub syncprov_tombstone_lifetime: Option<u64>,
     #[serde(default, deserialize_with = "de::authz_map")]
     pub authz_map: Option<Vec<dit::authz::AuthzRuleSpec>>,
     /// Names of schema bundles (`schema::bundles()`).
@@ -1152,11 +1156,23 @@ mod tests {
 
     #[test]
     fn syncprov_keys() {
-        let s =
-            parse("syncprov = true\nsyncprov_sessionlog = 0\nsyncprov_queue = 4\n").expect("valid");
+        let s = parse(
+            "syncprov = true\nsyncprov_sessionlog = 0\nsyncprov_queue = 4\n\
+             syncprov_tombstones = 10\nsyncprov_tombstone_lifetime = 3600\n",
+        )
+        .expect("valid");
         assert!(s.syncprov);
         assert_eq!(s.syncprov_sessionlog, Some(0));
         assert_eq!(s.syncprov_queue, Some(4));
+        assert_eq!(s.syncprov_tombstones, Some(10));
+        assert_eq!(s.syncprov_tombstone_lifetime, Some(3600));
+        for key in ["syncprov_tombstones", "syncprov_tombstone_lifetime"] {
+            let e = parse(&format!("{key} = 0")).expect_err("zero").to_string();
+            assert!(
+                e.contains(&format!("key '{key}': must be at least 1")),
+                "{e}"
+            );
+        }
         let e = parse("syncprov_queue = 0").expect_err("zero").to_string();
         assert!(
             e.contains("key 'syncprov_queue': must be at least 1"),
@@ -1407,7 +1423,7 @@ log_level = "debug"
         let keys = keys();
         assert_eq!(&keys[..3], &["listen", "data", "suffix"]);
         assert_eq!(keys.last(), Some(&"log_level"));
-        assert_eq!(keys.len(), 89, "{keys:?}");
+        assert_eq!(keys.len(), 91, "{keys:?}");
         let doc = include_str!("../../../docs/configuration.md");
         for k in keys {
             assert!(

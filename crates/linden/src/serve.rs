@@ -160,6 +160,12 @@ pub fn server_config(s: Settings, admin_password_hash: Vec<u8>) -> server::Confi
     if let Some(v) = s.syncprov_queue {
         c.syncprov_queue = v;
     }
+    if let Some(v) = s.syncprov_tombstones {
+        c.syncprov_tombstones = v;
+    }
+    if let Some(v) = s.syncprov_tombstone_lifetime {
+        c.syncprov_tombstone_lifetime = v;
+    }
     if let Some(v) = s.memberof_groups {
         c.memberof.groups = v;
     }

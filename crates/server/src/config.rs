@@ -182,6 +182,14 @@ pub struct Config {
     /// Committed write batches a refreshAndPersist consumer may fall behind (queued, not yet
     /// sent); beyond it its search ends with e-syncRefreshRequired (4096). Default 1024.
     pub syncprov_queue: usize,
+    /// Deleted entries the provider remembers (tombstones: entryUUID, DN, CSNs), kept with the
+    /// data, so that a peer's older copy of a deleted entry is refused, not added back, and
+    /// consumers learn of deletes after restarts; the oldest are forgotten beyond this count.
+    /// Default 100,000.
+    pub syncprov_tombstones: usize,
+    /// Seconds a tombstone is kept at least (unless `syncprov_tombstones` is reached first).
+    /// A consumer that was away longer gets a full refresh. Default 604,800 (7 days).
+    pub syncprov_tombstone_lifetime: u64,
     /// Entries one subtree delete may remove (0 = no limit); a larger subtree is refused with
     /// adminLimitExceeded and nothing is deleted. Default 100,000.
     pub max_subtree_delete: usize,
@@ -298,6 +306,8 @@ impl Default for Config {
             syncprov: false,
             syncprov_sessionlog: 10_000,
             syncprov_queue: 1024,
+            syncprov_tombstones: 100_000,
+            syncprov_tombstone_lifetime: 7 * 24 * 3600,
             max_subtree_delete: 100_000,
             max_transactions: 1,
             max_transaction_ops: 1000,
