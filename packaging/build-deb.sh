@@ -45,7 +45,7 @@ fi
 man_dir="$target_dir/$out_dir/man"
 rm -rf "$man_dir"
 "$bin" man --out "$man_dir" >/dev/null
-gzip -9n "$man_dir"/*.8
+gzip -9n "$man_dir"/*.8 "$man_dir"/*.5
 
 # --no-build: cargo-deb packages what was built above; --profile selects target/<profile>.
 # The release binary keeps its debug information (profile.release debug = 1) in a separate

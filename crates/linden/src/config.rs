@@ -668,6 +668,30 @@ log_level = "debug"
     }
 
     #[test]
+    fn syncprov_keys() {
+        let c = parse(
+            "syncprov = true\nsyncprov_sessionlog = 0\nsyncprov_queue = 4\nsyncprov_tombstones = 10\nsyncprov_tombstone_lifetime = 3600\n",
+        )
+        .expect("valid");
+        assert!(c.syncprov);
+        assert_eq!(c.syncprov_sessionlog, 0);
+        assert_eq!(c.syncprov_queue, 4);
+        assert_eq!(c.syncprov_tombstones, 10);
+        assert_eq!(c.syncprov_tombstone_lifetime, 3600);
+        for key in [
+            "syncprov_tombstones",
+            "syncprov_tombstone_lifetime",
+            "syncprov_queue",
+        ] {
+            let e = parse(&format!("{key} = 0")).expect_err("zero").0;
+            assert!(
+                e.contains(&format!("key '{key}': must be at least 1")),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
     fn storage_keys() {
         let c = parse("log_reserve_bytes = 1048576\nmin_free_bytes = 0").expect("valid");
         assert_eq!(c.log_reserve_bytes, 1 << 20);

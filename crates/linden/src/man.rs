@@ -3,8 +3,9 @@
 //! (packaging/build-deb.sh).
 //!
 //! Pages: linden(8), the commands, with the files and exit statuses; linden-COMMAND(8) for each
-//! command (linden-serve(8), linden-import(8), …) with its options. Another page (a file
-//! format in section 5, say) is one more entry in [`pages`].
+//! command (linden-serve(8), linden-import(8), …) with its options; linden.toml(5), the
+//! configuration file, made from the key declarations (`server::config::KEYS`) like the
+//! reference table of docs/configuration.md.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -36,6 +37,7 @@ pub fn pages() -> std::io::Result<Vec<Page>> {
     cmd.build();
     let mut pages = vec![linden_page(&cmd)?];
     command_pages(&cmd, &mut pages)?;
+    pages.push(config_page()?);
     Ok(pages)
 }
 
@@ -122,6 +124,74 @@ fn linden_page(cmd: &clap::Command) -> std::io::Result<Page> {
     })
 }
 
+/// linden.toml(5): every key, by section, with its flag, environment variable, default and
+/// reload class, from the declarations.
+fn config_page() -> std::io::Result<Page> {
+    let mut roff = Roff::default();
+    roff.control(
+        "TH",
+        [
+            "linden.toml",
+            "5",
+            env!("LINDEN_GIT_DATE"),
+            &format!("Linden {}", crate::VERSION),
+            MANUAL,
+        ],
+    );
+    roff.control("SH", ["NAME"]);
+    roff.text([roman(
+        "linden.toml \\- configuration of the Linden LDAP server",
+    )]);
+    roff.control("SH", ["DESCRIPTION"]);
+    roff.text([roman(
+        "linden serve --config FILE reads a TOML file of keys. Each key may also be given as \
+         the environment variable LINDEN_ and the key in capitals, and, unless it is a table, \
+         as a flag: -- and the key with - for _. A flag beats the environment, which beats \
+         the file, which beats the default. linden check-config --config FILE checks a file \
+         as a start would. SIGHUP (or linden reload) applies the keys marked live to the \
+         running server; the others need a restart.",
+    )]);
+    let mut section = "";
+    for k in server::config::KEYS {
+        if k.section != section {
+            section = k.section;
+            roff.control("SH", [section.to_uppercase().as_str()]);
+        }
+        roff.control("TP", []);
+        let mut head = vec![bold(k.name)];
+        if let Some(f) = k.flag() {
+            head.push(roman(", "));
+            head.push(bold(format!("--{f}")));
+            if !k.is_switch() {
+                head.push(roman(" "));
+                head.push(italic(k.value_name.unwrap_or("VALUE")));
+            }
+        }
+        head.push(roman(", "));
+        head.push(bold(k.env()));
+        roff.text(head);
+        roff.text([roman(format!(
+            "{} Default: {}. Reload: {}.",
+            k.doc(),
+            k.default_shown(),
+            k.reload.name()
+        ))]);
+    }
+    roff.control("SH", ["SEE ALSO"]);
+    roff.text([
+        bold("linden"),
+        roman("(8), "),
+        bold("linden-serve"),
+        roman("(8); docs/configuration.md in the source."),
+    ]);
+    let mut text = Vec::new();
+    roff.to_writer(&mut text)?;
+    Ok(Page {
+        file: "linden.toml.5".into(),
+        text,
+    })
+}
+
 /// linden-COMMAND(8) for each visible command, and for their commands in turn
 /// (linden-bench-sweep(8)).
 fn command_pages(cmd: &clap::Command, pages: &mut Vec<Page>) -> std::io::Result<()> {
@@ -165,5 +235,11 @@ mod tests {
         assert!(linden.contains("linden\\-serve(8)"), "{linden}");
         assert!(linden.contains("/etc/linden/linden.toml"), "{linden}");
         assert!(linden.contains(crate::VERSION), "{linden}");
+        let toml = pages.iter().find(|p| p.file == "linden.toml.5").unwrap();
+        let text = String::from_utf8_lossy(&toml.text);
+        assert!(text.contains(".TH linden.toml 5"), "{text}");
+        for k in server::config::KEYS {
+            assert!(text.contains(&k.env()), "{} missing", k.name);
+        }
     }
 }

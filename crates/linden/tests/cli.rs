@@ -96,7 +96,7 @@ fn unknown_config_key_names_file_and_key() {
         &out,
         &[
             &format!("{path}:2: unknown key 'lisen'"),
-            "expected one of: listen, data",
+            "did you mean 'listen'?",
         ],
     );
 }

@@ -555,3 +555,102 @@ fn replicated_csns_ahead_of_the_clock_are_followed_by_later_local_ones() {
     let mine = local_change(&dit, &dn);
     assert!(mine.as_str() > further, "{mine} sorts after {further}");
 }
+
+/// A tombstone as the provider's overlay leaves it when it deletes entry `n` whose entryCSN
+/// was `seen` (the delete's own CSN is this server's, sid 9).
+fn tombstone(n: u8, seen: &str) -> store::Tombstone {
+    store::Tombstone {
+        uuid: uuid(n).into(),
+        dn: format!("uid=gone{n},ou=people,{SUFFIX}").into(),
+        csn: "20261125000001.000000Z#000000#009#000000".into(),
+        seen: seen.into(),
+    }
+}
+
+/// Multi-provider: an entry deleted here is not added back by a copy of a change the delete
+/// had seen (an echo, a full refresh, a peer that has not applied the delete yet), whatever
+/// the path; a change the delete had not seen (newer than its entryCSN) wins and brings the
+/// entry back. A read-only replica takes what its one provider sends.
+#[test]
+fn multi_provider_a_deleted_entry_is_not_added_back_by_an_older_copy() {
+    let dn = format!("uid=gone5,ou=people,{SUFFIX}");
+    let dit = directory();
+    put_multi(&dit, suffix(1)).unwrap();
+    put_multi(&dit, ou("people", 2)).unwrap();
+    write(&dit, |_, txn| {
+        txn.put_tombstone(tombstone(5, &csn(3)));
+        Ok(())
+    })
+    .unwrap();
+    for version in [2, 3] {
+        assert_eq!(
+            put_multi(&dit, person(&dn, 5, version, "old@example.com")).unwrap(),
+            Outcome::Unchanged,
+            "version {version}"
+        );
+        assert!(uuid_at(&dit, &dn).is_none(), "version {version} refused");
+    }
+    // Without an entryCSN it is as old as can be.
+    let mut bare = person(&dn, 5, 9, "bare@example.com");
+    bare.attrs.retain(|(k, _)| k != "entryCSN");
+    assert_eq!(put_multi(&dit, bare).unwrap(), Outcome::Unchanged);
+    assert_eq!(
+        put_multi(&dit, person(&dn, 5, 4, "new@example.com")).unwrap(),
+        Outcome::Added
+    );
+    assert_eq!(value(&dit, &dn, "mail").as_deref(), Some("new@example.com"));
+
+    let dit = directory();
+    put(&dit, suffix(1)).unwrap();
+    put(&dit, ou("people", 2)).unwrap();
+    write(&dit, |_, txn| {
+        txn.put_tombstone(tombstone(5, &csn(3)));
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(
+        put(&dit, person(&dn, 5, 3, "old@example.com")).unwrap(),
+        Outcome::Added
+    );
+}
+
+/// Multi-provider: a delete made here of a change this server held before its contextCSN
+/// covered it (so its provider's peer, told of the delete with that contextCSN, kept the
+/// entry) is asserted again when a cookie covering the change is stored: its tombstone is put
+/// anew with a fresh CSN of this server, which raises this server's contextCSN, so the delete
+/// goes out again. A delete that was covered already is not repeated.
+#[test]
+fn multi_provider_a_delete_is_sent_again_once_the_cookie_covers_what_it_saw() {
+    let dit = directory();
+    put_multi(&dit, suffix(1)).unwrap();
+    put_multi(&dit, ou("people", 2)).unwrap();
+    let a = multi_area(&dit);
+    let first = SyncCookie::parse(format!("rid=001,csn={}", csn(2)).as_bytes()).unwrap();
+    let a2 = a.clone();
+    write(&dit, move |d, txn| apply::store_cookie(d, txn, &a2, &first)).unwrap();
+    // Two deletes: of version 1 (covered by the cookie) and of version 5 (not yet).
+    write(&dit, |_, txn| {
+        txn.put_tombstone(tombstone(5, &csn(1)));
+        txn.put_tombstone(tombstone(6, &csn(5)));
+        Ok(())
+    })
+    .unwrap();
+    let before = dit.store.read().tombstones().clone();
+    let next = SyncCookie::parse(format!("rid=001,csn={}", csn(7)).as_bytes()).unwrap();
+    let a2 = a.clone();
+    write(&dit, move |d, txn| apply::store_cookie(d, txn, &a2, &next)).unwrap();
+    let v = dit.store.read();
+    let after = v.tombstones();
+    assert_eq!(after.get(&uuid(5)), before.get(&uuid(5)), "covered already");
+    let again = after.get(&uuid(6)).unwrap();
+    assert_ne!(again.csn, before.get(&uuid(6)).unwrap().csn, "put anew");
+    assert_eq!(again.seen.as_ref(), csn(5));
+    assert!(
+        again.csn.contains("#009#"),
+        "a CSN of this server: {}",
+        again.csn
+    );
+    // The contextCSN holds the cookie and this server's fresh CSN.
+    let kept = apply::stored_cookie(&dit, &v, &a);
+    assert_eq!(kept.csns, [csn(7), again.csn.to_string()]);
+}

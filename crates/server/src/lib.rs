@@ -230,7 +230,17 @@ impl Server {
             .then(|| synclog::Provider::new(config.syncprov_sessionlog));
         if syncprov.is_some() {
             overlays.push(Box::new(
-                ops::syncprov::ContextCsn::new(&schema).map_err(StartError::Config)?,
+                ops::syncprov::ContextCsn::new(
+                    &schema,
+                    config.server_id,
+                    ops::syncprov::TombstonePolicy {
+                        max: config.syncprov_tombstones,
+                        lifetime: std::time::Duration::from_secs(
+                            config.syncprov_tombstone_lifetime,
+                        ),
+                    },
+                )
+                .map_err(StartError::Config)?,
             ));
         }
         let limits = config.write_limits();

@@ -476,6 +476,12 @@ impl prometheus_client::collector::Collector for Figures {
                 "Changed entries the replication session log may hold (syncprov_sessionlog).",
                 f.log_capacity as f64,
             )?;
+            gauge(
+                &mut e,
+                "syncprov_tombstones",
+                "Deleted entries remembered for replication (syncprov_tombstones).",
+                f.tombstones as f64,
+            )?;
             let series: Vec<(Labels, f64)> = f
                 .contexts
                 .iter()

@@ -179,7 +179,8 @@ pub(crate) fn open(
         rec.entries,
         rec.next_id,
         rec.last_seq,
-    );
+    )
+    .with_tombstones(rec.tombstones);
     tracing::info!(
         "loaded {entries} entries from {} (snapshot {}, {replayed} log records replayed) in {:.2} s ({read_secs:.2} s reading files, {:.2} s building indexes)",
         dir.display(),
@@ -335,6 +336,7 @@ impl Persistence {
             v.next_id(),
             Paced::new(v.iter().map(|e| &**e), cpu_share),
             v.schema(),
+            v.tombstones(),
             persist::snapshot::DEFAULT_CHUNK_ENTRIES,
             self.log_reserve,
         );

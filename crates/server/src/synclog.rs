@@ -8,7 +8,7 @@
 //! nothing of the server's (the directory it reads its figures from is `dit::Dit`).
 
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use proto::controls::sync::{csn_sid, SyncCookie, SyncUuid};
@@ -42,6 +42,10 @@ pub(crate) struct Provider {
     /// The `seq` of the last batch the log has taken in (`u64::MAX`: the feed closed).
     pub seen: watch::Sender<u64>,
     started: AtomicBool,
+    /// The first version whose tombstones were checked at start
+    /// (`ops::syncprov::tombstone_upkeep`); `u64::MAX` until then. Tombstones of an earlier
+    /// version do not answer for a cookie.
+    pub tombstones_from: AtomicU64,
     capacity: usize,
 }
 
@@ -64,6 +68,8 @@ pub(crate) struct ProviderFigures {
     /// Changed entries in the session log, and its capacity.
     pub log_held: usize,
     pub log_capacity: usize,
+    /// Deleted entries remembered (tombstones, `syncprov_tombstones`).
+    pub tombstones: usize,
     /// Per naming context: its DN and contextCSN values (one per server id).
     pub contexts: Vec<(String, Vec<String>)>,
 }
@@ -98,6 +104,9 @@ pub(crate) enum Plan {
     Changed(Vec<(SyncUuid, EntryId)>),
     /// Everything in scope, in a present phase.
     Full,
+    /// The entries changed and deleted after this cookie, found in the version itself (its
+    /// entryCSNs and tombstones), for a cookie older than the session log.
+    Since(Vec<String>),
 }
 
 impl Provider {
@@ -110,6 +119,7 @@ impl Provider {
             }),
             seen: watch::Sender::new(0),
             started: AtomicBool::new(false),
+            tombstones_from: AtomicU64::new(u64::MAX),
             capacity,
         })
     }
@@ -145,6 +155,7 @@ impl Provider {
             searches,
             log_held,
             log_capacity: self.capacity,
+            tombstones: v.tombstones().len(),
             contexts,
         }
     }
@@ -181,14 +192,13 @@ impl Provider {
         }
     }
 
-    /// How to refresh a consumer of naming context `suffix` holding `cookie`, against a
-    /// version with contextCSN `ctx` and sequence `seq` (the log has taken it in).
-    pub(crate) fn plan(&self, suffix: usize, cookie: &[String], ctx: &[String], seq: u64) -> Plan {
+    /// How to refresh a consumer of naming context `suffix` holding `cookie`, against the
+    /// version of sequence `seq` (the log has taken it in). A cookie at or past the provider's
+    /// contextCSN may still lack changes: a replicated change counts in contextCSN once its
+    /// provider's cookie covers it, so the log's records decide.
+    pub(crate) fn plan(&self, suffix: usize, cookie: &[String], seq: u64) -> Plan {
         if cookie.is_empty() {
             return Plan::Full;
-        }
-        if !ctx.is_empty() && ctx.iter().all(|c| !newer_than(cookie, c)) {
-            return Plan::UpToDate;
         }
         let log = self.lock();
         let floor = log.floors.get(suffix).map(Vec::as_slice).unwrap_or(&[]);
@@ -213,6 +223,9 @@ impl Provider {
                     order.push(*u);
                 }
             }
+        }
+        if order.is_empty() {
+            return Plan::UpToDate;
         }
         Plan::Changed(
             order
@@ -256,12 +269,12 @@ mod tests {
             }]);
         }
         // Capacity 2: the change stamped csn(1) left the log, so a cookie at csn(0) is too old.
-        assert!(matches!(p.plan(0, &[csn(0)], &[csn(3)], 3), Plan::Full));
-        match p.plan(0, &[csn(1)], &[csn(3)], 3) {
+        assert!(matches!(p.plan(0, &[csn(0)], 3), Plan::Full));
+        match p.plan(0, &[csn(1)], 3) {
             Plan::Changed(l) => assert_eq!(l.len(), 2),
             _ => panic!("a cookie the log covers is served from it"),
         }
-        assert!(matches!(p.plan(0, &[csn(3)], &[csn(3)], 3), Plan::UpToDate));
+        assert!(matches!(p.plan(0, &[csn(3)], 3), Plan::UpToDate));
     }
 
     #[test]
@@ -286,12 +299,12 @@ mod tests {
             csns: vec![csn2(2)],
             changed: vec![(u, 7)],
         }]);
-        match p.plan(0, &[csn1(0), csn2(2)], &[csn1(1), csn2(2)], 2) {
+        match p.plan(0, &[csn1(0), csn2(2)], 2) {
             Plan::Changed(l) => assert_eq!(l, [(u, 7)]),
             _ => panic!("served from the log"),
         }
         // Against the version before the entry came back, it is the deleted one.
-        match p.plan(0, &[csn1(0), csn2(2)], &[csn1(1), csn2(0)], 1) {
+        match p.plan(0, &[csn1(0), csn2(2)], 1) {
             Plan::Changed(l) => assert_eq!(l, [(u, 3)]),
             _ => panic!("served from the log"),
         }

@@ -768,6 +768,7 @@ fn replication_status_in_cn_monitor_metrics_and_readyz() {
     let m = parse_metrics(&http(p.metrics, "GET", "/metrics").2);
     assert_eq!(m["linden_syncprov_searches"], 1.0);
     assert!(m["linden_syncprov_sessionlog_entries"] >= 1.0);
+    assert_eq!(m["linden_syncprov_tombstones"], 0.0, "nothing was deleted");
     assert_eq!(
         m[r#"linden_context_csn_timestamp_seconds{suffix="dc=example,dc=com",sid="001"}"#],
         csn_time

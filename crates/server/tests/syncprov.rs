@@ -467,9 +467,17 @@ fn refresh_with_a_cookie_sends_only_what_changed() {
     assert_eq!(done(&msgs), (cookie2, true));
 }
 
+/// A cookie older than the session log is served from the directory itself: the entries
+/// changed after it (their entryCSN) and the deletes after it (the tombstones), as a delete
+/// phase. Once a tombstone it may need was forgotten (`syncprov_tombstones`), it gets a full
+/// refresh (a present phase: the consumer removes what it was not sent).
 #[test]
-fn a_cookie_older_than_the_session_log_gets_a_full_refresh() {
-    let (srv, mut w) = setup(3, |c| c.syncprov_sessionlog = 2);
+fn a_cookie_older_than_the_session_log_is_served_from_the_tombstones_or_in_full() {
+    let (srv, mut w) = setup(3, |c| {
+        c.syncprov_sessionlog = 2;
+        c.syncprov_tombstones = 1;
+    });
+    let ids = uuids(&mut w);
     let mut c = Client::connect(&srv);
     c.sync(Mode::RefreshOnly, None);
     let (cookie, _) = done(&c.until_done());
@@ -483,11 +491,30 @@ fn a_cookie_older_than_the_session_log_gets_a_full_refresh() {
     c.sync(Mode::RefreshOnly, Some(&cookie));
     let msgs = c.until_done();
     let (entries, deleted) = content(&msgs);
-    // Every entry in scope, as a present phase (refreshDeletes FALSE): the consumer drops u2
-    // since it was not sent.
-    assert_eq!(entries.len(), 3, "{entries:?}");
+    assert_eq!(
+        entries.iter().map(|e| e.1.as_str()).collect::<Vec<_>>(),
+        [format!("uid=u0,{SUB}"), format!("uid=u1,{SUB}")],
+        "{msgs:?}"
+    );
+    assert_eq!(deleted, [ids[&format!("uid=u2,{SUB}")]]);
+    let (after_u2, deletes) = done(&msgs);
+    assert!(deletes, "a delete phase");
+    // A second delete: the tombstone of u2 is forgotten (one is kept).
+    ok(w.delete(&format!("uid=u1,{SUB}")));
+    c.sync(Mode::RefreshOnly, Some(&cookie));
+    let msgs = c.until_done();
+    let (entries, deleted) = content(&msgs);
+    // Every entry in scope, as a present phase (refreshDeletes FALSE).
+    assert_eq!(entries.len(), 2, "ou=sync and u0: {entries:?}");
     assert!(deleted.is_empty());
     assert!(!done(&msgs).1);
+    // A cookie taken after the forgotten delete is still served from the tombstone kept.
+    c.sync(Mode::RefreshOnly, Some(&after_u2));
+    let msgs = c.until_done();
+    let (entries, deleted) = content(&msgs);
+    assert!(entries.is_empty(), "{entries:?}");
+    assert_eq!(deleted, [ids[&format!("uid=u1,{SUB}")]]);
+    assert!(done(&msgs).1);
     // A log that holds the changes still serves a cookie incrementally.
     let (cookie, _) = done(&msgs);
     ok(w.modify(
@@ -680,13 +707,17 @@ fn without_the_provider_the_control_is_neither_advertised_nor_served() {
     }
 }
 
+/// contextCSN and the tombstones are kept with the data: after a restart (the session log
+/// empty) a cookie from before is served incrementally from the entries and tombstones, the
+/// delete made before the restart included.
 #[test]
-fn context_csn_survives_a_restart_and_old_cookies_get_a_full_refresh() {
+fn context_csn_and_tombstones_survive_a_restart() {
     let data = tempfile::tempdir().expect("data directory");
     let dir = data.path().to_path_buf();
-    let (ctx, cookie) = {
+    let (ctx, cookie, u1) = {
         let d = dir.clone();
         let (srv, mut w) = setup(2, move |c| c.data_dir = d);
+        let u1 = uuids(&mut w)[&format!("uid=u1,{SUB}")];
         let mut c = Client::connect(&srv);
         c.sync(Mode::RefreshOnly, None);
         let (cookie, _) = done(&c.until_done());
@@ -694,7 +725,8 @@ fn context_csn_survives_a_restart_and_old_cookies_get_a_full_refresh() {
             &format!("uid=u0,{SUB}"),
             vec![Mod::Replace("sn".into(), set(&["Before restart"]))],
         ));
-        (context_csn(&mut w), cookie)
+        ok(w.delete(&format!("uid=u1,{SUB}")));
+        (context_csn(&mut w), cookie, u1)
     };
     let d = dir.clone();
     let srv = TestServer::start_with(move |c| {
@@ -704,19 +736,52 @@ fn context_csn_survives_a_restart_and_old_cookies_get_a_full_refresh() {
     });
     let mut w = srv.admin();
     assert_eq!(context_csn(&mut w), ctx);
-    // The session log starts empty at start: a cookie from before gets a full refresh, one
-    // taken now an incremental one.
     let mut c = Client::connect(&srv);
     c.sync(Mode::RefreshOnly, Some(&cookie));
     let msgs = c.until_done();
-    assert_eq!(content(&msgs).0.len(), 3);
+    let (entries, deleted) = content(&msgs);
+    assert_eq!(entries, [(State::Add, format!("uid=u0,{SUB}"))], "{msgs:?}");
+    assert_eq!(deleted, [u1]);
     let (now, deletes) = done(&msgs);
-    assert!(!deletes);
+    assert!(deletes);
     assert_eq!(SyncCookie::parse(&now).unwrap().csns, ctx);
     c.sync(Mode::RefreshOnly, Some(&now));
     let msgs = c.until_done();
     assert_eq!(msgs.len(), 1, "{msgs:?}");
     assert!(done(&msgs).1);
+}
+
+/// Data kept before tombstones were (here: a server that never deleted anything and was
+/// restarted) gets a floor at its contextCSN at start: a cookie from before it may miss
+/// deletes that left no trace, so it gets a full refresh.
+#[test]
+fn cookies_from_before_the_tombstones_get_a_full_refresh() {
+    let data = tempfile::tempdir().expect("data directory");
+    let dir = data.path().to_path_buf();
+    let d = dir.clone();
+    // Written without the provider: no contextCSN, no tombstones.
+    let (srv, mut w) = setup(2, move |c| {
+        c.data_dir = d;
+        c.syncprov = false;
+    });
+    drop(w.unbind());
+    drop(srv);
+    let d = dir.clone();
+    let srv = TestServer::start_with(move |c| {
+        c.syncprov = true;
+        c.server_id = 1;
+        c.data_dir = d;
+    });
+    let mut w = srv.admin();
+    let ctx = context_csn(&mut w);
+    assert!(!ctx.is_empty(), "given at start from the entries");
+    // A cookie older than that, as a consumer of an earlier provider would hold.
+    let old = "rid=001,csn=20000101000000.000000Z#000000#001#000000";
+    let mut c = Client::connect(&srv);
+    c.sync(Mode::RefreshOnly, Some(old.as_bytes()));
+    let msgs = c.until_done();
+    assert_eq!(content(&msgs).0.len(), 3, "{msgs:?}");
+    assert!(!done(&msgs).1, "a present phase");
 }
 
 #[test]

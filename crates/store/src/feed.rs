@@ -31,6 +31,7 @@ use std::time::SystemTime;
 use tokio::sync::mpsc;
 
 use crate::entry::{Entry, EntryId};
+use crate::tombstone::Tombstone;
 use crate::version::Version;
 
 /// One entry changed by a batch: its state in the version before the batch and after it.
@@ -77,6 +78,9 @@ pub struct Batch {
     pub time: SystemTime,
     /// The changed entries, in the order the batch first touched them.
     pub changes: Vec<Change>,
+    /// The tombstones the batch put (`crate::tombstone`): those of its deletes, and deletes
+    /// a server asserts again without an entry changing (replication).
+    pub tombstones: Vec<Arc<Tombstone>>,
 }
 
 /// Why a subscription ended.
@@ -163,6 +167,7 @@ impl Feed {
         &self,
         prepared: Option<Vec<Change>>,
         touched: &[EntryId],
+        tombstones: &[Arc<str>],
         before: &Version,
         after: &Version,
         time: SystemTime,
@@ -172,10 +177,18 @@ impl Feed {
             return;
         }
         let changes = prepared.unwrap_or_else(|| collect(touched, before, after));
+        let ts = after.tombstones();
+        let mut once: HashSet<&str> = HashSet::with_capacity(tombstones.len());
+        let put: Vec<Arc<Tombstone>> = tombstones
+            .iter()
+            .filter(|u| once.insert(u))
+            .filter_map(|u| ts.get(u).cloned())
+            .collect();
         let batch = Arc::new(Batch {
             seq: after.seq,
             time,
             changes,
+            tombstones: put,
         });
         subs.retain(|s| match s.tx.try_send(batch.clone()) {
             Ok(()) => true,

@@ -17,6 +17,8 @@
 //!   size classes.
 //! - `stats`: the writer's figures for monitoring (batches, operations per batch, commit
 //!   latency, queue depth), in relaxed atomics and lock-free histograms.
+//! - `tombstone`: what is remembered of deleted entries for replication (entryUUID, DN, CSNs),
+//!   in the version, journaled and snapshotted with the deletes that make them.
 //! - `feed`: the change feed: each published batch with its entries before and after, queued
 //!   for subscribers (`Store::subscribe`); a subscriber that falls behind is cut off.
 //!
@@ -35,6 +37,7 @@ pub mod persist;
 pub mod plan;
 mod sizes;
 pub mod stats;
+pub mod tombstone;
 pub mod version;
 pub mod writer;
 
@@ -43,8 +46,9 @@ pub use feed::{Batch, Change, ChangeKind, FeedEnd, Subscription};
 pub use filter::{Filter, Tri};
 pub use index::{IndexKinds, Indexes};
 pub use roaring::RoaringBitmap;
+pub use tombstone::{Tombstone, Tombstones};
 pub use version::{ValueDelta, Version};
-pub use writer::{Journal, JournalError, SchemaGuard, Store, StoreError, Txn};
+pub use writer::{Journal, JournalError, SchemaGuard, Store, StoreError, TombstoneChanges, Txn};
 
 /// Search scope (RFC 4511 §4.5.1.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

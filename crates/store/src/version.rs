@@ -18,6 +18,7 @@ use crate::entry::{AttrRef, Entry, EntryId};
 use crate::hashtrie::{key_of, Buckets, HashTrie, PostingRef};
 use crate::idmap::IdMap;
 use crate::index::{each_key, entry_keys, type_keys, IndexKinds, Indexes, Key, Keys};
+use crate::tombstone::Tombstones;
 
 /// Equality index key: a 64-bit hash of the attribute type and the equality-normalized value
 /// (`index_key`). Index lookups only propose candidates, and every candidate is checked against
@@ -144,6 +145,8 @@ pub struct Version {
     /// changed), so an entry, an index key or a cached attribute id of an older version means
     /// the same under every newer schema.
     pub(crate) schema: Arc<Schema>,
+    /// What is remembered of deleted entries, for replication (`tombstone`).
+    pub(crate) tombstones: Tombstones,
 }
 
 /// One posting per run of equal keys in `pairs` (sorted by key, then id).
@@ -257,7 +260,19 @@ impl Version {
             indexes: Arc::new(indexes),
             next_id: 1,
             schema,
+            tombstones: Tombstones::default(),
         }
+    }
+
+    /// The tombstones of deleted entries (`tombstone`).
+    pub fn tombstones(&self) -> &Tombstones {
+        &self.tombstones
+    }
+
+    /// This version with `tombstones` (recovered from disk with the entries).
+    pub fn with_tombstones(mut self, tombstones: Tombstones) -> Version {
+        self.tombstones = tombstones;
+        self
     }
 
     /// A version holding `entries` (e.g. recovered from disk), as of batch `seq`, allocating

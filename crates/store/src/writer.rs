@@ -25,6 +25,7 @@ use crate::entry::{Attr, Entry, EntryId, Part};
 use crate::feed::{Feed, Subscription};
 use crate::index::Indexes;
 use crate::stats::WriterStats;
+use crate::tombstone::Tombstone;
 use crate::version::{ValueDelta, Version};
 
 /// Failures of the store itself (not of an operation's own checks).
@@ -61,13 +62,15 @@ pub trait Journal: Send {
     /// Makes the changes of batch `seq` durable: `schema` lists the schema extensions the
     /// batch applied, in order (`Txn::extend_schema`; `version.schema()` includes them);
     /// `touched` lists every entry the batch changed; those present in `version` were added or
-    /// modified, the others deleted.
+    /// modified, the others deleted. `tombstones` says what the batch did to the tombstones
+    /// (`Txn::put_tombstone` …), read from `version` likewise.
     fn commit(
         &mut self,
         seq: u64,
         version: &Version,
         schema: &[String],
         touched: &[EntryId],
+        tombstones: &TombstoneChanges,
     ) -> Result<(), JournalError>;
 }
 
@@ -82,6 +85,21 @@ pub enum JournalError {
     /// writer refuses every change from now on.
     #[error("{0}")]
     Failed(String),
+}
+
+/// What one batch did to the tombstones (`crate::tombstone`): the entryUUIDs whose tombstone it
+/// put or removed (each once, sorted: those `version.tombstones()` holds were put, the others
+/// removed), and whether it changed their floor.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct TombstoneChanges {
+    pub touched: Vec<Arc<str>>,
+    pub floor: bool,
+}
+
+impl TombstoneChanges {
+    pub fn is_empty(&self) -> bool {
+        self.touched.is_empty() && !self.floor
+    }
 }
 
 /// The reply of one operation, sent once its batch is published, or with the reason the batch
@@ -323,6 +341,7 @@ fn writer_loop(
             now: SystemTime::now(),
             touched: Vec::new(),
             schema_changes: Vec::new(),
+            tombstones: TombstoneChanges::default(),
             undo: Vec::new(),
         };
         replies.push(first(&mut txn));
@@ -340,12 +359,13 @@ fn writer_loop(
             mut work,
             mut touched,
             schema_changes,
+            mut tombstones,
             now: txn_now,
             ..
         } = txn;
         // Batch numbers count the batches that changed something, without gaps: recovery
         // uses them to prove no batch is missing.
-        let changed = !touched.is_empty() || !schema_changes.is_empty();
+        let changed = !touched.is_empty() || !schema_changes.is_empty() || !tombstones.is_empty();
         if changed {
             work.seq += 1;
         }
@@ -358,8 +378,10 @@ fn writer_loop(
             if let Some(j) = journal.as_mut() {
                 touched.sort_unstable();
                 touched.dedup();
+                tombstones.touched.sort_unstable();
+                tombstones.touched.dedup();
                 let t = std::time::Instant::now();
-                let r = j.commit(work.seq, &work, &schema_changes, &touched);
+                let r = j.commit(work.seq, &work, &schema_changes, &touched, &tombstones);
                 stats
                     .commit_micros
                     .record(u64::try_from(t.elapsed().as_micros()).unwrap_or(u64::MAX));
@@ -395,7 +417,14 @@ fn writer_loop(
             current.store(now.clone());
             // Before the replies: once a write is acknowledged, its batch is already queued
             // for every subscriber.
-            feed.publish(prepared, &touched, &prev, &now, txn_now);
+            feed.publish(
+                prepared,
+                &touched,
+                &tombstones.touched,
+                &prev,
+                &now,
+                txn_now,
+            );
         }
         for r in replies.drain(..) {
             let f = failed.clone();
@@ -428,6 +457,8 @@ pub struct Txn {
     touched: Vec<EntryId>,
     /// Schema extensions applied by this batch, in order, for the journal.
     schema_changes: Vec<String>,
+    /// What this batch did to the tombstones, for the journal.
+    tombstones: TombstoneChanges,
     /// What the running operation changed, oldest first, to undo it if it fails.
     undo: Vec<Undo>,
 }
@@ -440,12 +471,16 @@ pub struct Txn {
 enum Undo {
     Put(Arc<Entry>),
     Remove(EntryId),
+    /// The tombstone of an entryUUID as it was (`None`: there was none).
+    Tombstone(Arc<str>, Option<Arc<Tombstone>>),
+    TombstoneFloor(Arc<[Box<str>]>),
 }
 
 /// Where an operation started (`Txn::savepoint`), to return there if it fails.
 struct Savepoint {
     touched: usize,
     schema_changes: usize,
+    tombstones: (usize, bool),
     next_id: EntryId,
     schema: Arc<Schema>,
 }
@@ -457,6 +492,7 @@ impl Txn {
         Savepoint {
             touched: self.touched.len(),
             schema_changes: self.schema_changes.len(),
+            tombstones: (self.tombstones.touched.len(), self.tombstones.floor),
             next_id: self.work.next_id,
             schema: self.work.schema.clone(),
         }
@@ -470,8 +506,18 @@ impl Txn {
                 Undo::Remove(id) => {
                     self.work.remove(id);
                 }
+                Undo::Tombstone(uuid, Some(t)) => {
+                    debug_assert_eq!(uuid, t.uuid);
+                    self.work.tombstones.put(t);
+                }
+                Undo::Tombstone(uuid, None) => {
+                    self.work.tombstones.remove(&uuid);
+                }
+                Undo::TombstoneFloor(f) => self.work.tombstones.set_floor_arc(f),
             }
         }
+        self.tombstones.touched.truncate(to.tombstones.0);
+        self.tombstones.floor = to.tombstones.1;
         self.work.next_id = to.next_id;
         self.work.schema = to.schema;
         self.touched.truncate(to.touched);
@@ -591,6 +637,35 @@ impl Txn {
         self.undo.push(Undo::Put(e.clone()));
         self.touched.push(id);
         self.work.remove(id).ok_or(StoreError::NoSuchEntry)
+    }
+
+    /// Remembers a deleted entry (`crate::tombstone`), replacing the tombstone of its
+    /// entryUUID if there is one. Journaled with the batch, undone with the operation.
+    pub fn put_tombstone(&mut self, t: Tombstone) {
+        let uuid = t.uuid.clone();
+        let old = self.work.tombstones.put(Arc::new(t));
+        self.undo.push(Undo::Tombstone(uuid.clone(), old));
+        self.tombstones.touched.push(uuid);
+    }
+
+    /// Forgets the tombstone of entryUUID `uuid`; returns it (`None`: there was none).
+    pub fn remove_tombstone(&mut self, uuid: &str) -> Option<Arc<Tombstone>> {
+        let old = self.work.tombstones.remove(uuid)?;
+        self.undo
+            .push(Undo::Tombstone(old.uuid.clone(), Some(old.clone())));
+        self.tombstones.touched.push(old.uuid.clone());
+        Some(old)
+    }
+
+    /// Sets the tombstones' floor (`Tombstones::floor`).
+    pub fn set_tombstone_floor(&mut self, floor: Vec<String>) {
+        let old = self.work.tombstones.floor_arc();
+        if old.len() == floor.len() && old.iter().zip(&floor).all(|(a, b)| **a == **b) {
+            return;
+        }
+        self.work.tombstones.set_floor(floor);
+        self.undo.push(Undo::TombstoneFloor(old));
+        self.tombstones.floor = true;
     }
 
     /// Renames and/or moves an entry and its whole subtree: the entry gets `dn`/`ndn`, its

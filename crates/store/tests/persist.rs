@@ -638,16 +638,31 @@ fn overlapping_log_files_are_corruption() {
 #[test]
 fn a_batch_from_the_version_writes_the_same_bytes_as_its_changes() {
     let schema = Arc::new(Schema::builtin());
+    let tomb = |u: &str| store::Tombstone {
+        uuid: u.into(),
+        dn: format!("uid={u},dc=example,dc=com").into(),
+        csn: "20261128000000.000000Z#000000#001#000000".into(),
+        seen: "20261127000000.000000Z#000000#002#000000".into(),
+    };
     let version = store::Version::restore(
         schema.clone(),
         &store::Indexes::new(),
         snapshot_entries(&schema, 30),
         31,
         0,
-    );
+    )
+    .with_tombstones(store::Tombstones::from_parts(
+        [tomb("u1"), tomb("u2")],
+        vec!["20261126000000.000000Z#000000#001#000000".into()],
+    ));
     let ext = vec!["attributetype ( 1.3.6.1.4.1.99999.9 NAME 'x' SUP name )".to_string()];
-    // Entries written whole, and ids the version no longer holds (deletes).
+    // Entries written whole, and ids the version no longer holds (deletes); tombstones put
+    // (u1, u2) and forgotten (u3), and the floor.
     let touched: Vec<u32> = vec![1, 2, 7, 30, 40, 41];
+    let tombstones = store::TombstoneChanges {
+        touched: vec!["u1".into(), "u2".into(), "u3".into()],
+        floor: true,
+    };
     let (a, b) = (sim(), sim());
     let open = |io: &SimIo| {
         LogWriter::open(
@@ -659,10 +674,13 @@ fn a_batch_from_the_version_writes_the_same_bytes_as_its_changes() {
         .expect("open")
     };
     open(&a)
-        .append_batch(1, &store::persist::batch_changes(&version, &ext, &touched))
+        .append_batch(
+            1,
+            &store::persist::batch_changes(&version, &ext, &touched, &tombstones),
+        )
         .expect("append");
     open(&b)
-        .append_version_batch(1, &version, &ext, &touched)
+        .append_version_batch(1, &version, &ext, &touched, &tombstones)
         .expect("append");
     let read = |io: &SimIo| {
         io.read(&Path::new(DIR).join(log_file_name(1)))

@@ -382,6 +382,7 @@ fn a_snapshot_out_of_space_leaves_no_tmp_and_writes_go_on() {
             9,
             entries.iter(),
             &schema,
+            &store::Tombstones::default(),
             1,
             keep_free,
         );

@@ -41,7 +41,8 @@ fn open_store(io: &SimIo, schema: &Arc<Schema>) -> Store {
         rec.entries,
         rec.next_id,
         rec.last_seq,
-    );
+    )
+    .with_tombstones(rec.tombstones);
     Store::with_journal(initial, Box::new(LogJournal::new(log)))
 }
 
@@ -69,7 +70,8 @@ fn store_modify_and_delete_recover_after_restart() {
     let s = &*schema;
     let mut entries = vec![persist_util::entry(s, &persist_util::root())];
     entries.extend((2..=6).map(|i| persist_util::entry(s, &persist_util::person(i, "x"))));
-    store::persist::write_snapshot(&io, dir, 0, 7, entries.iter(), s).expect("snapshot");
+    let none = store::Tombstones::default();
+    store::persist::write_snapshot(&io, dir, 0, 7, entries.iter(), s, &none).expect("snapshot");
 
     for round in 0..2u32 {
         let store = open_store(&io, &schema);
@@ -268,4 +270,131 @@ fn a_failed_fsync_refuses_writes_for_good() {
         add_account(&store, &schema, "still refused"),
         Err(store::StoreError::Unavailable(_))
     ));
+}
+
+fn tombstone(uuid: &str, csn: &str) -> store::Tombstone {
+    store::Tombstone {
+        uuid: uuid.into(),
+        dn: format!("uid={uuid},dc=example,dc=com").into(),
+        csn: csn.into(),
+        seen: "20261127000000.000000Z#000000#002#000000".into(),
+    }
+}
+
+/// Tombstones change in the writer's batches with the deletes that make them: journaled with
+/// them, undone with a failed operation, snapshotted, and recovered after a crash, including
+/// batches that change nothing but tombstones (a tombstone forgotten, the floor raised).
+#[test]
+fn tombstones_are_as_durable_as_their_deletes() {
+    let schema = Arc::new(Schema::builtin());
+    let io = SimIo::new();
+    let dir = Path::new("/data");
+    io.create_dir_all(dir).expect("dir");
+    let store = open_store(&io, &schema);
+    let s = schema.clone();
+    store
+        .write_blocking(move |txn| {
+            let s = &*s;
+            add_suffix(txn, s)?;
+            for i in 0..3 {
+                let dn = format!("uid=u{i},dc=example,dc=com");
+                txn.add(
+                    dn.clone(),
+                    ndn(s, &dn),
+                    vec![
+                        attr(s, "objectClass", &["top", "account"]),
+                        attr(s, "uid", &[&format!("u{i}")]),
+                    ],
+                    false,
+                )?;
+            }
+            Ok::<_, store::StoreError>(())
+        })
+        .expect("writer")
+        .expect("adds");
+    // A delete and its tombstone, in one operation.
+    let s = schema.clone();
+    store
+        .write_blocking(move |txn| {
+            let id = txn
+                .version()
+                .lookup(&ndn(&s, "uid=u0,dc=example,dc=com"))
+                .expect("u0")
+                .id;
+            txn.delete(id)?;
+            txn.put_tombstone(tombstone("u0", "20261128000000.000001Z#000000#001#000000"));
+            Ok::<_, store::StoreError>(())
+        })
+        .expect("writer")
+        .expect("delete");
+    // A failed operation takes its tombstone changes back with the rest.
+    let s = schema.clone();
+    let failed = store
+        .write_blocking(move |txn| {
+            let id = txn
+                .version()
+                .lookup(&ndn(&s, "uid=u1,dc=example,dc=com"))
+                .expect("u1")
+                .id;
+            txn.delete(id)?;
+            txn.put_tombstone(tombstone("u1", "20261128000000.000002Z#000000#001#000000"));
+            txn.remove_tombstone("u0");
+            txn.set_tombstone_floor(vec!["x".into()]);
+            Err::<(), _>(store::StoreError::NoSuchEntry)
+        })
+        .expect("writer");
+    assert!(failed.is_err());
+    let v = store.read();
+    assert!(v.tombstones().get("u0").is_some() && v.tombstones().get("u1").is_none());
+    assert!(v.tombstones().floor().is_empty());
+    assert!(v
+        .lookup(&ndn(&schema, "uid=u1,dc=example,dc=com"))
+        .is_some());
+    assert_recovers_to(&io, &schema, &v);
+    assert_eq!(
+        recover(&io, dir, &schema).expect("recover").tombstones,
+        *v.tombstones()
+    );
+
+    // A snapshot holds them; a batch of tombstones only, after it, is replayed on it.
+    let v = store.read();
+    store::persist::write_snapshot(
+        &io,
+        dir,
+        v.seq,
+        v.next_id(),
+        v.iter().map(|e| &**e),
+        v.schema(),
+        v.tombstones(),
+    )
+    .expect("snapshot");
+    let seq = v.seq;
+    store
+        .write_blocking(move |txn| {
+            txn.put_tombstone(tombstone("u9", "20261128000000.000003Z#000000#001#000000"));
+            txn.remove_tombstone("u0");
+            txn.set_tombstone_floor(vec!["20261128000000.000001Z#000000#001#000000".into()]);
+            Ok::<_, store::StoreError>(())
+        })
+        .expect("writer")
+        .expect("tombstones");
+    let live = store.read();
+    assert_eq!(live.seq, seq + 1, "a batch of tombstones only is a batch");
+    drop(store);
+    io.crash();
+    let rec = recover(&io, dir, &schema).expect("recover");
+    assert_eq!(
+        rec.snapshot.as_deref(),
+        Some(&*store::persist::snapshot::snapshot_file_name(seq))
+    );
+    assert_eq!(rec.batches_replayed, 1);
+    assert_eq!(rec.tombstones, *live.tombstones());
+    assert!(rec.tombstones.get("u0").is_none() && rec.tombstones.get("u9").is_some());
+    assert_eq!(
+        &*rec.tombstones.floor()[0],
+        "20261128000000.000001Z#000000#001#000000"
+    );
+    // And a store reopened on it goes on from there.
+    let store = open_store(&io, &schema);
+    assert_eq!(*store.read().tombstones(), *live.tombstones());
 }

@@ -11,9 +11,13 @@
 //! - The schema applies (types, syntaxes, object classes) but access control does not: the
 //!   consumer writes as the server itself, as slapd's syncrepl writes as the database's rootdn.
 //! - A delete names an entryUUID; the end of a present phase deletes every entry of the
-//!   replicated area the provider did not mention (`delete_absent`).
+//!   replicated area the provider did not mention (`delete_absent`). Multi-provider: not an
+//!   entry holding a change the provider had not seen (`unseen_by_provider`).
+//! - Multi-provider: an entry deleted here is not added back by a copy of a change its delete
+//!   had seen (`deleted_after`, from the tombstone the delete left).
 //! - The cookie is kept as the contextCSN values of the suffix entry (`store_cookie`), in the
-//!   same writer job as the change it came with.
+//!   same writer job as the change it came with; multi-provider, the deletes of changes it
+//!   now covers are asserted again (`reassert_covered_deletes`).
 //!
 //! Every function here runs on a `Txn` and returns what it applied (`Applied`); the caller runs
 //! them inside the write path's door as replicated changes (`dit::write::write_job_as` with
@@ -217,6 +221,18 @@ pub fn find_by_uuid<'v>(dit: &Dit, v: &'v Version, norm: &[u8]) -> Option<&'v Ar
     }
 }
 
+/// Whether the entry with entryUUID `norm` (equality form) was deleted here after its change
+/// `csn` had been seen: its tombstone (`store::tombstone`) records an entryCSN at or after
+/// `csn`. An incoming entry without entryCSN is as old as can be.
+pub fn deleted_after(v: &Version, norm: &[u8], csn: Option<&[u8]>) -> bool {
+    let Ok(key) = std::str::from_utf8(norm) else {
+        return false;
+    };
+    v.tombstones()
+        .get(key)
+        .is_some_and(|t| csn.is_none_or(|c| c <= t.seen.as_bytes()))
+}
+
 fn csn_of(dit: &Dit, e: &Entry) -> Option<Vec<u8>> {
     e.attr(dit.known.entry_csn)
         .and_then(|a| a.first().map(<[u8]>::to_vec))
@@ -329,6 +345,12 @@ pub fn apply_entry(
         if csn_of(dit, local).is_some_and(|l| l >= *csn) {
             return Ok((Outcome::Unchanged, None));
         }
+    }
+    // Multi-provider: deleted here after this change (or a newer one) was seen here — an echo
+    // of a change this server sent, or a peer that has not applied the delete yet. Refused:
+    // an acknowledged delete stays deleted. A change the delete had not seen wins (below).
+    if area.multi && by_uuid.is_none() && deleted_after(v, &norm, incoming_csn.as_deref()) {
+        return Ok((Outcome::Unchanged, None));
     }
     // Multi-provider: two servers added the same DN (two entryUUIDs): the later entryCSN
     // keeps the DN on both, whichever arrives first.
@@ -538,6 +560,56 @@ pub fn delete_absent(
     Ok(applied)
 }
 
+/// Multi-provider: the deletes made here of changes this server held before its contextCSN
+/// covered them, which the cookie now stored covers (`before` → `after`, per server id).
+/// Their tombstones are put again with a fresh CSN of this server (returned, to raise the
+/// contextCSN with), so that the providers that consume from here are sent the delete again,
+/// now with a cookie that says the change was seen.
+///
+/// Why: a consumer applies a delete only if the deleting server's cookie shows it had seen
+/// the entry's latest change (a change the delete had not seen wins, `unseen_by_provider`).
+/// contextCSN only covers what a provider's cookie vouches for, so a change applied in the
+/// middle of a refresh (or of a provider's batch) is held here a little before it is covered;
+/// a client that deleted it then made a delete whose cookie did not show it, and the peer
+/// kept its copy. Sending the delete once more when the cookie covers it settles that, the
+/// same way on every server, with no timing involved.
+fn reassert_covered_deletes(
+    dit: &Dit,
+    txn: &mut Txn,
+    before: &[String],
+    after: &[String],
+) -> Vec<String> {
+    use proto::controls::sync::csn_sid;
+    let mut again: Vec<store::Tombstone> = Vec::new();
+    for new in after {
+        let sid = csn_sid(new);
+        let old = before
+            .iter()
+            .find(|c| csn_sid(c) == sid)
+            .map_or("", String::as_str);
+        if old >= new.as_str() {
+            continue;
+        }
+        for t in txn.version().tombstones().seen_between(old, new) {
+            if csn_sid(&t.seen) == sid {
+                again.push((**t).clone());
+            }
+        }
+    }
+    let mut fresh = Vec::with_capacity(again.len());
+    for mut t in again {
+        let csn = dit.csn.next(txn.now());
+        tracing::info!(
+            "replication: the delete of '{}' covers a change this server now holds: sent again",
+            t.dn
+        );
+        t.csn = csn.as_str().into();
+        txn.put_tombstone(t);
+        fresh.push(csn);
+    }
+    fresh
+}
+
 /// The cookie kept on the suffix entry: its contextCSN values.
 pub fn stored_cookie(dit: &Dit, v: &Version, area: &Area) -> Cookie {
     let mut c = Cookie::default();
@@ -578,6 +650,13 @@ pub fn store_cookie(dit: &Dit, txn: &mut Txn, area: &Area, cookie: &Cookie) -> L
     kept.normalize();
     if kept.csns == before {
         return Ok(());
+    }
+    if area.multi {
+        let again = reassert_covered_deletes(dit, txn, &before, &kept.csns);
+        if !again.is_empty() {
+            kept.csns.extend(again);
+            kept.normalize();
+        }
     }
     let schema = &*dit.schema();
     let mut attrs = e.to_attrs();

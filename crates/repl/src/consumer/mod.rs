@@ -219,12 +219,24 @@ where
             let id = self.search(&mut conn, &sent).await?;
             self.status.set_state(Phase::Refreshing);
             match self.receive(&mut conn, id).await? {
+                // Cut off while persisting (it fell behind): the cookie kept is good, as slapd's
+                // syncrepl resumes with it. A refresh starts anew: what it marked present or
+                // held belongs to the refresh that ended.
+                Flow::RefreshRequired if self.refreshed => {
+                    tracing::info!(
+                        "replication rid={:03}: the provider cut the persistent search off; resuming from the cookie",
+                        self.spec.rid
+                    );
+                    self.settle().await?;
+                    self.restart_refresh();
+                }
                 Flow::RefreshRequired if !fresh => {
                     tracing::info!(
                         "replication rid={:03}: the provider cannot resume from the cookie; full refresh",
                         self.spec.rid
                     );
                     self.settle().await?;
+                    self.restart_refresh();
                     fresh = true;
                 }
                 Flow::RefreshRequired => {
@@ -287,6 +299,16 @@ where
         };
         conn.send(ProtocolOp::SearchRequest(req), vec![control])
             .await
+    }
+
+    /// Forgets the state of the refresh or persist phase that ended, before searching again on
+    /// the same connection: the entries marked present, the deletes held, and that the
+    /// refresh was done (a present phase deleted every entry it had not marked, when a second
+    /// refresh of one session marked none).
+    fn restart_refresh(&mut self) {
+        self.refreshed = false;
+        self.present = None;
+        self.held_deletes.clear();
     }
 
     /// Reads the provider's answers to search `id` until it ends.

@@ -501,6 +501,13 @@ keys! {
     /// Committed write batches a refreshAndPersist consumer may fall behind before it must
     /// refresh again.
     syncprov_queue: usize = 1024, Int::<1>, Restart, flag "N";
+    /// Deleted entries the provider remembers (tombstones: entryUUID, DN, CSNs, kept with the
+    /// data), so that an older copy of a deleted entry is refused and consumers learn of
+    /// deletes after restarts; the oldest are forgotten beyond this count.
+    syncprov_tombstones: usize = 100_000, Int::<1>, Restart, flag "N";
+    /// Seconds a tombstone is kept at least (unless syncprov_tombstones is reached first); a
+    /// consumer away longer gets a full refresh.
+    syncprov_tombstone_lifetime: u64 = 7 * 24 * 3600, Int::<1>, Restart, flag "SECONDS";
     /// Replication consumers ([[syncrepl]], as slapd's syncrepl directive).
     syncrepl: Vec<repl::consumer::ConsumerSpec> = Vec::new(), Syncrepl, Restart;
     /// LDAP URLs a read-only replica refers writes to.

@@ -6,9 +6,14 @@
 //!   `contextCSN` value of its server id on the suffix entry of its naming context, in the same
 //!   transaction as the change, so it is as durable as the change (journal and snapshots) and
 //!   readable as in slapd (`ldapsearch -b dc=example,dc=com -s base contextCSN`). A change's
-//!   CSN is the entryCSN it stamped; a delete takes a fresh CSN. The change feed then shows the
-//!   suffix entry modified in each batch: `only_context_csn` tells persistent searches and this
-//!   provider to pass over such a change.
+//!   CSN is the entryCSN it stamped; a delete takes a fresh CSN. Only this server's own CSNs
+//!   raise it here; another server's rise with its provider's cookie (`ContextCsn`). The
+//!   change feed then shows the suffix entry modified in each batch: `only_context_csn` tells
+//!   persistent searches and this provider to pass over such a change.
+//! - **Tombstones** (the same overlay; `store::tombstone`): every delete leaves the entry's
+//!   entryUUID, DN, the delete's CSN and the entryCSN it had, in the same batch, bounded by
+//!   `syncprov_tombstones` and `syncprov_tombstone_lifetime` (`expire_tombstones`; the floor
+//!   says up to where they may have been forgotten).
 //! - **The session log** (`crate::synclog`, fed by one task here on the change feed): the last
 //!   `syncprov_sessionlog` changed entries (deletes included), by batch, with the CSNs each
 //!   batch stamped, and per naming context the *floor*: the contextCSN values below which the
@@ -18,13 +23,16 @@
 //!
 //! Refresh, against one version `v` of the store (taken after subscribing to the feed, as
 //! persistent search does, so nothing is lost or repeated between refresh and persist):
-//! - No cookie CSN, or a cookie older than the log's floor: a **full refresh** in a present
+//! - No cookie CSN, or a cookie older than the tombstones' floor: a **full refresh** in a present
 //!   phase: every entry in scope as `add`, ended with refreshDeletes FALSE (the consumer
 //!   removes what it was not sent).
 //! - A cookie the log covers: a **delete phase**: each entry changed after the cookie that is
 //!   now in scope as `add` (whole entry), the others (deleted, renamed or modified out of
 //!   scope) in one syncIdSet with refreshDeletes TRUE; ended with refreshDeletes TRUE. An
 //!   up-to-date cookie gets only the end.
+//! - A cookie older than the log that the tombstones cover (`tombstones_cover`): the same
+//!   delete phase, its list found in the version itself (`Task::changed_since`: entries whose
+//!   entryCSN is newer than the cookie, tombstones whose CSN is).
 //! - The end: refreshOnly, SearchResultDone with a Sync Done control and the cookie;
 //!   refreshAndPersist, a Sync Info refreshPresent or refreshDelete with refreshDone TRUE.
 //!
@@ -60,7 +68,7 @@ use crate::ops::search::{self, Prepared};
 use crate::overlays::{Applied, Overlay};
 use crate::reply::{Conn, FLUSH_BYTES};
 use crate::state::{Identity, Shared};
-use crate::synclog::{context_csns, merge, Plan, Provider, Record};
+use crate::synclog::{context_csns, merge, newer_than, Plan, Provider, Record};
 
 /// Batches the session log's own feed subscription may fall behind before it starts over
 /// (from the current contextCSN, dropping what it held): the log task only records, so this
@@ -114,38 +122,50 @@ pub(crate) fn parse_uuid(s: &[u8]) -> Option<SyncUuid> {
     Some(out)
 }
 
+/// How long and how many deletes are remembered (`syncprov_tombstone_lifetime`,
+/// `syncprov_tombstones`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TombstonePolicy {
+    pub max: usize,
+    pub lifetime: std::time::Duration,
+}
+
 /// The write-path overlay that keeps contextCSN on the suffix entries (see the module
-/// comment). Runs last in the chain, so it sees every change the others made as well.
+/// comment) and the tombstones of deleted entries (`store::tombstone`). Runs last in the
+/// chain, so it sees every change the others made as well.
+///
+/// contextCSN is raised only by this server's own CSNs (its client changes, and the fresh CSN
+/// of every delete): a replicated change of another server raises the value of that server
+/// when its provider's cookie comes (`repl::consumer::apply::store_cookie`), which vouches
+/// for every change before it. Raising it here, entry by entry, claimed too much while a
+/// refresh was under way (a full refresh sends entries in tree order, not CSN order): a
+/// consumer cut off in the middle resumed from a cookie past entries it never got.
 pub(crate) struct ContextCsn {
     ty: AttrId,
+    sid: u16,
+    tombstones: TombstonePolicy,
 }
 
 impl ContextCsn {
-    pub(crate) fn new(schema: &schema::Schema) -> Result<ContextCsn, String> {
+    pub(crate) fn new(
+        schema: &schema::Schema,
+        sid: u16,
+        tombstones: TombstonePolicy,
+    ) -> Result<ContextCsn, String> {
         let ty = context_csn_type(schema).ok_or("the schema lacks contextCSN (openldap.schema)")?;
-        Ok(ContextCsn { ty })
-    }
-}
-
-impl Overlay for ContextCsn {
-    fn name(&self) -> &'static str {
-        "syncprov"
+        Ok(ContextCsn {
+            ty,
+            sid,
+            tombstones,
+        })
     }
 
-    fn after(&self, dit: &dit::Dit, txn: &mut Txn, applied: &Applied) -> LdapResult<()> {
-        let csn_of = |e: &Entry| {
-            e.attr(dit.known.entry_csn)
-                .and_then(|a| a.first())
-                .and_then(|v| std::str::from_utf8(v).ok())
-                .map(str::to_owned)
+    /// Raises the contextCSN value of `csn`'s server id on the suffix entry holding `ndn`.
+    fn raise(&self, dit: &dit::Dit, txn: &mut Txn, ndn: &str, csn: String) -> LdapResult<()> {
+        let Some(sid) = csn_sid(&csn) else {
+            return Ok(());
         };
-        let (ndn, csn) = match (&applied.before, &applied.after) {
-            (_, Some(a)) => (a.ndn_str().to_owned(), csn_of(a)),
-            (Some(b), None) => (b.ndn_str().to_owned(), None),
-            (None, None) => return Ok(()),
-        };
-        let csn = csn.unwrap_or_else(|| dit.csn.next(txn.now()));
-        let Some(suffix) = dit.suffix_of(&ndn) else {
+        let Some(suffix) = dit.suffix_of(ndn) else {
             return Ok(());
         };
         // A deleted suffix entry has nowhere to keep it.
@@ -153,25 +173,14 @@ impl Overlay for ContextCsn {
             return Ok(());
         };
         let mut values = context_csns(self.ty, &s);
-        // The overlays before this one may have stamped other entries on the change's behalf
-        // (memberOf, referential integrity) after it: this server's own value also covers the
-        // newest CSN its clock issued, so contextCSN never trails an entryCSN stamped here.
-        let mut raised = false;
-        for csn in std::iter::once(csn).chain(dit.csn.last_issued()) {
-            let Some(sid) = csn_sid(&csn) else { continue };
-            if values
-                .iter()
-                .any(|v| csn_sid(v) == Some(sid) && v.as_str() >= csn.as_str())
-            {
-                continue;
-            }
-            values.retain(|v| csn_sid(v) != Some(sid));
-            values.push(csn);
-            raised = true;
-        }
-        if !raised {
+        if values
+            .iter()
+            .any(|v| csn_sid(v) == Some(sid) && v.as_str() >= csn.as_str())
+        {
             return Ok(());
         }
+        values.retain(|v| csn_sid(v) != Some(sid));
+        values.push(csn);
         values.sort_by_key(|v| csn_sid(v));
         let schema = txn.schema().clone();
         let mut attrs = s.to_attrs();
@@ -185,6 +194,137 @@ impl Overlay for ContextCsn {
         attrs.push(a);
         txn.replace_attrs(s.id, attrs)?;
         Ok(())
+    }
+
+    /// Remembers deleted entry `e` (its delete stamped `csn`), then forgets the oldest
+    /// tombstones beyond the policy.
+    fn bury(&self, dit: &dit::Dit, txn: &mut Txn, e: &Entry, csn: &str) {
+        let Some(uuid) = uuid_norm_of(dit, e) else {
+            return;
+        };
+        txn.put_tombstone(store::Tombstone {
+            uuid: uuid.into(),
+            dn: e.dn().into(),
+            csn: csn.into(),
+            seen: entry_csn(dit, e).unwrap_or_default().into(),
+        });
+        expire_tombstones(txn, self.tombstones);
+    }
+}
+
+/// An entry's entryCSN.
+fn entry_csn(dit: &dit::Dit, e: &Entry) -> Option<String> {
+    e.attr(dit.known.entry_csn)
+        .and_then(|a| a.first())
+        .and_then(|v| std::str::from_utf8(v).ok())
+        .map(str::to_owned)
+}
+
+/// An entry's entryUUID in its equality form: the key of its tombstone.
+fn uuid_norm_of<'e>(dit: &dit::Dit, e: &'e Entry) -> Option<&'e str> {
+    e.attr(dit.known.entry_uuid)
+        .and_then(|a| a.norm().next())
+        .and_then(|v| std::str::from_utf8(v).ok())
+}
+
+/// Forgets the tombstones older than the policy's lifetime, and the oldest beyond its count
+/// (down to 15/16 of it, so that this happens once every so many deletes, not at each); the
+/// floor rises to the newest CSN forgotten of each server id (`synclog::Provider::plan`).
+pub(crate) fn expire_tombstones(txn: &mut Txn, policy: TombstonePolicy) {
+    let ts = txn.version().tombstones();
+    let over = ts.len().saturating_sub(policy.max);
+    let drop = if over > 0 { over + policy.max / 16 } else { 0 };
+    let cutoff = txn
+        .now()
+        .checked_sub(policy.lifetime)
+        .map(|t| dit::csn::Clock::new(0).next(t));
+    let mut gone: Vec<(std::sync::Arc<str>, String)> = Vec::new();
+    for (i, t) in ts.iter().enumerate() {
+        let expired = cutoff.as_deref().is_some_and(|c| *t.csn < *c);
+        if i >= drop && !expired {
+            break;
+        }
+        gone.push((t.uuid.clone(), t.csn.to_string()));
+    }
+    if gone.is_empty() {
+        return;
+    }
+    let mut floor: Vec<String> = ts.floor().iter().map(|c| c.to_string()).collect();
+    merge(
+        &mut floor,
+        &gone.iter().map(|(_, c)| c.clone()).collect::<Vec<_>>(),
+    );
+    for (u, _) in &gone {
+        txn.remove_tombstone(u);
+    }
+    txn.set_tombstone_floor(floor);
+}
+
+impl Overlay for ContextCsn {
+    fn name(&self) -> &'static str {
+        "syncprov"
+    }
+
+    fn after(&self, dit: &dit::Dit, txn: &mut Txn, applied: &Applied) -> LdapResult<()> {
+        self.raise_for(dit, txn, applied)?;
+        // The overlays before this one may have stamped other entries on the change's behalf
+        // (memberOf, referential integrity) after it, replicated changes included: this
+        // server's own value also covers the newest CSN its clock issued, so contextCSN never
+        // trails an entryCSN stamped here.
+        let ndn = match (&applied.before, &applied.after) {
+            (_, Some(a)) => a.ndn_str(),
+            (Some(b), None) => b.ndn_str(),
+            (None, None) => return Ok(()),
+        };
+        match dit.csn.last_issued() {
+            Some(last) if csn_sid(&last) == Some(self.sid) => self.raise(dit, txn, ndn, last),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl ContextCsn {
+    /// What the change itself does to contextCSN and the tombstones.
+    fn raise_for(&self, dit: &dit::Dit, txn: &mut Txn, applied: &Applied) -> LdapResult<()> {
+        match (&applied.before, &applied.after) {
+            (before, Some(a)) => {
+                let uuid = uuid_norm_of(dit, a);
+                // Back after a delete (a change the delete had not seen won): no tombstone.
+                if let Some(u) = uuid {
+                    if txn.version().tombstones().get(u).is_some() {
+                        txn.remove_tombstone(u);
+                    }
+                }
+                // Another entry took this one's place (the later of two adds of one DN): the
+                // one it replaced is gone, as if deleted.
+                if let Some(b) = before {
+                    if uuid_norm_of(dit, b).is_some_and(|bu| Some(bu) != uuid) {
+                        let csn = dit.csn.next(txn.now());
+                        self.bury(dit, txn, b, &csn);
+                        self.raise(dit, txn, a.ndn_str(), csn)?;
+                    }
+                }
+                match entry_csn(dit, a) {
+                    Some(csn) if csn_sid(&csn) == Some(self.sid) => {
+                        self.raise(dit, txn, a.ndn_str(), csn)
+                    }
+                    // A replicated change: raised by its provider's cookie.
+                    Some(_) => Ok(()),
+                    None => {
+                        let csn = dit.csn.next(txn.now());
+                        self.raise(dit, txn, a.ndn_str(), csn)
+                    }
+                }
+            }
+            (Some(b), None) => {
+                // A delete stamps no entry: it takes a fresh CSN of this server, which its
+                // tombstone keeps.
+                let csn = dit.csn.next(txn.now());
+                self.bury(dit, txn, b, &csn);
+                self.raise(dit, txn, b.ndn_str(), csn)
+            }
+            (None, None) => Ok(()),
+        }
     }
 }
 
@@ -260,9 +400,50 @@ pub(crate) fn spawn(provider: &Arc<Provider>, shared: Arc<Shared>) {
     tokio::spawn(async move { follow(&me, &shared).await });
 }
 
+/// At start: forgets the tombstones that expired while the server was down, and gives data
+/// kept before tombstones were (a server upgraded from a version without them, or one that
+/// never deleted anything) a floor at its contextCSN: deletes before it may have left no
+/// tombstone, so older cookies get a full refresh.
+async fn tombstone_upkeep(shared: &Shared) {
+    let policy = TombstonePolicy {
+        max: shared.config().syncprov_tombstones,
+        lifetime: std::time::Duration::from_secs(shared.config().syncprov_tombstone_lifetime),
+    };
+    let suffixes = shared.suffixes.clone();
+    let done = shared
+        .store
+        .write(move |txn: &mut Txn| -> Result<(), String> {
+            expire_tombstones(txn, policy);
+            let ts = txn.version().tombstones();
+            if ts.floor().is_empty() && ts.is_empty() {
+                let v = txn.version();
+                let mut floor = Vec::new();
+                if let Some(ty) = context_csn_type(v.schema()) {
+                    for s in &suffixes {
+                        if let Some(e) = v.lookup(s) {
+                            merge(&mut floor, &context_csns(ty, e));
+                        }
+                    }
+                }
+                if !floor.is_empty() {
+                    txn.set_tombstone_floor(floor);
+                }
+            }
+            Ok(())
+        })
+        .await;
+    if let Ok(Err(e)) | Err(e) = done.map_err(|e| e.to_string()) {
+        tracing::warn!("syncprov: tombstones not checked at start: {e}");
+    }
+}
+
 /// Fills the session log from the change feed; starts it over when it falls behind.
 async fn follow(provider: &Provider, shared: &Shared) {
     fill_context_csn(shared).await;
+    tombstone_upkeep(shared).await;
+    provider
+        .tombstones_from
+        .store(shared.store.read().seq, Ordering::Release);
     loop {
         let mut sub = shared.store.subscribe(LOG_FEED_QUEUE);
         let v = shared.store.read();
@@ -357,6 +538,37 @@ fn records(shared: &Shared, b: &Batch) -> Vec<Record> {
         if let Some(u) = uuid_of(shared, e) {
             r.changed.push((u, c.id));
         }
+    }
+    // Deletes asserted again (a tombstone put with no entry deleted): logged as changes of an
+    // entry that is not there (id 0 is never assigned), so refreshes send them as deletes.
+    let listed: std::collections::HashSet<SyncUuid> = per
+        .iter()
+        .flatten()
+        .flat_map(|r| r.changed.iter().map(|(u, _)| *u))
+        .collect();
+    for t in &b.tombstones {
+        let Some(u) = parse_uuid(t.uuid.as_bytes()) else {
+            continue;
+        };
+        let Some(i) = shared.suffixes.iter().position(|s| {
+            schema::Dn::parse(&t.dn)
+                .and_then(|d| d.normalize(&schema))
+                .is_ok_and(|n| n.norm == s.norm || schema::norm_is_descendant(&n.norm, &s.norm))
+        }) else {
+            continue;
+        };
+        let Some(r) = per.get_mut(i) else { continue };
+        let r = r.get_or_insert_with(|| Record {
+            seq: b.seq,
+            suffix: i,
+            csns: Vec::new(),
+            changed: Vec::new(),
+        });
+        if listed.contains(&u) {
+            continue;
+        }
+        r.csns.push(t.csn.to_string());
+        r.changed.push((u, 0));
     }
     per.into_iter().flatten().collect()
 }
@@ -513,9 +725,36 @@ impl Task {
         // The log must have taken in every batch up to `v` before it can answer for it.
         let mut seen = provider.seen.subscribe();
         let plan = match seen.wait_for(|s| *s >= v.seq).await {
-            Ok(_) => provider.plan(self.suffix, &cookie.csns, &ctx, v.seq),
+            Ok(_) => provider.plan(self.suffix, &cookie.csns, v.seq),
             Err(_) => Plan::Full,
         };
+        // Older than the session log (after a restart, or a long absence): the entries and
+        // tombstones themselves say what changed since, if no tombstone the consumer may
+        // need was forgotten since.
+        let plan = match plan {
+            Plan::Full
+                if !cookie.csns.is_empty()
+                    && v.seq >= provider.tombstones_from.load(Ordering::Acquire)
+                    && tombstones_cover(&v, &cookie.csns) =>
+            {
+                Plan::Since(cookie.csns.clone())
+            }
+            p => p,
+        };
+        match &plan {
+            Plan::Since(_) => tracing::info!(
+                "sync search conn {} op {}: the cookie is older than the session log; the changes \
+                 after it are taken from the entries and tombstones",
+                self.conn.id,
+                self.id
+            ),
+            Plan::Full if !cookie.csns.is_empty() => tracing::info!(
+                "sync search conn {} op {}: the cookie is older than the tombstones kept; full refresh",
+                self.conn.id,
+                self.id
+            ),
+            _ => {}
+        }
         let full = matches!(plan, Plan::Full);
         let v2 = v.clone();
         let walked = tokio::task::spawn_blocking(move || {
@@ -622,6 +861,10 @@ impl Task {
         if matches!(plan, Plan::Full) {
             p.cands = v.candidates(schema, &p.filter);
         }
+        let plan = match plan {
+            Plan::Since(cookie) => Plan::Changed(self.changed_since(v, &cookie)),
+            other => other,
+        };
         let p = &p;
         let mut r = Refreshed {
             outcome: Ok(()),
@@ -656,7 +899,8 @@ impl Task {
             true
         };
         match plan {
-            Plan::UpToDate => {}
+            // `Since` was turned into the list of what changed, above.
+            Plan::UpToDate | Plan::Since(_) => {}
             Plan::Full => {
                 search::walk(shared, v, p, &[base], flag, &mut |e, access| {
                     if emit(&mut r, e, access.as_ref()) {
@@ -692,6 +936,37 @@ impl Task {
             return None;
         }
         Some(r)
+    }
+
+    /// What changed in the naming context after `cookie`, read from version `v` itself: every
+    /// entry whose entryCSN is newer (parents first), then every tombstone whose delete is
+    /// (as an entry that is not there: id 0). One pass over the naming context's entries.
+    fn changed_since(&self, v: &store::Version, cookie: &[String]) -> Vec<(SyncUuid, EntryId)> {
+        let shared = self.shared();
+        let mut out = Vec::new();
+        if let Some(top) = shared.suffixes.get(self.suffix).and_then(|s| v.lookup(s)) {
+            let _ = v.walk(top, &mut |e| {
+                let newer = e
+                    .attr(shared.known.entry_csn)
+                    .and_then(|a| a.first())
+                    .and_then(|c| std::str::from_utf8(c).ok())
+                    .is_none_or(|c| newer_than(cookie, c));
+                if newer {
+                    if let Some(u) = uuid_of(shared, e) {
+                        out.push((u, e.id));
+                    }
+                }
+                ControlFlow::Continue(())
+            });
+        }
+        for t in v.tombstones().iter() {
+            if newer_than(cookie, &t.csn) {
+                if let Some(u) = parse_uuid(t.uuid.as_bytes()) {
+                    out.push((u, 0));
+                }
+            }
+        }
+        out
     }
 
     /// Whether entry `e` belongs to the consumer's content: in scope, matching the filter,
@@ -874,15 +1149,87 @@ impl Task {
                 (false, None, _) => {}
             }
         }
+        let again = self.deletes_again(batch, &p, schema);
         let mut out = Vec::new();
         let cookie = self.cookie(ctx);
-        let last = msgs.len();
+        let last = msgs.len() + again.len();
         for (i, (st, e, access, u)) in msgs.iter().enumerate() {
             let c = (i + 1 == last).then_some(cookie.as_slice());
             self.encode(&mut out, e, &p.sel, access.as_ref(), *st, *u, c);
         }
+        for (i, (dn, u)) in again.iter().enumerate() {
+            let c = (msgs.len() + i + 1 == last).then_some(cookie.as_slice());
+            self.encode_delete(&mut out, dn, *u, c);
+        }
         (out, last as u64)
     }
+
+    /// The deletes a batch asserts again without deleting an entry (tombstones put anew,
+    /// `repl::consumer::apply::store_cookie`): (DN, entryUUID) of those in the search's scope.
+    /// Sent to the administrator only: the entry is gone, so no access rule can say who may
+    /// see its DN; other consumers learn of it at their next refresh, by entryUUID.
+    fn deletes_again<'b>(
+        &self,
+        batch: &'b Batch,
+        p: &Prepared,
+        schema: &schema::Schema,
+    ) -> Vec<(&'b str, SyncUuid)> {
+        if batch.tombstones.is_empty() || !p.view.is_admin() {
+            return Vec::new();
+        }
+        let shared = self.shared();
+        let deleted: std::collections::HashSet<SyncUuid> = batch
+            .changes
+            .iter()
+            .filter_map(|c| c.before.as_ref().and_then(|b| uuid_of(shared, b)))
+            .collect();
+        batch
+            .tombstones
+            .iter()
+            .filter_map(|t| {
+                let u = parse_uuid(t.uuid.as_bytes())?;
+                if deleted.contains(&u) {
+                    return None;
+                }
+                let ndn = schema::Dn::parse(&t.dn)
+                    .and_then(|d| d.normalize(schema))
+                    .ok()?;
+                in_scope(p, &ndn.norm).then_some((&*t.dn, u))
+            })
+            .collect()
+    }
+
+    /// Encodes a Sync State delete of entryUUID `uuid`, last seen as `dn`.
+    fn encode_delete(&self, out: &mut Vec<u8>, dn: &str, uuid: SyncUuid, cookie: Option<&[u8]>) {
+        let mut value = Vec::with_capacity(48 + cookie.map_or(0, <[u8]>::len));
+        SyncState {
+            state: State::Delete,
+            entry_uuid: uuid,
+            cookie: cookie.map(Cow::Borrowed),
+        }
+        .encode(&mut value);
+        let ctls = [Control {
+            oid: Cow::Borrowed(proto::oids::SYNC_STATE.as_bytes()),
+            critical: false,
+            value: Some(Cow::Owned(value)),
+        }];
+        proto::encode_search_entry_with_controls(
+            out,
+            self.id,
+            dn.as_bytes(),
+            std::iter::empty::<(&[u8], std::iter::Empty<&[u8]>)>(),
+            &ctls,
+        );
+    }
+}
+
+/// Whether version `v`'s tombstones hold every delete after `cookie`: none was forgotten
+/// after it (the floor, per server id, is at or before the cookie's CSN of that server id).
+fn tombstones_cover(v: &store::Version, cookie: &[String]) -> bool {
+    v.tombstones()
+        .floor()
+        .iter()
+        .all(|f| !newer_than(cookie, f))
 }
 
 /// Whether the normalized DN `ndn` is within the search's base and scope.

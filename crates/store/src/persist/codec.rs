@@ -14,12 +14,17 @@
 //! change := 0x01 entry          (Put: insert or replace by id)
 //!         | 0x02 id             (Delete by id)
 //!         | 0x03 len text       (Schema: a compatible extension, log version 2 and later)
+//!         | 0x04 tombstone      (Tombstone: remember a deleted entry, log version 3 and later)
+//!         | 0x05 len uuid       (Forget the tombstone of an entryUUID, version 3 and later)
+//!         | 0x06 count (len csn)* (the tombstones' floor, version 3 and later)
+//! tombstone := len uuid | len dn | len csn | len seen
 //! ```
 
 use schema::{AttrId, Dn, Schema};
 
 use super::PersistError;
 use crate::entry::{Attr, Entry, EntryId};
+use crate::tombstone::Tombstone;
 
 /// One attribute as stored on disk.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,11 +54,20 @@ pub enum Change {
     /// A compatible schema extension (`Schema::extend`): new attribute types and object
     /// classes as `.schema` statements, applied before the batch's entries are read.
     Schema(String),
+    /// Remember a deleted entry (`crate::tombstone`), replacing the tombstone of its entryUUID.
+    Tombstone(Tombstone),
+    /// Forget the tombstone of this entryUUID (no effect if there is none).
+    Forget(String),
+    /// The tombstones' floor, replacing the previous one.
+    TombstoneFloor(Vec<String>),
 }
 
 pub(crate) const TAG_PUT: u8 = 1;
 pub(crate) const TAG_DELETE: u8 = 2;
 pub(crate) const TAG_SCHEMA: u8 = 3;
+pub(crate) const TAG_TOMBSTONE: u8 = 4;
+pub(crate) const TAG_FORGET: u8 = 5;
+pub(crate) const TAG_FLOOR: u8 = 6;
 
 impl StoredEntry {
     pub fn from_entry(entry: &Entry, schema: &Schema) -> StoredEntry {
@@ -245,6 +259,49 @@ pub fn encode_schema_change(text: &str, out: &mut Vec<u8>) {
     put_bytes(out, text.as_bytes());
 }
 
+/// Encodes a `Change::Tombstone`.
+pub fn encode_tombstone(t: &Tombstone, out: &mut Vec<u8>) {
+    out.push(TAG_TOMBSTONE);
+    for s in [&t.uuid, &t.dn, &t.csn, &t.seen] {
+        put_bytes(out, s.as_bytes());
+    }
+}
+
+/// Encodes a `Change::Forget`.
+pub fn encode_forget(uuid: &str, out: &mut Vec<u8>) {
+    out.push(TAG_FORGET);
+    put_bytes(out, uuid.as_bytes());
+}
+
+/// Encodes a `Change::TombstoneFloor`.
+pub fn encode_floor<S: AsRef<str>>(floor: &[S], out: &mut Vec<u8>) {
+    out.push(TAG_FLOOR);
+    put_varint(out, floor.len() as u64);
+    for c in floor {
+        put_bytes(out, c.as_ref().as_bytes());
+    }
+}
+
+/// Decodes the body of a tombstone (after its tag, or in a snapshot's tombstone section).
+pub(crate) fn decode_tombstone(r: &mut Reader<'_>) -> Result<Tombstone, DecodeError> {
+    Ok(Tombstone {
+        uuid: r.str("tombstone entryUUID")?.into(),
+        dn: r.str("tombstone DN")?.into(),
+        csn: r.str("tombstone CSN")?.into(),
+        seen: r.str("tombstone entryCSN")?.into(),
+    })
+}
+
+/// Decodes a list of strings (`count`, then each as `bytes`): the tombstones' floor.
+pub(crate) fn decode_strings(r: &mut Reader<'_>, what: &str) -> Result<Vec<String>, DecodeError> {
+    let n = r.count(what)?;
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        out.push(r.string(what)?);
+    }
+    Ok(out)
+}
+
 impl Change {
     pub fn encode(&self, out: &mut Vec<u8>) {
         match self {
@@ -254,7 +311,18 @@ impl Change {
             }
             Change::Delete { id } => encode_delete(*id, out),
             Change::Schema(text) => encode_schema_change(text, out),
+            Change::Tombstone(t) => encode_tombstone(t, out),
+            Change::Forget(uuid) => encode_forget(uuid, out),
+            Change::TombstoneFloor(f) => encode_floor(f, out),
         }
+    }
+
+    /// Whether this is one of the tombstone records (log version 3 and later).
+    pub fn is_tombstone_record(&self) -> bool {
+        matches!(
+            self,
+            Change::Tombstone(_) | Change::Forget(_) | Change::TombstoneFloor(_)
+        )
     }
 
     pub fn decode(r: &mut Reader<'_>) -> Result<Change, DecodeError> {
@@ -264,6 +332,12 @@ impl Change {
                 id: r.u32_varint("entry id")?,
             }),
             TAG_SCHEMA => Ok(Change::Schema(r.string("schema extension")?)),
+            TAG_TOMBSTONE => Ok(Change::Tombstone(decode_tombstone(r)?)),
+            TAG_FORGET => Ok(Change::Forget(r.string("tombstone entryUUID")?)),
+            TAG_FLOOR => Ok(Change::TombstoneFloor(decode_strings(
+                r,
+                "tombstone floor",
+            )?)),
             t => Err(DecodeError {
                 offset: r.pos() - 1,
                 reason: format!("unknown change tag {t:#04x}"),

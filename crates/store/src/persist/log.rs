@@ -12,9 +12,9 @@ use super::io::{is_no_space, Io, IoFile};
 use super::{crc, parse_seq_name, PersistError};
 
 pub const LOG_MAGIC: [u8; 8] = *b"LNDNLOG\0";
-/// The version written. Version 2 added the schema record (tag 0x03); version 1 files (which
-/// cannot hold one) are still read.
-pub const LOG_VERSION: u32 = 2;
+/// The version written. Version 2 added the schema record (tag 0x03), version 3 the tombstone
+/// records (tags 0x04 to 0x06); version 1 and 2 files (which cannot hold them) are still read.
+pub const LOG_VERSION: u32 = 3;
 /// magic, u32 version, u64 first batch seq.
 pub const LOG_HEADER_LEN: usize = 20;
 /// u32 payload length, u32 crc32c of the payload.
@@ -173,6 +173,12 @@ pub fn read_log(name: &str, bytes: &[u8]) -> Result<LogContents, PersistError> {
                     "schema record in a version 1 log (which cannot hold one)".into(),
                 ));
             }
+            if version < 3 && c.is_tombstone_record() {
+                return Err(corrupt(
+                    start + c_at,
+                    format!("tombstone record in a version {version} log (which cannot hold one)"),
+                ));
+            }
             changes.push(c);
         }
         if !p.is_empty() {
@@ -320,17 +326,22 @@ impl LogWriter {
     /// Appends what one writer batch changed, read from its result `version`: the schema
     /// extensions it applied (`schema`, in order), then every entry of `touched` (each id once):
     /// written whole when `version` holds it (named with `version`'s schema), deleted
-    /// otherwise. The same bytes as `append_batch` of those changes, encoded straight from the
-    /// entries without an owned copy of each.
+    /// otherwise; then the tombstones of `tombstones.touched` (put when `version` holds one,
+    /// forgotten otherwise) and the floor if it changed. The same bytes as `append_batch` of
+    /// those changes (`super::batch_changes`), encoded straight from the entries without an
+    /// owned copy of each.
     pub fn append_version_batch(
         &mut self,
         seq: u64,
         version: &crate::Version,
         schema: &[String],
         touched: &[crate::EntryId],
+        tombstones: &crate::TombstoneChanges,
     ) -> Result<(), PersistError> {
         let names = version.schema();
-        self.append_with(seq, schema.len() + touched.len(), |out| {
+        let count =
+            schema.len() + touched.len() + tombstones.touched.len() + usize::from(tombstones.floor);
+        self.append_with(seq, count, |out| {
             for text in schema {
                 super::codec::encode_schema_change(text, out);
             }
@@ -339,6 +350,16 @@ impl LogWriter {
                     Some(e) => super::codec::encode_put(e, names, out),
                     None => super::codec::encode_delete(id, out),
                 }
+            }
+            let ts = version.tombstones();
+            for uuid in &tombstones.touched {
+                match ts.get(uuid) {
+                    Some(t) => super::codec::encode_tombstone(t, out),
+                    None => super::codec::encode_forget(uuid, out),
+                }
+            }
+            if tombstones.floor {
+                super::codec::encode_floor(ts.floor(), out);
             }
         })
     }

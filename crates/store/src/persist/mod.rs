@@ -33,7 +33,8 @@ pub use recover::{
 };
 pub use snapshot::{
     estimate_snapshot_bytes, read_snapshot, read_snapshot_from, write_snapshot,
-    write_snapshot_bulk, write_snapshot_keeping, write_snapshot_with, Snapshot, SnapshotInfo,
+    write_snapshot_bulk, write_snapshot_chunked, write_snapshot_keeping, write_snapshot_with,
+    Snapshot, SnapshotInfo,
 };
 
 /// Why persistence failed. Every variant names the file (and, for contents, the byte offset)
@@ -144,14 +145,17 @@ pub(crate) fn parse_seq_name(name: &str, prefix: &str, suffix: &str) -> Option<u
 /// encodes without them, and the reference its test compares with): first the schema
 /// extensions the batch applied (`schema`, in order), then the entries: `touched` lists every
 /// entry the batch changed; those present in `version` (the batch's result) are written whole
-/// (Put, named with `version`'s schema), the others are deleted. Pass each id once (sorted and
-/// deduplicated, as the writer does).
+/// (Put, named with `version`'s schema), the others are deleted; then the tombstones the batch
+/// put or forgot and, if it changed, their floor. Pass each id once (sorted and deduplicated,
+/// as the writer does).
 pub fn batch_changes(
     version: &crate::Version,
     schema: &[String],
     touched: &[crate::EntryId],
+    tombstones: &crate::TombstoneChanges,
 ) -> Vec<Change> {
     let names = version.schema();
+    let ts = version.tombstones();
     schema
         .iter()
         .map(|text| Change::Schema(text.clone()))
@@ -159,6 +163,15 @@ pub fn batch_changes(
             Some(e) => Change::Put(StoredEntry::from_entry(e, names)),
             None => Change::Delete { id },
         }))
+        .chain(tombstones.touched.iter().map(|u| match ts.get(u) {
+            Some(t) => Change::Tombstone((**t).clone()),
+            None => Change::Forget(u.to_string()),
+        }))
+        .chain(
+            tombstones.floor.then(|| {
+                Change::TombstoneFloor(ts.floor().iter().map(|c| c.to_string()).collect())
+            }),
+        )
         .collect()
 }
 
@@ -181,9 +194,10 @@ impl crate::writer::Journal for LogJournal {
         version: &crate::Version,
         schema: &[String],
         touched: &[crate::EntryId],
+        tombstones: &crate::TombstoneChanges,
     ) -> Result<(), crate::JournalError> {
         self.log
-            .append_version_batch(seq, version, schema, touched)
+            .append_version_batch(seq, version, schema, touched, tombstones)
             .map_err(|e| match e {
                 PersistError::NoSpace { .. } => crate::JournalError::Full(format!(
                     "{e}; writes resume by themselves once space is freed"

@@ -19,6 +19,7 @@ use super::log::{parse_log_name, read_log};
 use super::snapshot::{parse_snapshot_name, read_snapshot_from};
 use super::PersistError;
 use crate::entry::{Entry, EntryId};
+use crate::tombstone::Tombstones;
 
 /// The state recovered from a data directory.
 #[derive(Debug, Clone)]
@@ -39,6 +40,9 @@ pub struct Recovered {
     /// The schema the entries were read with: the given one plus the schema extensions of the
     /// snapshot and of the replayed log, in order (the schema of the recovered version).
     pub schema: Arc<Schema>,
+    /// The tombstones of deleted entries: the snapshot's, with the log's records replayed
+    /// (`Version::with_tombstones`).
+    pub tombstones: Tombstones,
 }
 
 struct Files {
@@ -100,9 +104,11 @@ pub fn recover(io: &dyn Io, dir: &Path, schema: &Schema) -> Result<Recovered, Pe
     let mut next_id: EntryId = 1;
     let mut last: u64 = 0;
     let mut snapshot = None;
+    let mut tombstones = Tombstones::default();
     if let Some((seq, name)) = files.snapshots.last() {
         let mut snap = read_snapshot_from(name, &*open(io, dir, name)?, schema)?;
         current = snap.extended.take();
+        tombstones = std::mem::take(&mut snap.tombstones);
         if snap.seq != *seq {
             return Err(PersistError::Corrupt {
                 file: name.clone(),
@@ -213,6 +219,13 @@ pub fn recover(io: &dyn Io, dir: &Path, schema: &Schema) -> Result<Recovered, Pe
                             deleted.insert(id);
                         }
                     }
+                    Change::Tombstone(t) => {
+                        tombstones.put(Arc::new(t));
+                    }
+                    Change::Forget(uuid) => {
+                        tombstones.remove(&uuid);
+                    }
+                    Change::TombstoneFloor(floor) => tombstones.set_floor(floor),
                 }
             }
             batches_replayed += 1;
@@ -264,6 +277,7 @@ pub fn recover(io: &dyn Io, dir: &Path, schema: &Schema) -> Result<Recovered, Pe
         log_records_replayed: records,
         torn_tails,
         schema: Arc::new(current.unwrap_or_else(|| schema.clone())),
+        tombstones,
     })
 }
 

@@ -9,17 +9,20 @@ use std::path::Path;
 
 use schema::Schema;
 
-use super::codec::{decode_entry, put_bytes, put_ids, put_varint, Reader};
+use super::codec::{
+    decode_entry, decode_strings, decode_tombstone, put_bytes, put_ids, put_varint, Reader,
+};
 use super::io::{Io, IoRead, MemRead};
 use super::{crc, parse_seq_name, PersistError};
 use crate::entry::{Entry, EntryId, Pair};
+use crate::tombstone::Tombstones;
 
 pub const SNAP_MAGIC: [u8; 8] = *b"LNDNSNAP";
 pub const SNAP_END_MAGIC: [u8; 8] = *b"LNDNSEND";
 /// The version written. Version 1 (raw values named by type name, re-normalized on load),
-/// version 2 (packed entries, no schema extensions) and version 3 (packed entries of layout 1)
-/// are still read.
-pub const SNAP_VERSION: u32 = 4;
+/// version 2 (packed entries, no schema extensions), version 3 (packed entries of layout 1)
+/// and version 4 (no tombstone section) are still read.
+pub const SNAP_VERSION: u32 = 5;
 /// magic, u32 version, u64 seq, u64 next_id.
 pub const SNAP_HEADER_LEN: usize = 28;
 /// u32 crc, u32 footer length, end magic.
@@ -84,6 +87,27 @@ fn schema_section(schema: &Schema) -> Vec<u8> {
     out
 }
 
+/// The tombstone section of a version 5 snapshot (after the schema section, before the
+/// chunks): the floor, then every tombstone, oldest delete first.
+fn tombstone_section(t: &Tombstones) -> Vec<u8> {
+    let mut payload = Vec::new();
+    put_varint(&mut payload, t.floor().len() as u64);
+    for c in t.floor() {
+        put_bytes(&mut payload, c.as_bytes());
+    }
+    put_varint(&mut payload, t.len() as u64);
+    for x in t.iter() {
+        for s in [&x.uuid, &x.dn, &x.csn, &x.seen] {
+            put_bytes(&mut payload, s.as_bytes());
+        }
+    }
+    let mut out = Vec::with_capacity(payload.len() + 8);
+    out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    out.extend_from_slice(&crc(&payload).to_le_bytes());
+    out.extend_from_slice(&payload);
+    out
+}
+
 /// Encodes one version 2 entry record.
 fn encode_packed(e: &Entry, out: &mut Vec<u8>) {
     put_ids(out, e.id, e.parent);
@@ -101,6 +125,8 @@ pub struct Snapshot {
     /// The schema the entries were read with when the snapshot carries schema extensions
     /// (version 3): the given schema plus those extensions. `None`: the given schema.
     pub extended: Option<Schema>,
+    /// The tombstones of deleted entries (version 5; none before).
+    pub tombstones: Tombstones,
 }
 
 /// What `write_snapshot` wrote.
@@ -112,8 +138,8 @@ pub struct SnapshotInfo {
     pub bytes: u64,
 }
 
-/// Writes a snapshot of `entries` as of batch `seq`, durably and atomically: to
-/// `snap-<seq>.lns.tmp`, fsync, rename, fsync of the directory.
+/// Writes a snapshot of `entries` and `tombstones` as of batch `seq`, durably and atomically:
+/// to `snap-<seq>.lns.tmp`, fsync, rename, fsync of the directory.
 pub fn write_snapshot<'a>(
     io: &dyn Io,
     dir: &Path,
@@ -121,14 +147,16 @@ pub fn write_snapshot<'a>(
     next_id: EntryId,
     entries: impl Iterator<Item = &'a Entry>,
     schema: &Schema,
+    tombstones: &Tombstones,
 ) -> Result<SnapshotInfo, PersistError> {
-    write_snapshot_with(
+    write_snapshot_chunked(
         io,
         dir,
         seq,
         next_id,
         entries,
         schema,
+        tombstones,
         DEFAULT_CHUNK_ENTRIES,
     )
 }
@@ -141,7 +169,7 @@ pub fn write_snapshot<'a>(
 /// millisecond of this disk's writing (BENCHMARKS.md, "snapshot impact").
 const SYNC_EVERY_BYTES: usize = 256 << 10;
 
-/// `write_snapshot` with `chunk_entries` entries per chunk.
+/// `write_snapshot` with `chunk_entries` entries per chunk and no tombstones.
 pub fn write_snapshot_with<'a>(
     io: &dyn Io,
     dir: &Path,
@@ -151,11 +179,47 @@ pub fn write_snapshot_with<'a>(
     schema: &Schema,
     chunk_entries: usize,
 ) -> Result<SnapshotInfo, PersistError> {
-    write_snapshot_keeping(io, dir, seq, next_id, entries, schema, chunk_entries, 0)
+    let none = Tombstones::default();
+    write_snapshot_keeping(
+        io,
+        dir,
+        seq,
+        next_id,
+        entries,
+        schema,
+        &none,
+        chunk_entries,
+        0,
+    )
 }
 
-/// `write_snapshot_with` that leaves at least `keep_free` bytes free on the disk: before each
-/// piece it writes, it asks the file system for its free space, and stops with
+/// `write_snapshot` with `chunk_entries` entries per chunk.
+#[allow(clippy::too_many_arguments)]
+pub fn write_snapshot_chunked<'a>(
+    io: &dyn Io,
+    dir: &Path,
+    seq: u64,
+    next_id: EntryId,
+    entries: impl Iterator<Item = &'a Entry>,
+    schema: &Schema,
+    tombstones: &Tombstones,
+    chunk_entries: usize,
+) -> Result<SnapshotInfo, PersistError> {
+    write_snapshot_keeping(
+        io,
+        dir,
+        seq,
+        next_id,
+        entries,
+        schema,
+        tombstones,
+        chunk_entries,
+        0,
+    )
+}
+
+/// `write_snapshot_chunked` that leaves at least `keep_free` bytes free on the disk: before
+/// each piece it writes, it asks the file system for its free space, and stops with
 /// `PersistError::KeptFree` (its temporary file removed) where the piece would leave less. This
 /// is the room the transaction log keeps: a snapshot may fail for space, the log must not.
 #[allow(clippy::too_many_arguments)]
@@ -166,6 +230,7 @@ pub fn write_snapshot_keeping<'a>(
     next_id: EntryId,
     mut entries: impl Iterator<Item = &'a Entry>,
     schema: &Schema,
+    tombstones: &Tombstones,
     chunk_entries: usize,
     keep_free: u64,
 ) -> Result<SnapshotInfo, PersistError> {
@@ -183,6 +248,7 @@ pub fn write_snapshot_keeping<'a>(
         next_id,
         schema,
         keep_free,
+        tombstones,
     };
     write_chunks(
         file,
@@ -251,6 +317,7 @@ pub fn write_snapshot_bulk(
         let recycle = |buf| {
             let _ = back_tx.send(buf);
         };
+        let none = Tombstones::default();
         let file = SnapshotFile {
             io,
             dir,
@@ -258,6 +325,7 @@ pub fn write_snapshot_bulk(
             next_id,
             schema,
             keep_free: 0,
+            tombstones: &none,
         };
         write_chunks(file, rx.into_iter(), recycle, None)
     })
@@ -287,7 +355,7 @@ fn encode_chunk<'a>(
     count
 }
 
-/// Where a snapshot goes and what its header and schema section say.
+/// Where a snapshot goes and what its header, schema and tombstone sections say.
 struct SnapshotFile<'a> {
     io: &'a dyn Io,
     dir: &'a Path,
@@ -296,6 +364,7 @@ struct SnapshotFile<'a> {
     schema: &'a Schema,
     /// Bytes to leave free on the disk (`write_snapshot_keeping`); 0: no check.
     keep_free: u64,
+    tombstones: &'a Tombstones,
 }
 
 /// Writes a snapshot file from framed chunks (`encode_chunk`), handing each buffer to
@@ -332,6 +401,7 @@ fn write_chunks_to(
         next_id,
         schema,
         keep_free,
+        tombstones,
     } = file;
     let name = snapshot_file_name(seq);
     let path = dir.join(&name);
@@ -369,7 +439,8 @@ fn write_chunks_to(
     io.create_dir_all(dir)
         .map_err(|e| PersistError::io(dir, e))?;
     let section = schema_section(schema);
-    room(SNAP_HEADER_LEN + section.len(), 0)?;
+    let tombs = tombstone_section(tombstones);
+    room(SNAP_HEADER_LEN + section.len() + tombs.len(), 0)?;
     let mut f = io.create(tmp).map_err(err)?;
 
     let mut head = Vec::with_capacity(SNAP_HEADER_LEN);
@@ -379,9 +450,10 @@ fn write_chunks_to(
     head.extend_from_slice(&u64::from(next_id).to_le_bytes());
     f.write_all(&head).map_err(err)?;
     f.write_all(&section).map_err(err)?;
-    written += (head.len() + section.len()) as u64;
+    f.write_all(&tombs).map_err(err)?;
+    written += (head.len() + section.len() + tombs.len()) as u64;
 
-    let mut offset = (SNAP_HEADER_LEN + section.len()) as u64;
+    let mut offset = (SNAP_HEADER_LEN + section.len() + tombs.len()) as u64;
     let mut index: Vec<(u64, u32, u32)> = Vec::new();
     let mut total: u64 = 0;
     let mut unsynced: usize = 0;
@@ -551,11 +623,60 @@ pub fn read_snapshot_from(
     } else {
         Vec::new()
     };
-    let (packing, chunks_start, extended) = if version >= 2 {
+    let (packing, mut chunks_start, extended) = if version >= 2 {
         let (p, end, ext) = read_schema_section(name, &section, version, schema)?;
         (Some(p), end, ext)
     } else {
         (None, SNAP_HEADER_LEN, None)
+    };
+    // Version 5: the tombstone section, between the schema section and the chunks.
+    let tombstones = if version >= 5 {
+        let lead = if foot_start >= chunks_start + 8 {
+            read(chunks_start, 8)?
+        } else {
+            return Err(corrupt(
+                chunks_start,
+                "no room for the tombstone section before the chunks".into(),
+            ));
+        };
+        let mut h = Reader::new(&lead);
+        let plen = h
+            .u32_le("tombstone section length")
+            .map_err(at(chunks_start))? as usize;
+        let sum = h
+            .u32_le("tombstone section crc")
+            .map_err(at(chunks_start))?;
+        if plen > foot_start - chunks_start - 8 {
+            return Err(corrupt(
+                chunks_start,
+                format!("tombstone section length {plen} runs past the chunks"),
+            ));
+        }
+        let payload = read(chunks_start + 8, plen)?;
+        if crc(&payload) != sum {
+            return Err(corrupt(
+                chunks_start,
+                "tombstone section fails its checksum".into(),
+            ));
+        }
+        let base = chunks_start + 8;
+        let mut p = Reader::new(&payload);
+        let floor = decode_strings(&mut p, "tombstone floor").map_err(at(base))?;
+        let n = p.count("tombstone count").map_err(at(base))?;
+        let mut items = Vec::with_capacity(n);
+        for _ in 0..n {
+            items.push(decode_tombstone(&mut p).map_err(at(base))?);
+        }
+        if !p.is_empty() {
+            return Err(corrupt(
+                base + p.pos(),
+                "bytes after the last tombstone".into(),
+            ));
+        }
+        chunks_start = base + plen;
+        Tombstones::from_parts(items, floor)
+    } else {
+        Tombstones::default()
     };
     let schema: &Schema = extended.as_ref().unwrap_or(schema);
     let mut chunks = Vec::with_capacity(n);
@@ -673,6 +794,7 @@ pub fn read_snapshot_from(
         entries,
         chunks: chunks.len(),
         extended,
+        tombstones,
     })
 }
 

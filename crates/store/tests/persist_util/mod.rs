@@ -66,7 +66,10 @@ pub fn apply(model: &mut std::collections::BTreeMap<u32, StoredEntry>, changes: 
             Change::Delete { id } => {
                 model.remove(id);
             }
-            Change::Schema(_) => {}
+            Change::Schema(_)
+            | Change::Tombstone(_)
+            | Change::Forget(_)
+            | Change::TombstoneFloor(_) => {}
         }
     }
 }
