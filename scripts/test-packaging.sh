@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The packaging tests, which change this machine, run by scripts/test.sh:
-#   - the Debian package (crates/linden/tests/package.rs): built with cargo-deb from the debug
-#     binary, installed with dpkg -i, started as its systemd unit would start it, answering
+#   - the Debian package (crates/linden/tests/package.rs): built with dpkg-deb from the debug
+#     binary (packaging/build-deb.sh), installed with dpkg -i, started as its systemd unit would start it, answering
 #     ldapsearch, then purged;
 #   - the container image (crates/linden/tests/image.rs): built offline with podman (FROM
 #     scratch), run as its non-root user with /healthz, a volume and a mounted configuration.
-# Both need root and Debian. What they need and this machine lacks is installed: cargo-deb
-# (`cargo install`, a few minutes, once per machine), podman, runc and logrotate (apt). Where
+# Both need root and Debian. What they need and this machine lacks is installed: podman, runc
+# and logrotate (apt). Where
 # they cannot run, a line says "SKIPPED" and why. LINDEN_SKIP_PACKAGING=1 skips them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,12 +36,6 @@ if [ ${#missing[@]} -gt 0 ]; then
         && apt-get -y -q -o DPkg::Lock::Timeout=600 install --no-install-recommends "${missing[@]}" \
             >>/tmp/test-packaging.apt.log 2>&1 \
         || { tail -20 /tmp/test-packaging.apt.log >&2; echo "test-packaging: apt-get install failed" >&2; exit 1; }
-fi
-# cargo-deb 3.8 packages a debug build (with a warning); pinned so that a later release that
-# refuses it does not break the test.
-if ! cargo deb --version >/dev/null 2>&1; then
-    echo "test-packaging: cargo install cargo-deb (once per machine)"
-    CARGO_INCREMENTAL=0 cargo install --quiet --locked cargo-deb --version 3.8.0
 fi
 
 echo "== Debian package: build, dpkg -i, serve, purge"

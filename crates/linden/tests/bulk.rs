@@ -223,7 +223,7 @@ fn import_takes_settings_from_the_config_file() {
     ]);
     assert_eq!(rc, 2, "{err}");
     assert!(
-        err.contains("linden.toml: key 'password_hash': unknown password scheme"),
+        err.contains("linden.toml:1: key 'password_hash': unknown password scheme"),
         "{err}"
     );
     // So does a setting the server itself refuses.
