@@ -270,3 +270,61 @@ fn sighup_reopens_logs_and_applies_live_keys_and_a_broken_file_changes_nothing()
     assert_eq!(monitor_counter(&mut a, "Refused"), "1");
     assert!(srv.terminate().success());
 }
+
+/// A replication consumer's credentials change with a reload: a replica started with a wrong
+/// password (its consumer cannot bind) replicates once the file has the right one and SIGHUP
+/// is sent, without a restart.
+#[test]
+fn a_reload_gives_a_consumer_new_credentials() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let provider_file = d.join("provider.toml");
+    std::fs::write(
+        &provider_file,
+        format!(
+            "listen = \"127.0.0.1:0\"\ndata = \"{}/p\"\nadmin_password = \"secret\"\ndemo = true\nsyncprov = true\n",
+            d.display()
+        ),
+    )
+    .expect("config");
+    let provider = Running::start(&provider_file, &[]);
+    let replica_config = |password: &str| {
+        format!(
+            "listen = \"127.0.0.1:0\"\ndata = \"{}/r\"\nadmin_password = \"secret\"\n\n[[syncrepl]]\nprovider = \"{}\"\nrid = 1\nsearch_base = \"dc=example,dc=com\"\nretry = \"1 +\"\nbind_dn = \"cn=admin,dc=example,dc=com\"\nbind_password = \"{password}\"\n",
+            d.display(),
+            provider.url()
+        )
+    };
+    let replica_file = d.join("replica.toml");
+    std::fs::write(&replica_file, replica_config("wrong")).expect("config");
+    let replica = Running::start(&replica_file, &[]);
+    replica.wait_for("invalid credentials", 1);
+    let mut a = admin(&replica.url());
+    let missing = a
+        .search(BOB, Scope::Base, "(objectClass=*)", vec!["1.1"])
+        .expect("search");
+    assert_eq!(
+        missing.1.rc, 32,
+        "nothing replicated with the wrong password"
+    );
+
+    std::fs::write(&replica_file, replica_config("secret")).expect("config");
+    replica.signal("HUP");
+    replica.wait_for("configuration reloaded: syncrepl credentials applied", 1);
+    // The consumer's next connection (within its 1 s retry) uses them.
+    let deadline = std::time::Instant::now() + common::serve::WAIT;
+    loop {
+        let (r, res) = a
+            .search(BOB, Scope::Base, "(objectClass=*)", vec!["1.1"])
+            .expect("search");
+        if res.rc == 0 && !r.is_empty() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "bob never replicated after the reload:\n{}",
+            replica.log()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}

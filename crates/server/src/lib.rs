@@ -269,6 +269,11 @@ impl Server {
                 )
             })
             .collect();
+        let consumer_credentials = config
+            .syncrepl
+            .iter()
+            .map(|s| Arc::new(arc_swap::ArcSwap::from_pointee(s.credentials())))
+            .collect();
         let incoming = incoming::Budget::new(config.max_incoming_bytes);
         let live = reload::live(&config, tls, readers, authz);
         let shared = Arc::new(Shared {
@@ -287,6 +292,7 @@ impl Server {
             persistence,
             ppolicy,
             replication,
+            consumer_credentials,
             syncprov,
         });
         Ok(Server { shared })

@@ -120,6 +120,17 @@ impl Reloads {
     }
 }
 
+/// Whether two configurations have the same replication agreements apart from how each
+/// authenticates (`bind_*`, `tls_*`).
+fn same_but_credentials(old: &Config, new: &Config) -> bool {
+    old.syncrepl.len() == new.syncrepl.len()
+        && old
+            .syncrepl
+            .iter()
+            .zip(&new.syncrepl)
+            .all(|(a, b)| *a == b.with_credentials(&a.credentials()))
+}
+
 /// Builds the live state of `config`. `tls` false: none (a memory-only server).
 pub(crate) fn live(
     config: &Config,
@@ -218,6 +229,12 @@ impl Shared {
                     k.take(&mut merged, &new);
                     report.applied.push(k.name);
                 }
+                // The agreements are read at start, but how they authenticate may change:
+                // the consumers take new credentials at their next connection.
+                Reload::Restart if k.name == "syncrepl" && same_but_credentials(&old, &new) => {
+                    k.take(&mut merged, &new);
+                    report.applied.push("syncrepl credentials");
+                }
                 Reload::Restart => report.need_restart.push(k.name),
             }
         }
@@ -254,6 +271,9 @@ impl Shared {
             prepared.readers,
             prepared.authz,
         )));
+        for (cell, spec) in self.consumer_credentials.iter().zip(&merged.syncrepl) {
+            cell.store(Arc::new(spec.credentials()));
+        }
         self.lockout.reconfigure(merged.lockout());
         self.dit
             .reconfigure(acl, merged.password_policy(), merged.write_limits());

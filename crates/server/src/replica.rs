@@ -82,8 +82,14 @@ pub(crate) fn start(shared: &Arc<Shared>) -> Vec<tokio::task::JoinHandle<()>> {
     specs(&shared.config())
         .into_iter()
         .zip(&shared.replication)
-        .map(|(spec, status)| {
-            tokio::spawn(repl::consumer::run(shared.clone(), spec, status.clone()))
+        .zip(&shared.consumer_credentials)
+        .map(|((spec, status), credentials)| {
+            tokio::spawn(repl::consumer::run(
+                shared.clone(),
+                spec,
+                status.clone(),
+                credentials.clone(),
+            ))
         })
         .collect()
 }

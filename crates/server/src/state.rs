@@ -164,6 +164,9 @@ pub struct Shared {
     pub ppolicy: Option<Arc<dit::ppolicy::Ppolicy>>,
     /// The state of each replication consumer (`syncrepl`), in configuration order.
     pub replication: Vec<Arc<repl::consumer::Status>>,
+    /// How each consumer authenticates, in the same order: a reload may replace them (the
+    /// consumer takes them at its next connection).
+    pub(crate) consumer_credentials: Vec<Arc<arc_swap::ArcSwap<repl::consumer::spec::Credentials>>>,
     /// The replication provider (`syncprov`): its session log. `None` when off.
     pub(crate) syncprov: Option<Arc<crate::synclog::Provider>>,
 }

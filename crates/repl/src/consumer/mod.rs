@@ -75,9 +75,14 @@ pub type Status = dit::monitor::Agreement;
 pub const QUIET: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Runs the consumer `spec` against the directory `dit` until the task is dropped (aborted).
-/// `D` is anything that derefs to the directory (the server's shared state).
-pub async fn run<D>(dit: Arc<D>, spec: ConsumerSpec, status: Arc<Status>)
-where
+/// `D` is anything that derefs to the directory (the server's shared state). `credentials`
+/// are read again at every connection (a reload may replace them: `Credentials`).
+pub async fn run<D>(
+    dit: Arc<D>,
+    spec: ConsumerSpec,
+    status: Arc<Status>,
+    credentials: Arc<arc_swap::ArcSwap<spec::Credentials>>,
+) where
     D: Deref<Target = Dit> + Send + Sync + 'static,
 {
     let stop = |why: String| {
@@ -90,17 +95,20 @@ where
         Ok(a) => Arc::new(a),
         Err(e) => return stop(e),
     };
-    let tls = if spec.provider.ldaps || spec.start_tls != spec::StartTls::No {
-        match conn::client_config(&spec) {
-            Ok(c) => Some(c),
-            Err(e) => return stop(e),
-        }
-    } else {
-        None
-    };
     let mut failures: u32 = 0;
     loop {
         status.set_state(Phase::Connecting);
+        // The credentials in force now, and the TLS client made of them (certificate files
+        // are read again, so a renewed one is taken too).
+        let spec = spec.with_credentials(&credentials.load());
+        let tls = if spec.provider.ldaps || spec.start_tls != spec::StartTls::No {
+            match conn::client_config(&spec) {
+                Ok(c) => Some(c),
+                Err(e) => return stop(e),
+            }
+        } else {
+            None
+        };
         let mut session = Session {
             dit: dit.clone(),
             area: area.clone(),

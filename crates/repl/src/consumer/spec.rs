@@ -287,7 +287,38 @@ pub struct ConsumerSpec {
     pub multi_provider: bool,
 }
 
+/// How a consumer authenticates to its provider: what a reload may change while it runs (it
+/// takes them at its next connection), the rest of the agreement being read at start only.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Credentials {
+    pub bind: BindMethod,
+    pub tls_ca: Option<PathBuf>,
+    pub tls_cert: Option<PathBuf>,
+    pub tls_key: Option<PathBuf>,
+}
+
 impl ConsumerSpec {
+    /// How it authenticates (`bind_*`, `tls_*`).
+    pub fn credentials(&self) -> Credentials {
+        Credentials {
+            bind: self.bind.clone(),
+            tls_ca: self.tls_ca.clone(),
+            tls_cert: self.tls_cert.clone(),
+            tls_key: self.tls_key.clone(),
+        }
+    }
+
+    /// This agreement authenticating with `c`.
+    pub fn with_credentials(&self, c: &Credentials) -> ConsumerSpec {
+        ConsumerSpec {
+            bind: c.bind.clone(),
+            tls_ca: c.tls_ca.clone(),
+            tls_cert: c.tls_cert.clone(),
+            tls_key: c.tls_key.clone(),
+            ..self.clone()
+        }
+    }
+
     /// A refreshAndPersist consumer of `provider` for `search_base`, with the defaults.
     pub fn new(rid: u16, provider: ProviderUrl, search_base: impl Into<String>) -> ConsumerSpec {
         ConsumerSpec {

@@ -508,7 +508,8 @@ keys! {
     /// Seconds a tombstone is kept at least (unless syncprov_tombstones is reached first); a
     /// consumer away longer gets a full refresh.
     syncprov_tombstone_lifetime: u64 = 7 * 24 * 3600, Int::<1>, Restart, flag "SECONDS";
-    /// Replication consumers ([[syncrepl]], as slapd's syncrepl directive).
+    /// Replication consumers ([[syncrepl]], as slapd's syncrepl directive); a reload applies
+    /// a change of their credentials only (bind_method, bind_dn, bind_password, tls_*).
     syncrepl: Vec<repl::consumer::ConsumerSpec> = Vec::new(), Syncrepl, Restart;
     /// LDAP URLs a read-only replica refers writes to.
     updateref: Vec<String> = Vec::new(), Strings, Live, flag "URL";
