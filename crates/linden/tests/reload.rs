@@ -314,7 +314,7 @@ fn a_reload_gives_a_consumer_new_credentials() {
     // The consumer's next connection (within its 1 s retry) uses them.
     let deadline = std::time::Instant::now() + common::serve::WAIT;
     loop {
-        let (r, res) = a
+        let ldap3::SearchResult(r, res) = a
             .search(BOB, Scope::Base, "(objectClass=*)", vec!["1.1"])
             .expect("search");
         if res.rc == 0 && !r.is_empty() {
