@@ -112,14 +112,14 @@ pub fn read(src: &Sources<'_>) -> Result<Config, ConfigError> {
     for k in KEYS {
         let var = k.env();
         if let Some(text) = (src.env)(&var) {
-            if let Err(e) = k.set(&mut config, &k.from_text(&text), &Ctx::default()) {
+            if let Err(e) = k.set(&mut config, &k.parse_text(&text), &Ctx::default()) {
                 problems.push(format!("environment {var}: {e}"));
             }
         }
     }
     for (k, values) in &src.flags.given {
         let value = match values.as_slice() {
-            [one] if !k.repeats() || inline_toml(one) => k.from_text(one),
+            [one] if !k.repeats() || inline_toml(one) => k.parse_text(one),
             many => toml::Value::Array(
                 many.iter()
                     .map(|s| toml::Value::String(s.clone()))

@@ -16,10 +16,10 @@ use crate::password::{self, Source};
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
 pub fn run(args: &ServeArgs, mut config: server::Config) -> anyhow::Result<()> {
-    tracing::info!("Linden {} starting", crate::VERSION);
     // Everything the configuration names (schema, DNs, rules, TLS files, …), before anything
-    // is bound or opened. Each problem on its line: exit status 2.
+    // is bound or opened. Each problem on its line: exit status 2 (and nothing else on stderr).
     server::check(&config).map_err(|p| ConfigError(p.join("\n")))?;
+    tracing::info!("Linden {} starting", crate::VERSION);
     let backlog = config.listen_backlog;
     if let Some(w) = server::listen::backlog_warning(backlog) {
         tracing::warn!("{w}");

@@ -35,7 +35,7 @@ pub trait Kind<T> {
     }
     /// The TOML value a flag's or an environment variable's text stands for: the text as a
     /// string, or an array or table written in TOML (`[ "a", "b" ]`, `{ cn = ["eq"] }`).
-    fn from_text(&self, s: &str) -> toml::Value {
+    fn parse_text(&self, s: &str) -> toml::Value {
         inline_toml(s).unwrap_or_else(|| toml::Value::String(s.to_string()))
     }
 }
@@ -123,7 +123,7 @@ impl<const MIN: i64, T: TryFrom<i64> + Display> Kind<T> for Int<MIN> {
     fn show(&self, v: &T) -> String {
         v.to_string()
     }
-    fn from_text(&self, s: &str) -> toml::Value {
+    fn parse_text(&self, s: &str) -> toml::Value {
         integer_text(s)
     }
 }
@@ -142,7 +142,7 @@ impl<const MIN: i64, const MAX: i64, T: TryFrom<i64> + Display> Kind<T> for Rang
     fn show(&self, v: &T) -> String {
         v.to_string()
     }
-    fn from_text(&self, s: &str) -> toml::Value {
+    fn parse_text(&self, s: &str) -> toml::Value {
         integer_text(s)
     }
 }
@@ -157,7 +157,7 @@ impl<const MIN: i64> Kind<Duration> for Seconds<MIN> {
     fn show(&self, v: &Duration) -> String {
         v.as_secs().to_string()
     }
-    fn from_text(&self, s: &str) -> toml::Value {
+    fn parse_text(&self, s: &str) -> toml::Value {
         integer_text(s)
     }
 }
@@ -172,7 +172,7 @@ impl Kind<Duration> for Millis {
     fn show(&self, v: &Duration) -> String {
         v.as_millis().to_string()
     }
-    fn from_text(&self, s: &str) -> toml::Value {
+    fn parse_text(&self, s: &str) -> toml::Value {
         integer_text(s)
     }
 }
@@ -190,7 +190,7 @@ impl Kind<bool> for Bool {
     fn switch(&self) -> bool {
         true
     }
-    fn from_text(&self, s: &str) -> toml::Value {
+    fn parse_text(&self, s: &str) -> toml::Value {
         match s.trim() {
             "true" | "1" | "yes" | "on" => toml::Value::Boolean(true),
             "false" | "0" | "no" | "off" => toml::Value::Boolean(false),
@@ -212,7 +212,7 @@ impl Kind<String> for Str {
             v.clone()
         }
     }
-    fn from_text(&self, s: &str) -> toml::Value {
+    fn parse_text(&self, s: &str) -> toml::Value {
         toml::Value::String(s.to_string())
     }
 }
@@ -240,7 +240,7 @@ impl Kind<Hidden> for Secret {
     fn show(&self, _: &Hidden) -> String {
         "(hidden)".into()
     }
-    fn from_text(&self, s: &str) -> toml::Value {
+    fn parse_text(&self, s: &str) -> toml::Value {
         toml::Value::String(s.to_string())
     }
 }
@@ -287,7 +287,7 @@ impl Kind<PathBuf> for PathKind {
     fn show(&self, v: &PathBuf) -> String {
         v.display().to_string()
     }
-    fn from_text(&self, s: &str) -> toml::Value {
+    fn parse_text(&self, s: &str) -> toml::Value {
         toml::Value::String(s.to_string())
     }
 }
@@ -325,8 +325,8 @@ impl<T, K: Kind<T>> Kind<Option<T>> for Opt<K> {
     fn repeats(&self) -> bool {
         self.0.repeats()
     }
-    fn from_text(&self, s: &str) -> toml::Value {
-        self.0.from_text(s)
+    fn parse_text(&self, s: &str) -> toml::Value {
+        self.0.parse_text(s)
     }
 }
 
@@ -422,7 +422,7 @@ impl Kind<u32> for Percent {
     fn show(&self, v: &u32) -> String {
         v.to_string()
     }
-    fn from_text(&self, s: &str) -> toml::Value {
+    fn parse_text(&self, s: &str) -> toml::Value {
         integer_text(s)
     }
 }
@@ -459,7 +459,7 @@ impl Kind<crate::logs::LogTarget> for LogTargetKind {
             crate::logs::LogTarget::File(p) => p.display().to_string(),
         }
     }
-    fn from_text(&self, s: &str) -> toml::Value {
+    fn parse_text(&self, s: &str) -> toml::Value {
         toml::Value::String(s.to_string())
     }
 }
@@ -496,7 +496,7 @@ impl Kind<String> for LogLevel {
     fn show(&self, v: &String) -> String {
         v.clone()
     }
-    fn from_text(&self, s: &str) -> toml::Value {
+    fn parse_text(&self, s: &str) -> toml::Value {
         toml::Value::String(s.to_string())
     }
 }
@@ -977,17 +977,17 @@ mod tests {
     #[test]
     fn texts_become_the_values_each_kind_reads() {
         let ctx = Ctx::default();
-        let text = |s: &str| <Int<1> as Kind<u64>>::from_text(&Int::<1>, s);
+        let text = |s: &str| <Int<1> as Kind<u64>>::parse_text(&Int::<1>, s);
         let n: u64 = Int::<1>.parse(&text("42"), &ctx).expect("int");
         assert_eq!(n, 42);
         let e =
             <Int<1> as Kind<u64>>::parse(&Int::<1>, &text("4x2"), &ctx).expect_err("not a number");
         assert_eq!(e, "expected an integer, found string '4x2'");
-        assert_eq!(Bool.from_text("true"), toml::Value::Boolean(true));
-        let v = Strings.from_text("[\"a\", \"b\"]");
+        assert_eq!(Bool.parse_text("true"), toml::Value::Boolean(true));
+        let v = Strings.parse_text("[\"a\", \"b\"]");
         assert_eq!(Strings.parse(&v, &ctx).expect("array"), vec!["a", "b"]);
         // A DN with commas stays one string.
-        let v = Strings.from_text("dc=example,dc=com");
+        let v = Strings.parse_text("dc=example,dc=com");
         assert_eq!(
             Strings.parse(&v, &ctx).expect("one"),
             vec!["dc=example,dc=com"]
@@ -995,7 +995,7 @@ mod tests {
         // A password that looks like a number is a string.
         assert_eq!(
             Secret
-                .parse(&Secret.from_text("12345"), &ctx)
+                .parse(&Secret.parse_text("12345"), &ctx)
                 .expect("text"),
             Hidden("12345".into())
         );

@@ -121,7 +121,7 @@ impl Key {
     }
 
     /// The TOML value a flag's or environment variable's text stands for.
-    pub fn from_text(&self, s: &str) -> toml::Value {
+    pub fn parse_text(&self, s: &str) -> toml::Value {
         (self.text)(s)
     }
 
@@ -255,7 +255,7 @@ macro_rules! keys {
                     show: |c| Kind::<$ty>::show(&$kind, &c.$field),
                     same: |a, b| a.$field == b.$field,
                     take: |to, from| to.$field = from.$field.clone(),
-                    text: |s| Kind::<$ty>::from_text(&$kind, s),
+                    text: |s| Kind::<$ty>::parse_text(&$kind, s),
                     repeats: || Kind::<$ty>::repeats(&$kind),
                     switch: || Kind::<$ty>::switch(&$kind),
                 },
