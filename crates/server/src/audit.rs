@@ -40,7 +40,7 @@ pub const REDACTED: &[u8] = b"{REDACTED}";
 
 /// Whether an attribute description names userPassword (whose values are never logged).
 fn is_password(shared: &crate::state::Shared, desc: &[u8]) -> bool {
-    crate::state::resolve_attr(&shared.schema(), desc)
+    dit::resolve_attr(&shared.schema(), desc)
         .is_ok_and(|(ty, _)| shared.schema().is_subtype(ty, shared.known.user_password))
 }
 
@@ -64,7 +64,7 @@ fn values(
 /// request says more than its result. The entry's DN comes with it.
 pub fn applied_change(
     shared: &crate::state::Shared,
-    applied: &crate::overlays::Applied,
+    applied: &dit::overlays::Applied,
 ) -> Option<(String, ldif::ChangeRecord)> {
     use std::collections::BTreeMap;
     let schema = shared.schema();

@@ -9,7 +9,7 @@
 
 use proto::{oids, Control, DecodeLimits, ProtocolOp, ResultCode};
 
-use crate::error::{LdapError, LdapResult};
+use dit::error::{LdapError, LdapResult};
 
 /// The operations a control may come with (bits of `Spec::ops`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -180,7 +180,7 @@ impl RequestControls {
         for r in critical {
             for a in &r.attrs {
                 if !matches!(a.as_slice(), b"*" | b"+" | b"1.1") {
-                    crate::state::resolve_attr(schema, a)?;
+                    dit::resolve_attr(schema, a)?;
                 }
             }
         }
@@ -200,7 +200,7 @@ fn resolve_deref(
     let ty = |raw: &[u8], what: &str| {
         std::str::from_utf8(raw)
             .ok()
-            .and_then(|s| schema.attr_by_name(crate::filter::split_description(s).0))
+            .and_then(|s| schema.attr_by_name(dit::filter::split_description(s).0))
             .ok_or_else(|| protocol(format!("Dereference control: {what} decoding error")))
     };
     let mut out: Vec<DerefSpec> = Vec::with_capacity(specs.len());

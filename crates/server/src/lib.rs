@@ -102,12 +102,10 @@ pub use reload::{ReloadReport, ReloadStats, Reloader};
 use tokio::net::TcpListener;
 
 pub use config::{Config, Durability};
-pub use error::LdapError;
-use identity::Identity;
+use dit::error::LdapError;
+use dit::identity::Identity;
+use dit::{acl, overlays};
 use state::{Counters, Shared};
-
-// The directory's modules, under the names the protocol layer has always used for them.
-pub use dit::{acl, csn, error, filter, identity, overlays};
 
 /// Request name of Linden's "take a snapshot now" extended operation (administrator only). An
 /// OID under the UUID arc (ITU-T X.667), so it needs no registration.

@@ -34,7 +34,8 @@ use schema::NormDn;
 use store::stats::Histogram;
 use store::Entry;
 
-use crate::state::{Identity, OpType, Shared};
+use crate::state::{OpType, Shared};
+use dit::identity::Identity;
 
 /// Whether `who` may read cn=Monitor: the administrator and the `monitor_readers`.
 pub(crate) fn may_read(shared: &Shared, who: &Identity) -> bool {

@@ -10,10 +10,10 @@ use std::sync::Arc;
 use proto::{Control, ResultCode};
 
 use crate::controls::RequestControls;
-use crate::error::{wire_result, LdapError, LdapResult};
 pub(crate) use crate::ops::state::Audit;
 use crate::reply::{AccessLine, Conn};
-use crate::state::Identity;
+use dit::error::{wire_result, LdapError, LdapResult};
+use dit::identity::Identity;
 use dit::write::denied;
 
 /// What the read loop does after an operation was dispatched.

@@ -22,10 +22,11 @@ use proto::{BindAuth, BindRequest, Control, ModOp, ModifyRequest, ProtocolOp, Re
 use schema::NormDn;
 use store::Entry;
 
-use crate::error::{LdapError, LdapResult};
 use crate::ops::on_hashing_threads;
 use crate::reply::Conn;
-use crate::state::{Identity, Shared};
+use crate::state::Shared;
+use dit::error::{LdapError, LdapResult};
+use dit::identity::Identity;
 use dit::modify::Mod;
 
 /// The password policy response control.
@@ -228,7 +229,7 @@ fn change_of(shared: &Shared, req: &ModifyRequest<'_>) -> Option<PasswordChange>
     let mut touches = false;
     let mut deleted = false;
     for c in &req.changes {
-        let Ok((ty, _)) = crate::state::resolve_attr(&schema, &c.attr.name) else {
+        let Ok((ty, _)) = dit::resolve_attr(&schema, &c.attr.name) else {
             continue;
         };
         if ty != up {
@@ -292,7 +293,7 @@ pub(crate) fn check_add(
     let of = |ty| {
         req.attributes
             .iter()
-            .find(|a| crate::state::resolve_attr(&schema, &a.name).is_ok_and(|(t, _)| t == ty))
+            .find(|a| dit::resolve_attr(&schema, &a.name).is_ok_and(|(t, _)| t == ty))
     };
     let Some(pw) = of(shared.known.user_password) else {
         return Ok(());
@@ -406,7 +407,7 @@ pub(crate) fn restriction(
 fn password_only(shared: &Shared, req: &ModifyRequest<'_>) -> bool {
     let schema = shared.schema();
     req.changes.iter().all(|c| {
-        crate::state::resolve_attr(&schema, &c.attr.name).is_ok_and(|(ty, _)| {
+        dit::resolve_attr(&schema, &c.attr.name).is_ok_and(|(ty, _)| {
             ty == shared.known.user_password || schema.attr(ty).is_operational()
         })
     })

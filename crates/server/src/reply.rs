@@ -23,9 +23,10 @@ use proto::ResultCode;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::{oneshot, Notify, Semaphore};
 
-use crate::error::{wire_result, LdapError};
-use crate::state::{Identity, Shared};
+use crate::state::Shared;
 use crate::tls::TlsInfo;
+use dit::error::{wire_result, LdapError};
+use dit::identity::Identity;
 
 /// Bytes a search encodes before handing them to the write task.
 pub(crate) const FLUSH_BYTES: usize = 32 * 1024;

@@ -28,13 +28,14 @@ use tokio::net::TcpStream;
 use tokio::sync::{oneshot, Semaphore};
 
 use crate::controls::OpKind;
-use crate::error::LdapError;
 use crate::incoming::{RequestBuf, Room};
 use crate::op::{Next, Op};
 use crate::ops;
 use crate::reply::{flush_now, notice_of_disconnection, result_pdu, write_loop, Conn, Outbox};
-use crate::state::{Counters, Identity, OpType, Shared};
+use crate::state::{Counters, OpType, Shared};
 use crate::tls::{PeerCred, TlsInfo};
+use dit::error::LdapError;
+use dit::identity::Identity;
 
 /// The response tag for a request tag, for refusing a request before it runs.
 fn response_tag(op: &ProtocolOp<'_>) -> Option<u8> {

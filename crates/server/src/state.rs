@@ -8,10 +8,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-pub use dit::{resolve_attr, split_description, Known, SubschemaRef};
-
 use crate::config::Config;
-pub use crate::identity::Identity;
 
 /// Per-operation counters, for monitoring and for checking load generators against the server.
 ///

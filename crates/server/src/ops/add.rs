@@ -7,13 +7,13 @@ use std::sync::Arc;
 use proto::{tags, AddRequest, ResultCode};
 use store::Txn;
 
-use crate::error::{LdapError, LdapResult};
 use crate::op::{Next, Op};
-use crate::ops::{
-    authorize_new, detached, early_checks, on_hashing_threads, route_write, Assertion, Change,
-};
-use crate::state::{Identity, Shared};
+use crate::ops::{early_checks, on_hashing_threads, route_write, Change};
+use crate::state::Shared;
 use dit::add::{build, has_cleartext_password, root_exists, InputAttr};
+use dit::error::{LdapError, LdapResult};
+use dit::identity::Identity;
+use dit::write::{authorize_new, detached, Assertion};
 
 /// Builds the entry and hands it to the writer. The read loop awaits this, so writes still
 /// reach the writer in arrival order.

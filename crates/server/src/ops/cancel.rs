@@ -15,9 +15,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use proto::ResultCode;
 use tokio::sync::oneshot;
 
-use crate::error::LdapError;
 use crate::op::Op;
 use crate::reply::Conn;
+use dit::error::LdapError;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())

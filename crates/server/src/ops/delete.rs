@@ -8,10 +8,12 @@ use store::Txn;
 
 use dit::delete::NEEDS;
 
-use crate::error::{LdapError, LdapResult};
 use crate::op::{Next, Op};
-use crate::ops::{authorize, early_checks, route_write, Assertion, Change};
-use crate::state::{Identity, Shared};
+use crate::ops::{early_checks, route_write, Change};
+use crate::state::Shared;
+use dit::error::{LdapError, LdapResult};
+use dit::identity::Identity;
+use dit::write::{authorize, Assertion};
 
 pub(crate) async fn handle(mut op: Op, dn: &[u8]) -> Next {
     let audit = op.audit_applied();

@@ -6,13 +6,15 @@ use std::sync::Arc;
 
 use proto::{oids, ExtendedRequest, ResultCode};
 
-use crate::acl::Rights;
-use crate::error::{wire_result, LdapError, LdapResult};
 use crate::op::{writes_allowed, Next, Op};
-use crate::ops::{on_hashing_threads, Applied};
+use crate::ops::on_hashing_threads;
 use crate::reply::Conn;
-use crate::state::{Identity, Shared};
+use crate::state::Shared;
+use dit::acl::Rights;
+use dit::error::{wire_result, LdapError, LdapResult};
+use dit::identity::Identity;
 use dit::modify::Mod;
+use dit::overlays::Applied;
 
 /// Sends the extended response with the operation's response controls and ends it.
 async fn finish_ext(op: Op, r: Result<Option<Vec<u8>>, &LdapError>) {
@@ -251,7 +253,7 @@ async fn password_modify(
     value: Option<&[u8]>,
     want_control: bool,
     response: &mut Vec<proto::Control<'static>>,
-) -> LdapResult<(Option<String>, crate::ops::Applied)> {
+) -> LdapResult<(Option<String>, dit::overlays::Applied)> {
     let req = match value {
         Some(v) => proto::PasswdModifyRequest::decode(v).map_err(|e| {
             LdapError::new(
@@ -286,7 +288,7 @@ async fn password_modify(
         ));
     }
     let needs = [(Some(shared.known.user_password), Rights::WRITE)];
-    crate::ops::authorize(
+    dit::write::authorize(
         shared,
         &shared.store.read(),
         who,
@@ -363,7 +365,7 @@ async fn password_modify(
                     }
                 }
                 let needs = dit::modify::needs(&mods);
-                crate::ops::write_job(&sh, txn, |txn| {
+                dit::write::write_job(&sh, txn, |txn| {
                     dit::modify::apply(&sh, txn, &who, &target, &needs, mods, None, false)
                 })
                 .map(Some)

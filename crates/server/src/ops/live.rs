@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use proto::ResultCode;
 use tokio::sync::Notify;
 
-use crate::error::LdapError;
+use dit::error::LdapError;
 
 /// The persistent searches open on one connection (a field of `Conn`).
 #[derive(Default)]

@@ -8,10 +8,10 @@ use std::sync::Arc;
 
 use proto::{tags, SearchRequest};
 
-use crate::error::LdapError;
 use crate::op::Op;
 use crate::ops::live::Stop;
 use crate::reply::Conn;
+use dit::error::LdapError;
 
 /// How a long-lived search ended.
 pub(crate) enum End {

@@ -30,15 +30,12 @@ pub(crate) mod txn;
 
 use proto::ResultCode;
 
-use crate::error::{LdapError, LdapResult};
-use crate::state::Identity;
+use dit::error::{LdapError, LdapResult};
+use dit::identity::Identity;
 
 use crate::op::Op;
-pub(crate) use crate::overlays::Applied;
-pub(crate) use dit::write::{
-    authorize, authorize_new, check_assertion, denied, detached, hash_passwords, write_job,
-    Assertion,
-};
+use dit::overlays::Applied;
+use dit::write::{write_job, Assertion};
 pub(crate) use state::{Audit, Change};
 
 /// The assertion control (RFC 4528) of an operation, if it carries one, to be checked for

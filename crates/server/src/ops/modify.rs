@@ -7,12 +7,12 @@ use dit::modify::{has_cleartext_password, needs, prepare, Mod};
 use proto::{tags, ModifyRequest};
 use store::Txn;
 
-use crate::error::LdapResult;
 use crate::op::{Next, Op};
-use crate::ops::{
-    authorize, early_checks, hash_passwords, on_hashing_threads, route_write, Assertion, Change,
-};
-use crate::state::{Identity, Shared};
+use crate::ops::{early_checks, on_hashing_threads, route_write, Change};
+use crate::state::Shared;
+use dit::error::LdapResult;
+use dit::identity::Identity;
+use dit::write::{authorize, hash_passwords, Assertion};
 
 /// Stores the clear-text passwords that `mods` add or replace hashed, on the hashing threads;
 /// without any (the usual case) nothing moves.

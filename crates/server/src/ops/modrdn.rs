@@ -6,10 +6,12 @@ use std::sync::Arc;
 use dit::modrdn::{authorize_rename, prepare};
 use proto::{tags, ModifyDnRequest};
 
-use crate::error::LdapResult;
 use crate::op::{Next, Op};
-use crate::ops::{early_checks, route_write, Assertion, Change};
-use crate::state::{Identity, Shared};
+use crate::ops::{early_checks, route_write, Change};
+use crate::state::Shared;
+use dit::error::LdapResult;
+use dit::identity::Identity;
+use dit::write::Assertion;
 
 fn submit(
     shared: &Arc<Shared>,

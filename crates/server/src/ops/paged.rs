@@ -13,7 +13,7 @@ use std::sync::Arc;
 use proto::ResultCode;
 use store::{RoaringBitmap, Version};
 
-use crate::error::LdapError;
+use dit::error::LdapError;
 
 /// A paged search between two pages.
 pub(crate) struct Cursor {

@@ -38,13 +38,14 @@ use proto::controls::psearch::{ChangeType, EntryChangeNotification, PersistentSe
 use proto::{tags, Control, ResultCode, SearchRequest};
 use store::{Batch, ChangeKind, FeedEnd, Subscription, Tri};
 
-use crate::error::LdapError;
 use crate::op::{Next, Op};
 use crate::ops::live::Stop;
 use crate::ops::longsearch::{finish, End};
 use crate::ops::search::{self, Prepared};
 use crate::reply::Conn;
-use crate::state::{Identity, Shared};
+use crate::state::Shared;
+use dit::error::LdapError;
+use dit::identity::Identity;
 
 /// Starts persistent search `op`: checks the limit, subscribes, resolves the request, then
 /// hands the rest to a task. Returns once the task is started (or the search refused).

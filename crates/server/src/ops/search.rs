@@ -14,14 +14,16 @@ use proto::{tags, ResultCode, SearchRequest};
 use schema::{AttrId, NormDn, Schema};
 use store::{Entry, Filter, Tri};
 
-use crate::acl::{self, Rights};
-use crate::error::{LdapError, LdapResult};
 use crate::op::{Next, Op};
-use crate::ops::{check_assertion, paged, sort, Assertion};
+use crate::ops::{paged, sort};
 use crate::reply::{Conn, FLUSH_BYTES};
-use crate::state::{Identity, Shared};
+use crate::state::Shared;
+use dit::acl::{self, Rights};
+use dit::error::{LdapError, LdapResult};
+use dit::identity::Identity;
+use dit::write::{check_assertion, Assertion};
 
-pub use crate::filter::compile;
+pub use dit::filter::compile;
 
 pub use dit::select::Selection;
 
@@ -327,7 +329,7 @@ pub(crate) async fn run(mut op: Op, req: &SearchRequest<'_>, order: Option<sort:
     p.order = order;
     p.deref = op.controls.deref_specs.take();
     if let Some(items) = op.controls.values_return.take() {
-        p.sel.values = Some(crate::filter::compile_values(&shared.schema(), &items));
+        p.sel.values = Some(dit::filter::compile_values(&shared.schema(), &items));
     }
     // The server-held entries: root DSE and subschema subentry, base scope only.
     let virtual_entry = if p.root && p.scope == store::Scope::Base {
@@ -910,7 +912,7 @@ async fn search_monitor(mut op: Op, v: &store::Version, p: &Prepared, paged: boo
             return Err(hidden().with_matched(matched));
         };
         if let Some((_, base)) = all.iter().find(|(d, _)| d.norm == p.base.norm) {
-            crate::ops::check_assertion(p.assertion.as_ref(), &shared, v, base)?;
+            dit::write::check_assertion(p.assertion.as_ref(), &shared, v, base)?;
         }
         let schema = shared.schema();
         for e in &list {

@@ -27,12 +27,12 @@ use schema::{AttrId, RuleId, Schema};
 use store::Entry;
 
 use super::state::List;
-use crate::acl;
 use crate::controls::SortRequest;
-use crate::error::{LdapError, LdapResult};
 use crate::op::{Next, Op};
 use crate::reply::Conn;
 use crate::state::Shared;
+use dit::acl;
+use dit::error::{LdapError, LdapResult};
 
 use super::search::{Prepared, Ran, Walked};
 
@@ -142,7 +142,7 @@ fn resolve(
     let mut keys = Vec::with_capacity(sort.keys.len());
     let mut unsorted = None;
     for k in &sort.keys {
-        let ty = match crate::state::resolve_attr(&schema, &k.attr) {
+        let ty = match dit::resolve_attr(&schema, &k.attr) {
             Ok((ty, _)) => ty,
             Err(_) => {
                 return Err((
@@ -241,7 +241,7 @@ fn resolve(
 
 pub(crate) fn list_key(
     req: &SearchRequest<'_>,
-    who: &crate::state::Identity,
+    who: &dit::identity::Identity,
     fingerprint: u64,
 ) -> u64 {
     super::search::request_key(req, who) ^ fingerprint.rotate_left(17)

@@ -8,9 +8,9 @@ use std::sync::{Arc, Mutex};
 use store::Txn;
 use tokio::sync::oneshot;
 
-use crate::error::LdapResult;
-use crate::overlays::Applied;
-use crate::state::Identity;
+use dit::error::LdapResult;
+use dit::identity::Identity;
+use dit::overlays::Applied;
 
 /// A change checked as far as it can be outside the writer, to be applied in the writer's job
 /// (`write_job`) against the newest version: alone (`submit_write`) or with the other

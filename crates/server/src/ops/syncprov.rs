@@ -59,16 +59,17 @@ use proto::{tags, Control, ResultCode, SearchRequest};
 use schema::AttrId;
 use store::{Attr, Batch, ChangeKind, Entry, EntryId, FeedEnd, Subscription, Tri, Txn};
 
-use crate::acl;
-use crate::error::{LdapError, LdapResult};
 use crate::op::{Next, Op};
 use crate::ops::live::Stop;
 use crate::ops::longsearch::{finish, End};
 use crate::ops::search::{self, Prepared};
-use crate::overlays::{Applied, Overlay};
 use crate::reply::{Conn, FLUSH_BYTES};
-use crate::state::{Identity, Shared};
+use crate::state::Shared;
 use crate::synclog::{context_csns, merge, newer_than, Plan, Provider, Record};
+use dit::acl;
+use dit::error::{LdapError, LdapResult};
+use dit::identity::Identity;
+use dit::overlays::{Applied, Overlay};
 
 /// Batches the session log's own feed subscription may fall behind before it starts over
 /// (from the current contextCSN, dropping what it held): the log task only records, so this

@@ -15,11 +15,13 @@ use std::sync::{Arc, MutexGuard};
 use proto::ResultCode;
 
 use super::state::{Inner, Queued, Transactions};
-use crate::error::{LdapError, LdapResult};
 use crate::op::{Audit, Op};
-use crate::ops::{write_audit, write_job, Applied, Change};
+use crate::ops::{write_audit, Change};
 use crate::reply::Conn;
-use crate::state::Identity;
+use dit::error::{LdapError, LdapResult};
+use dit::identity::Identity;
+use dit::overlays::Applied;
+use dit::write::write_job;
 
 impl Transactions {
     fn lock(&self) -> MutexGuard<'_, Inner> {

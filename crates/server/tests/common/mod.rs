@@ -15,8 +15,8 @@ pub const BASE: &str = "dc=example,dc=com";
 /// The access rules of the slapd the conformance suite is checked against (everyone reads
 /// everything but userPassword, which only serves binds and its owner's changes). Tests that
 /// are not about access control run with these; `acl.rs` tests the default policy and others.
-pub fn open_read_policy() -> Vec<server::acl::RuleSpec> {
-    use server::acl::{ClauseSpec, RuleSpec};
+pub fn open_read_policy() -> Vec<dit::acl::RuleSpec> {
+    use dit::acl::{ClauseSpec, RuleSpec};
     let by = |who: &str, rights: &[&str]| ClauseSpec {
         who: who.into(),
         rights: rights.iter().map(|r| r.to_string()).collect(),
