@@ -23,6 +23,8 @@
 
 mod common;
 
+use server::state::OpType;
+
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -148,7 +150,10 @@ fn persisting(replicas: &[&TestServer]) {
 }
 
 fn searches(s: &TestServer) -> u64 {
-    s.server.counters().search.load(Ordering::Relaxed)
+    s.server
+        .counters()
+        .initiated(OpType::Search)
+        .load(Ordering::Relaxed)
 }
 
 /// Provider and replicas up and in step; then `WRITES` modifies of alice on the provider
