@@ -120,6 +120,15 @@ impl Op {
         self.conn.log_end(self.log.take(), rc, entries);
     }
 
+    /// The assertion control (RFC 4528) of the operation, if it carries one, to be checked for
+    /// its effective identity.
+    pub fn take_assertion(&mut self) -> Option<dit::write::Assertion> {
+        self.controls
+            .assertion
+            .take()
+            .map(|filter| dit::write::Assertion::new(self.who.clone(), filter))
+    }
+
     /// How a change will be audited: from what it applies (`logs::applied_change`), or off.
     pub fn audit_applied(&self) -> Audit {
         if self.conn.shared.audit_log.enabled() {

@@ -221,29 +221,23 @@ fn refuse(r: Refusal, want_control: bool, response: &mut Vec<Control<'static>>) 
     LdapError::new(r.code, r.message)
 }
 
-/// The password change a modify request makes, if it touches userPassword.
-fn change_of(shared: &Shared, req: &ModifyRequest<'_>) -> Option<PasswordChange> {
-    let schema = shared.schema();
+/// The password change a modify makes, if it touches userPassword: read from its changes as
+/// `dit::modify::prepare` resolved them.
+fn change_of(shared: &Shared, mods: &[Mod]) -> Option<PasswordChange> {
     let up = shared.known.user_password;
     let mut ch = PasswordChange::default();
     let mut touches = false;
     let mut deleted = false;
-    for c in &req.changes {
-        let Ok((ty, _)) = dit::resolve_attr(&schema, &c.attr.name) else {
-            continue;
-        };
-        if ty != up {
-            continue;
-        }
+    for m in mods.iter().filter(|m| m.ty == up) {
         touches = true;
-        let first = c.attr.values.first().map(|v| v.to_vec());
-        match c.op {
+        let first = m.values.first().map(|v| v.to_vec());
+        match m.op {
             ModOp::Delete if first.is_some() && ch.old.is_none() => {
                 deleted = true;
                 ch.old = first;
             }
             ModOp::Add | ModOp::Replace if first.is_some() => {
-                if ch.new.is_some() || c.attr.values.len() > 1 {
+                if ch.new.is_some() || m.values.len() > 1 {
                     ch.extra_values = true;
                 }
                 ch.delete_then_add |= deleted;
@@ -255,26 +249,23 @@ fn change_of(shared: &Shared, req: &ModifyRequest<'_>) -> Option<PasswordChange>
     touches.then_some(ch)
 }
 
-/// Checks a modify that changes a password against the policy of its target before it is
-/// prepared (`dit::ppolicy::Ppolicy::check_change`).
+/// Checks a modify of `ndn` that changes a password (its changes `mods`, prepared) against the
+/// policy of its target before it goes to the writer (`dit::ppolicy::Ppolicy::check_change`).
 pub(crate) async fn check_modify(
     shared: &Arc<Shared>,
     who: &Identity,
-    req: &ModifyRequest<'_>,
+    ndn: &NormDn,
+    mods: &[Mod],
     want_control: bool,
     response: &mut Vec<Control<'static>>,
 ) -> LdapResult<Checked> {
     if shared.ppolicy.is_none() {
         return Ok(Checked::default());
     }
-    let Some(ch) = change_of(shared, req) else {
+    let Some(ch) = change_of(shared, mods) else {
         return Ok(Checked::default());
     };
-    let Ok((_, ndn)) = shared.parse_dn(&req.dn) else {
-        // The modify answers for its DN itself.
-        return Ok(Checked::default());
-    };
-    check(shared, who, &ndn, ch, want_control, response).await
+    check(shared, who, ndn, ch, want_control, response).await
 }
 
 /// Checks the password of an entry an add creates against the policy it will have

@@ -19,7 +19,7 @@ use dit::write::{authorize_new, detached, Assertion};
 /// reach the writer in arrival order.
 pub(crate) async fn handle(mut op: Op, req: &AddRequest<'_>) -> Next {
     let audit = op.audit_applied();
-    let assertion = crate::ops::take_assertion(&mut op);
+    let assertion = op.take_assertion();
     let early = early_checks(&op);
     let change = match precheck(op.shared(), req).and_then(|()| op.may_write()) {
         Ok(()) => {

@@ -12,7 +12,7 @@ use dit::identity::Identity;
 use dit::resolve_attr;
 
 pub(crate) async fn handle(mut op: Op, req: &CompareRequest<'_>) -> Next {
-    let assertion = crate::ops::take_assertion(&mut op);
+    let assertion = op.take_assertion();
     let e = match compare(op.shared(), &op.who, req, assertion.as_ref()) {
         Ok(true) => LdapError::new(ResultCode::CompareTrue, ""),
         Ok(false) => LdapError::new(ResultCode::CompareFalse, ""),

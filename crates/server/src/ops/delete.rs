@@ -17,7 +17,7 @@ use dit::write::{authorize, Assertion};
 
 pub(crate) async fn handle(mut op: Op, dn: &[u8]) -> Next {
     let audit = op.audit_applied();
-    let assertion = crate::ops::take_assertion(&mut op);
+    let assertion = op.take_assertion();
     let subtree = op.controls.subtree_delete;
     let early = early_checks(&op);
     // As slapd, the DN is checked before the requester: an invalid DN is invalidDNSyntax and

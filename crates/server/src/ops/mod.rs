@@ -35,17 +35,8 @@ use dit::identity::Identity;
 
 use crate::op::Op;
 use dit::overlays::Applied;
-use dit::write::{write_job, Assertion};
+use dit::write::write_job;
 pub(crate) use state::{Audit, Change};
-
-/// The assertion control (RFC 4528) of an operation, if it carries one, to be checked for
-/// its effective identity.
-pub(crate) fn take_assertion(op: &mut Op) -> Option<Assertion> {
-    op.controls
-        .assertion
-        .take()
-        .map(|filter| Assertion::new(op.who.clone(), filter))
-}
 
 /// Sends a prepared write on its way: queued in the transaction its Transaction Specification
 /// control names (answered at once, `txn::queue`), or handed to the writer now and answered

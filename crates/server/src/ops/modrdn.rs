@@ -36,7 +36,7 @@ pub(crate) async fn handle(mut op: Op, req: &ModifyDnRequest<'_>) -> Next {
     let audit = op
         .audit(&req.dn, || crate::audit::modrdn_change(req))
         .map_or(crate::op::Audit::Off, crate::op::Audit::Record);
-    let assertion = crate::ops::take_assertion(&mut op);
+    let assertion = op.take_assertion();
     let early = early_checks(&op);
     let change = op
         .may_write()

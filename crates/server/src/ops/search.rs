@@ -273,7 +273,7 @@ pub(crate) async fn handle(mut op: Op, req: &SearchRequest<'_>) -> Next {
 /// Runs a search, sorted (and windowed) by `order` if there is one.
 pub(crate) async fn run(mut op: Op, req: &SearchRequest<'_>, order: Option<sort::Order>) -> Next {
     let shared = op.shared().clone();
-    let assertion = crate::ops::take_assertion(&mut op);
+    let assertion = op.take_assertion();
     let paged = op.controls.paged.take();
     // Later pages of a paged search run on the version of its first page.
     let mut paging = None;
