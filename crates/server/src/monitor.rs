@@ -347,9 +347,3 @@ pub(crate) fn in_scope(
 pub(crate) fn holds(shared: &Shared, base: &NormDn) -> bool {
     dit::monitor::is_monitor_dn(&base.norm) && shared.suffix_of(&base.norm).is_none()
 }
-
-/// Whether a search based at `base` reads cn=Monitor for someone who may: its filter then
-/// sees every attribute, as for the root DSE.
-pub(crate) fn serves(shared: &Shared, base: &NormDn, who: &Identity) -> bool {
-    holds(shared, base) && may_read(shared, who)
-}

@@ -52,11 +52,11 @@ pub(crate) struct Conn {
     /// producers, returned by the write task; closed when the connection is gone.
     pub buffered: Arc<Semaphore>,
     /// Open paged searches (RFC 2696), between their pages.
-    pub paged: Mutex<crate::ops::paged::PagedSearches>,
-    /// Virtual list views kept for their context ids (`ops::sort`).
-    pub(crate) vlv: Mutex<crate::ops::state::VlvContexts>,
+    pub paged: Mutex<crate::ops::search::state::PagedSearches>,
+    /// Virtual list views kept for their context ids (`ops::search::sorted`).
+    pub(crate) vlv: Mutex<crate::ops::search::state::VlvContexts>,
     /// Open persistent searches, for Abandon, close and `max_persistent_searches`.
-    pub(crate) psearches: crate::ops::live::Open,
+    pub(crate) psearches: crate::ops::search::state::Open,
     /// Open LDAP transactions (RFC 5805), dropped with the connection.
     pub(crate) txns: crate::ops::state::Transactions,
     /// Cancel requests waiting for their searches, and what cannot be cancelled.

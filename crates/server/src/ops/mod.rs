@@ -14,15 +14,10 @@ pub(crate) mod cancel;
 pub mod compare;
 pub mod delete;
 pub mod extended;
-pub(crate) mod live;
-pub(crate) mod longsearch;
 pub mod modify;
 pub mod modrdn;
-pub(crate) mod paged;
-pub mod psearch;
 pub mod sasl;
 pub mod search;
-pub(crate) mod sort;
 pub(crate) mod state;
 pub mod subschema;
 pub(crate) mod syncprov;
@@ -160,20 +155,19 @@ fn read_entry_controls(op: &mut Op, applied: &Applied) {
         };
         let attrs: Vec<std::borrow::Cow<'_, [u8]>> =
             attrs.attrs.into_iter().map(Into::into).collect();
-        let sel = search::Selection::parse(schema, &attrs, false);
+        let sel = dit::select::Selection::parse(schema, &attrs, false);
         let access = view.as_ref().map(|view| view.entry(schema, e));
         let mut value = Vec::with_capacity(256);
         // With the version the computed attributes (entryDN, hasSubordinates,
         // subschemaSubentry) are returned too, as in a search and as slapd does.
-        search::encode_entry(
-            &shared,
-            Some(&v),
-            &mut value,
-            None,
-            e,
-            &sel,
-            access.as_ref(),
-        );
+        let enc = search::encode::Encoder {
+            shared: &shared,
+            schema,
+            v: Some(&v),
+            sel: &sel,
+            id: None,
+        };
+        enc.entry(&mut value, e, access.as_ref(), &[]);
         op.response.push(proto::Control {
             oid: oid.as_bytes().into(),
             critical: false,
