@@ -228,10 +228,10 @@ impl Server {
             .then(|| synclog::Provider::new(config.syncprov_sessionlog));
         if syncprov.is_some() {
             overlays.push(Box::new(
-                ops::syncprov::ContextCsn::new(
+                dit::overlays::syncprov::ContextCsn::new(
                     &schema,
                     config.server_id,
-                    ops::syncprov::TombstonePolicy {
+                    dit::overlays::syncprov::TombstonePolicy {
                         max: config.syncprov_tombstones,
                         lifetime: std::time::Duration::from_secs(
                             config.syncprov_tombstone_lifetime,

@@ -1,20 +1,14 @@
 //! The replication provider (RFC 4533 Content Synchronization, as OpenLDAP's syncprov,
-//! `syncprov = true`): what it adds to the write path and the change feed. The sync search
+//! `syncprov = true`): what it adds to the change feed, and the session log. The sync search
 //! itself, the consumers' side of it, is a search (`search::sync`).
 //!
-//! Three parts:
-//! - **contextCSN** (`ContextCsn`, an overlay of the write path): every change raises the
-//!   `contextCSN` value of its server id on the suffix entry of its naming context, in the same
-//!   transaction as the change, so it is as durable as the change (journal and snapshots) and
-//!   readable as in slapd (`ldapsearch -b dc=example,dc=com -s base contextCSN`). A change's
-//!   CSN is the entryCSN it stamped; a delete takes a fresh CSN. Only this server's own CSNs
-//!   raise it here; another server's rise with its provider's cookie (`ContextCsn`). The
-//!   change feed then shows the suffix entry modified in each batch: `only_context_csn` tells
-//!   persistent searches, sync searches and the session log to pass over such a change.
-//! - **Tombstones** (the same overlay; `store::tombstone`): every delete leaves the entry's
-//!   entryUUID, DN, the delete's CSN and the entryCSN it had, in the same batch, bounded by
-//!   `syncprov_tombstones` and `syncprov_tombstone_lifetime` (`expire_tombstones`; the floor
-//!   says up to where they may have been forgotten).
+//! - **contextCSN and tombstones** are kept by an overlay of the write path,
+//!   `dit::overlays::syncprov::ContextCsn` (last in the chain, see `crate::Server`'s start):
+//!   every change raises the contextCSN of its naming context in the same transaction, every
+//!   delete leaves a tombstone. The change feed then shows the suffix entry modified in each
+//!   batch: `only_context_csn` tells persistent searches, sync searches and the session log to
+//!   pass over such a change. At start (`follow`) the suffix entries without contextCSN get
+//!   one, and expired tombstones are forgotten.
 //! - **The session log** (`crate::synclog`, fed by one task here on the change feed): the last
 //!   `syncprov_sessionlog` changed entries (deletes included), by batch, with the CSNs each
 //!   batch stamped, and per naming context the *floor*: the contextCSN values below which the
@@ -24,25 +18,19 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use proto::controls::sync::{csn_sid, SyncUuid};
-use proto::ResultCode;
-use schema::AttrId;
+use proto::controls::sync::SyncUuid;
 use store::{Attr, Batch, Entry, EntryId, FeedEnd, Txn};
 
 use crate::state::Shared;
-use crate::synclog::{context_csns, merge, Provider, Record};
-use dit::error::{LdapError, LdapResult};
-use dit::overlays::{Applied, Overlay};
+use crate::synclog::{Provider, Record};
+use dit::overlays::syncprov::{
+    context_csn_type, context_csns, expire_tombstones, merge, TombstonePolicy,
+};
 
 /// Batches the session log's own feed subscription may fall behind before it starts over
 /// (from the current contextCSN, dropping what it held): the log task only records, so this
 /// happens only when the writer outruns it by this much.
 const LOG_FEED_QUEUE: usize = 16 * 1024;
-
-/// contextCSN's type, if the schema has it (openldap.schema).
-pub(crate) fn context_csn_type(schema: &schema::Schema) -> Option<AttrId> {
-    schema.attr_by_name("contextCSN")
-}
 
 /// Whether a change of the feed only moved the contextCSN of a naming context: the write
 /// path's bookkeeping, not a change clients asked for.
@@ -85,212 +73,6 @@ pub(crate) fn parse_uuid(s: &[u8]) -> Option<SyncUuid> {
         *out.get_mut(i)? = u8::from_str_radix(txt, 16).ok()?;
     }
     Some(out)
-}
-
-/// How long and how many deletes are remembered (`syncprov_tombstone_lifetime`,
-/// `syncprov_tombstones`).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct TombstonePolicy {
-    pub max: usize,
-    pub lifetime: std::time::Duration,
-}
-
-/// The write-path overlay that keeps contextCSN on the suffix entries (see the module
-/// comment) and the tombstones of deleted entries (`store::tombstone`). Runs last in the
-/// chain, so it sees every change the others made as well.
-///
-/// contextCSN is raised only by this server's own CSNs (its client changes, and the fresh CSN
-/// of every delete): a replicated change of another server raises the value of that server
-/// when its provider's cookie comes (`repl::consumer::apply::store_cookie`), which vouches
-/// for every change before it. Raising it here, entry by entry, claimed too much while a
-/// refresh was under way (a full refresh sends entries in tree order, not CSN order): a
-/// consumer cut off in the middle resumed from a cookie past entries it never got.
-pub(crate) struct ContextCsn {
-    ty: AttrId,
-    sid: u16,
-    tombstones: TombstonePolicy,
-}
-
-impl ContextCsn {
-    pub(crate) fn new(
-        schema: &schema::Schema,
-        sid: u16,
-        tombstones: TombstonePolicy,
-    ) -> Result<ContextCsn, String> {
-        let ty = context_csn_type(schema).ok_or("the schema lacks contextCSN (openldap.schema)")?;
-        Ok(ContextCsn {
-            ty,
-            sid,
-            tombstones,
-        })
-    }
-
-    /// Raises the contextCSN value of `csn`'s server id on the suffix entry holding `ndn`.
-    fn raise(&self, dit: &dit::Dit, txn: &mut Txn, ndn: &str, csn: String) -> LdapResult<()> {
-        let Some(sid) = csn_sid(&csn) else {
-            return Ok(());
-        };
-        let Some(suffix) = dit.suffix_of(ndn) else {
-            return Ok(());
-        };
-        // A deleted suffix entry has nowhere to keep it.
-        let Some(s) = txn.version().lookup(suffix).cloned() else {
-            return Ok(());
-        };
-        let mut values = context_csns(self.ty, &s);
-        if values
-            .iter()
-            .any(|v| csn_sid(v) == Some(sid) && v.as_str() >= csn.as_str())
-        {
-            return Ok(());
-        }
-        values.retain(|v| csn_sid(v) != Some(sid));
-        values.push(csn);
-        values.sort_by_key(|v| csn_sid(v));
-        let schema = txn.schema().clone();
-        let mut attrs = s.to_attrs();
-        attrs.retain(|a| a.ty != self.ty);
-        let values = values
-            .into_iter()
-            .map(|v| v.into_bytes().into_boxed_slice())
-            .collect();
-        let a = Attr::new(&schema, self.ty, "", values)
-            .map_err(|e| LdapError::new(ResultCode::Other, format!("contextCSN: {e}")))?;
-        attrs.push(a);
-        txn.replace_attrs(s.id, attrs)?;
-        Ok(())
-    }
-
-    /// Remembers deleted entry `e` (its delete stamped `csn`), then forgets the oldest
-    /// tombstones beyond the policy.
-    fn bury(&self, dit: &dit::Dit, txn: &mut Txn, e: &Entry, csn: &str) {
-        let Some(uuid) = uuid_norm_of(dit, e) else {
-            return;
-        };
-        txn.put_tombstone(store::Tombstone {
-            uuid: uuid.into(),
-            dn: e.dn().into(),
-            csn: csn.into(),
-            seen: entry_csn(dit, e).unwrap_or_default().into(),
-        });
-        expire_tombstones(txn, self.tombstones);
-    }
-}
-
-/// An entry's entryCSN.
-fn entry_csn(dit: &dit::Dit, e: &Entry) -> Option<String> {
-    e.attr(dit.known.entry_csn)
-        .and_then(|a| a.first())
-        .and_then(|v| std::str::from_utf8(v).ok())
-        .map(str::to_owned)
-}
-
-/// An entry's entryUUID in its equality form: the key of its tombstone.
-fn uuid_norm_of<'e>(dit: &dit::Dit, e: &'e Entry) -> Option<&'e str> {
-    e.attr(dit.known.entry_uuid)
-        .and_then(|a| a.norm().next())
-        .and_then(|v| std::str::from_utf8(v).ok())
-}
-
-/// Forgets the tombstones older than the policy's lifetime, and the oldest beyond its count
-/// (down to 15/16 of it, so that this happens once every so many deletes, not at each); the
-/// floor rises to the newest CSN forgotten of each server id (`synclog::Provider::plan`).
-pub(crate) fn expire_tombstones(txn: &mut Txn, policy: TombstonePolicy) {
-    let ts = txn.version().tombstones();
-    let over = ts.len().saturating_sub(policy.max);
-    let drop = if over > 0 { over + policy.max / 16 } else { 0 };
-    let cutoff = txn
-        .now()
-        .checked_sub(policy.lifetime)
-        .map(|t| dit::csn::Clock::new(0).next(t));
-    let mut gone: Vec<(std::sync::Arc<str>, String)> = Vec::new();
-    for (i, t) in ts.iter().enumerate() {
-        let expired = cutoff.as_deref().is_some_and(|c| *t.csn < *c);
-        if i >= drop && !expired {
-            break;
-        }
-        gone.push((t.uuid.clone(), t.csn.to_string()));
-    }
-    if gone.is_empty() {
-        return;
-    }
-    let mut floor: Vec<String> = ts.floor().iter().map(|c| c.to_string()).collect();
-    merge(
-        &mut floor,
-        &gone.iter().map(|(_, c)| c.clone()).collect::<Vec<_>>(),
-    );
-    for (u, _) in &gone {
-        txn.remove_tombstone(u);
-    }
-    txn.set_tombstone_floor(floor);
-}
-
-impl Overlay for ContextCsn {
-    fn name(&self) -> &'static str {
-        "syncprov"
-    }
-
-    fn after(&self, dit: &dit::Dit, txn: &mut Txn, applied: &Applied) -> LdapResult<()> {
-        self.raise_for(dit, txn, applied)?;
-        // The overlays before this one may have stamped other entries on the change's behalf
-        // (memberOf, referential integrity) after it, replicated changes included: this
-        // server's own value also covers the newest CSN its clock issued, so contextCSN never
-        // trails an entryCSN stamped here.
-        let ndn = match (&applied.before, &applied.after) {
-            (_, Some(a)) => a.ndn_str(),
-            (Some(b), None) => b.ndn_str(),
-            (None, None) => return Ok(()),
-        };
-        match dit.csn.last_issued() {
-            Some(last) if csn_sid(&last) == Some(self.sid) => self.raise(dit, txn, ndn, last),
-            _ => Ok(()),
-        }
-    }
-}
-
-impl ContextCsn {
-    /// What the change itself does to contextCSN and the tombstones.
-    fn raise_for(&self, dit: &dit::Dit, txn: &mut Txn, applied: &Applied) -> LdapResult<()> {
-        match (&applied.before, &applied.after) {
-            (before, Some(a)) => {
-                let uuid = uuid_norm_of(dit, a);
-                // Back after a delete (a change the delete had not seen won): no tombstone.
-                if let Some(u) = uuid {
-                    if txn.version().tombstones().get(u).is_some() {
-                        txn.remove_tombstone(u);
-                    }
-                }
-                // Another entry took this one's place (the later of two adds of one DN): the
-                // one it replaced is gone, as if deleted.
-                if let Some(b) = before {
-                    if uuid_norm_of(dit, b).is_some_and(|bu| Some(bu) != uuid) {
-                        let csn = dit.csn.next(txn.now());
-                        self.bury(dit, txn, b, &csn);
-                        self.raise(dit, txn, a.ndn_str(), csn)?;
-                    }
-                }
-                match entry_csn(dit, a) {
-                    Some(csn) if csn_sid(&csn) == Some(self.sid) => {
-                        self.raise(dit, txn, a.ndn_str(), csn)
-                    }
-                    // A replicated change: raised by its provider's cookie.
-                    Some(_) => Ok(()),
-                    None => {
-                        let csn = dit.csn.next(txn.now());
-                        self.raise(dit, txn, a.ndn_str(), csn)
-                    }
-                }
-            }
-            (Some(b), None) => {
-                // A delete stamps no entry: it takes a fresh CSN of this server, which its
-                // tombstone keeps.
-                let csn = dit.csn.next(txn.now());
-                self.bury(dit, txn, b, &csn);
-                self.raise(dit, txn, b.ndn_str(), csn)
-            }
-            (None, None) => Ok(()),
-        }
-    }
 }
 
 /// Gives a suffix entry that has no contextCSN (data imported, or served before without the

@@ -1,6 +1,7 @@
 //! The sync search (RFC 4533 Content Synchronization, as OpenLDAP's syncprov): a search with
 //! the Sync Request control, served when the replication provider is on (`syncprov = true`;
-//! what the provider keeps — contextCSN, tombstones, the session log — is `ops::syncprov`'s).
+//! what the provider keeps: contextCSN and tombstones, `dit::overlays::syncprov`; the session
+//! log, `ops::syncprov`).
 //! `start` checks it and spawns its task: the refresh phase, then for refreshAndPersist the
 //! changes.
 //!
@@ -47,13 +48,14 @@ use super::engine::{execute, prepare, Emitter, Prepared, Ran, Source, Walked};
 use super::long::{finish, next_batch, shutting_down, Cut, End};
 use super::state::Stop;
 use crate::op::{Next, Op};
-use crate::ops::syncprov::{context_csn_type, only_context_csn, parse_uuid, uuid_of};
+use crate::ops::syncprov::{only_context_csn, parse_uuid, uuid_of};
 use crate::reply::Conn;
 use crate::state::Shared;
-use crate::synclog::{context_csns, newer_than, Plan, Provider};
+use crate::synclog::{newer_than, Plan, Provider};
 use dit::acl;
 use dit::error::LdapError;
 use dit::identity::Identity;
+use dit::overlays::syncprov::{context_csn_type, context_csns};
 use dit::select::Selection;
 
 /// Starts sync search `op` (the Sync Request control `sync`): checks, subscribes, resolves
