@@ -148,7 +148,7 @@ fn read_entry_controls(op: &mut Op, applied: &Applied) {
     let shared = op.conn.shared.clone();
     let schema = &*shared.schema();
     let v = shared.store.read();
-    let view = (!op.who.is_admin).then(|| shared.acl.view(schema, &v, &op.who));
+    let view = shared.acl.view(schema, &v, &op.who);
     for (attrs, entry, oid) in reads {
         let (Some(attrs), Some(e)) = (attrs, entry) else {
             continue;
@@ -156,7 +156,7 @@ fn read_entry_controls(op: &mut Op, applied: &Applied) {
         let attrs: Vec<std::borrow::Cow<'_, [u8]>> =
             attrs.attrs.into_iter().map(Into::into).collect();
         let sel = dit::select::Selection::parse(schema, &attrs, false);
-        let access = view.as_ref().map(|view| view.entry(schema, e));
+        let access = view.reader(schema, e);
         let mut value = Vec::with_capacity(256);
         // With the version the computed attributes (entryDN, hasSubordinates,
         // subschemaSubentry) are returned too, as in a search and as slapd does.

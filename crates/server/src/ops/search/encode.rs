@@ -120,9 +120,9 @@ fn write_selected<'v>(
 
 /// The dereference response control (draft-masarati-ldap-deref) of entry `e` (in version `v`),
 /// as slapd's deref overlay builds it: for each spec whose attribute `e` has and the requester
-/// may read, one DerefRes per value, with the requested attributes of the entry the value
-/// names that the requester may read (none when it is absent or hidden). No control when no
-/// spec applies.
+/// (`view`; `access` to `e`) may read, one DerefRes per value, with the requested attributes of
+/// the entry the value names that the requester may read (none when it is absent or hidden).
+/// No control when no spec applies.
 pub(crate) fn deref_control(
     enc: &Encoder<'_>,
     v: &Version,
@@ -157,7 +157,7 @@ pub(crate) fn deref_control(
                 .and_then(|(_, ndn)| v.lookup(&ndn));
             let mut attrs = Vec::new();
             if let Some(t) = target {
-                let t_access = (!view.is_admin()).then(|| view.entry(schema, t));
+                let t_access = view.reader(schema, t);
                 if t_access.as_ref().is_none_or(|a| a.visible()) {
                     for &ty in &spec.attrs {
                         let vals = plain(t, ty);

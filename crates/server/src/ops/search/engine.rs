@@ -190,7 +190,12 @@ impl Prepared {
         schema: &'a Schema,
         e: &Entry,
     ) -> Option<acl::EntryAccess<'a>> {
-        (!self.view.is_admin()).then(|| self.view.entry(schema, e))
+        self.view.reader(schema, e)
+    }
+
+    /// Whether the requester may see entry `e` at all (the search's base, for instance).
+    pub(crate) fn sees(&self, schema: &Schema, e: &Entry) -> bool {
+        self.access(schema, e).is_none_or(|a| a.visible())
     }
 
     /// A base search of one stored entry: nothing to plan.
@@ -245,6 +250,13 @@ impl Prepared {
         if !self.in_scope(shared, e.ndn_str()) || self.filter.eval(schema, e) != Tri::True {
             return None;
         }
+        self.admit(schema, e)
+    }
+
+    /// The requester's access to entry `e`, which the filter matched, if they may see it in
+    /// the result: the entry visible to them, and matching on what they may search in it.
+    /// `Some(None)` for the administrator.
+    fn admit<'a>(&'a self, schema: &'a Schema, e: &Entry) -> Option<Option<acl::EntryAccess<'a>>> {
         let access = self.access(schema, e);
         if let Some(a) = &access {
             if !a.visible() || !self.searchable_here(schema, a, e) {
@@ -470,7 +482,7 @@ impl<'s> Emitter<'s> {
             )
         } else {
             match v.lookup(&p.base) {
-                Some(e) if p.view.entry(self.schema, e).visible() => Bases::One(e.clone()),
+                Some(e) if p.sees(self.schema, e) => Bases::One(e.clone()),
                 _ => {
                     self.fail(shared.no_such_object_for(v, &p.base, &p.view));
                     return None;
@@ -503,12 +515,9 @@ impl<'s> Emitter<'s> {
             let mut check = |e: &Arc<Entry>| -> ControlFlow<()> {
                 // Hidden entries are skipped before the visitor sees them, so that a limit
                 // reached never hints at entries the requester may not see.
-                let access = p.access(schema, e);
-                if let Some(a) = &access {
-                    if !a.visible() || !p.searchable_here(schema, a, e) {
-                        return ControlFlow::Continue(());
-                    }
-                }
+                let Some(access) = p.admit(schema, e) else {
+                    return ControlFlow::Continue(());
+                };
                 let r = visit(self, e, access);
                 stopped |= r.is_break();
                 r

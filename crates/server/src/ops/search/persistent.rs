@@ -84,7 +84,7 @@ pub(crate) async fn start(op: Op, req: &SearchRequest<'_>, ps: PersistentSearch)
             let seen = p.root
                 || !ps.changes_only
                 || v.lookup(&p.base)
-                    .is_some_and(|e| p.access(&shared.schema(), e).is_none_or(|a| a.visible()));
+                    .is_some_and(|e| p.sees(&shared.schema(), e));
             if seen {
                 Ok(p)
             } else {
