@@ -30,7 +30,7 @@ pub(crate) struct Op {
     pub id: i32,
     pub conn: Arc<Conn>,
     /// Who the connection is bound as.
-    #[allow(
+    #[expect(
         dead_code,
         reason = "no operation needs it yet: the `proxy` module checks the bound identity before the \
                   operation starts, and the access log takes it from there"

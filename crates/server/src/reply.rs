@@ -399,10 +399,6 @@ pub(crate) fn flush_now<W: AsyncWrite + Unpin>(conn: &Conn, slot: &Slot<W>) {
 /// write half so the stream can be wrapped in TLS; otherwise it runs until the queue ends.
 /// Every write must complete within `write_timeout` (a client that stops reading is
 /// disconnected); bytes written return their permits to `buffered`.
-#[allow(
-    clippy::too_many_arguments,
-    reason = "the parts of one connection's write half"
-)]
 pub(crate) async fn write_loop<W: AsyncWrite + Unpin>(
     shared: Arc<Shared>,
     slot: Arc<Slot<W>>,
