@@ -2,6 +2,12 @@
 //! before the data directory is touched, a data directory started with the wrong suffix,
 //! `backup` and `snapshot` taking the server's `--config`, import outside the suffix, and
 //! settings from the environment.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed unwrap is a failed test"
+)]
 
 mod common;
 

@@ -2,6 +2,12 @@
 //! log, a renewed certificate, a changed access rule, a changed restart-only key, and a broken
 //! file; and the same over LDAP with `linden reload`. Each outcome is checked over real
 //! connections to a real `linden serve`.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed unwrap is a failed test"
+)]
 
 mod common;
 
@@ -164,13 +170,10 @@ fn sighup_reopens_logs_and_applies_live_keys_and_a_broken_file_changes_nothing()
     assert!(anonymous_finds_bob(&url), "the first rule lets anyone read");
     assert_eq!(served_cn(srv.addr), "first");
     let mut a = admin(&url);
-    a.modify(
-        BOB,
-        vec![Mod::Replace("description", ["before".into()].into())],
-    )
-    .expect("modify")
-    .success()
-    .expect("ok");
+    a.modify(BOB, vec![Mod::Replace("description", ["before"].into())])
+        .expect("modify")
+        .success()
+        .expect("ok");
     let before = once_contains(&d.join("access.log"), "MODIFY");
 
     // logrotate moves the log; the certificate is renewed in place; the rule and a
@@ -195,13 +198,10 @@ fn sighup_reopens_logs_and_applies_live_keys_and_a_broken_file_changes_nothing()
 
     assert!(!anonymous_finds_bob(&url), "the new rule: bound users only");
     let mut a = admin(&url);
-    a.modify(
-        BOB,
-        vec![Mod::Replace("description", ["after".into()].into())],
-    )
-    .expect("modify")
-    .success()
-    .expect("ok");
+    a.modify(BOB, vec![Mod::Replace("description", ["after"].into())])
+        .expect("modify")
+        .success()
+        .expect("ok");
     assert!(
         entry_csn(&mut a, BOB).contains("#001#"),
         "server_id is read at start only"
