@@ -8,10 +8,10 @@
 //!   `controls` (OID, operations, parser): it decides criticality and lists supportedControl.
 //!   A new control: a codec in `proto::controls`, a `Spec` and a field in `controls`, and the
 //!   operations that read the field.
-//! - **One write path** (`ops::route_write`, `ops::submit_write`, then the door
+//! - **One write path** (`ops::write::route_write`, `ops::write::submit_write`, then the door
 //!   `dit::write::write_job` in the writer's job, the only way to the overlay chain; what the
 //!   password policy records on a bind and replicated changes pass `write_job_as`): an
-//!   operation prepares an `ops::Change`,
+//!   operation prepares an `ops::state::Change`,
 //!   submitted alone or queued in a transaction (`ops::txn`, whose commit runs every queued
 //!   change in one job); every change is checked and applied against the version it changes,
 //!   stamped (entryCSN: `dit::csn`), then run through the overlay chain (`dit::overlays`, e.g.

@@ -81,6 +81,35 @@ impl Op {
         self.finish_with(pdu, code_of(r), entries).await;
     }
 
+    /// Sends the extended response (RFC 4511 §4.12) with result `r` and response value `value`
+    /// (which a failure may carry too, as End Transaction's does), and ends the operation.
+    pub(crate) async fn finish_extended(self, r: Result<(), &LdapError>, value: Option<Vec<u8>>) {
+        let mut out = Vec::with_capacity(96);
+        let (res, rc) = (wire_result(r), code_of(r));
+        proto::encode_extended_response_with(
+            &mut out,
+            self.id,
+            &res,
+            None,
+            value.as_deref(),
+            &self.response,
+        );
+        self.finish_with(out, rc, None).await;
+    }
+
+    /// Sends a successful extended response carrying a diagnostic message.
+    pub(crate) async fn finish_extended_text(self, message: &str) {
+        let mut out = Vec::with_capacity(96);
+        let res = proto::LdapResult {
+            code: ResultCode::Success,
+            matched_dn: b"".as_slice().into(),
+            message: message.as_bytes().into(),
+            referral: Vec::new(),
+        };
+        proto::encode_extended_response_with(&mut out, self.id, &res, None, None, &self.response);
+        self.finish_with(out, ResultCode::Success, None).await;
+    }
+
     /// `finish` without waiting, from any thread (the store's writer answers writes this way):
     /// `None` when the response is queued; otherwise the future that waits for room on the
     /// connection, to be spawned.

@@ -10,7 +10,7 @@
 //! count; the bind awaits the commit (the connection waits for a bind's answer anyway), never
 //! blocking a runtime thread; it goes through the write path's door like any change, so
 //! contextCSN, the change feed and replication follow it. Password verification for the
-//! checks runs on the hashing threads (`ops::on_hashing_threads`).
+//! checks runs on the hashing threads (`credcache::Credentials::hashing_job`).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -22,7 +22,6 @@ use proto::{BindAuth, BindRequest, Control, ModOp, ModifyRequest, ProtocolOp, Re
 use schema::NormDn;
 use store::Entry;
 
-use crate::ops::on_hashing_threads;
 use crate::reply::Conn;
 use crate::state::Shared;
 use dit::error::{LdapError, LdapResult};
@@ -347,10 +346,12 @@ async fn check(
     // that verify can run.
     let verifies = policy.is_some() && !by_admin && ch.new.is_some();
     let r = if verifies {
-        on_hashing_threads(shared, move || {
-            pp.check_change(policy.as_ref(), &entry, &ch, by_admin, self_change, now)
-        })
-        .await?
+        shared
+            .credentials
+            .hashing_job(move || {
+                pp.check_change(policy.as_ref(), &entry, &ch, by_admin, self_change, now)
+            })
+            .await?
     } else {
         pp.check_change(policy.as_ref(), &entry, &ch, by_admin, self_change, now)
     };

@@ -8,7 +8,8 @@ use proto::{tags, AddRequest, ResultCode};
 use store::Txn;
 
 use crate::op::{Next, Op};
-use crate::ops::{early_checks, on_hashing_threads, route_write, Change};
+use crate::ops::state::Change;
+use crate::ops::write::{early_checks, route_write};
 use crate::state::Shared;
 use dit::add::{build, has_cleartext_password, root_exists, InputAttr};
 use dit::error::{LdapError, LdapResult};
@@ -80,7 +81,9 @@ async fn prepare(
             })
             .collect();
         let (sh, dn) = (shared.clone(), req.dn.to_vec());
-        on_hashing_threads(shared, move || build(&sh, &dn, &input, false))
+        shared
+            .credentials
+            .hashing_job(move || build(&sh, &dn, &input, false))
             .await
             .and_then(|r| r)
     } else {

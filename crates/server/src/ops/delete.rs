@@ -9,7 +9,8 @@ use store::Txn;
 use dit::delete::NEEDS;
 
 use crate::op::{Next, Op};
-use crate::ops::{early_checks, route_write, Change};
+use crate::ops::state::Change;
+use crate::ops::write::{early_checks, route_write};
 use crate::state::Shared;
 use dit::error::{LdapError, LdapResult};
 use dit::identity::Identity;

@@ -8,7 +8,8 @@ use proto::{tags, ModifyRequest};
 use store::Txn;
 
 use crate::op::{Next, Op};
-use crate::ops::{early_checks, on_hashing_threads, route_write, Change};
+use crate::ops::state::Change;
+use crate::ops::write::{early_checks, route_write};
 use crate::state::Shared;
 use dit::error::LdapResult;
 use dit::write::{authorize, hash_passwords};
@@ -24,16 +25,18 @@ async fn hash_passwords_of(shared: &Arc<Shared>, mods: Vec<Mod>) -> LdapResult<V
         return Ok(mods);
     }
     let sh = shared.clone();
-    on_hashing_threads(shared, move || {
-        let mut mods = mods;
-        for m in &mut mods {
-            if has_cleartext_password(user_password, m) {
-                hash_passwords(&sh.password_policy(), &mut m.values);
+    shared
+        .credentials
+        .hashing_job(move || {
+            let mut mods = mods;
+            for m in &mut mods {
+                if has_cleartext_password(user_password, m) {
+                    hash_passwords(&sh.password_policy(), &mut m.values);
+                }
             }
-        }
-        mods
-    })
-    .await
+            mods
+        })
+        .await
 }
 
 /// Checks the request and hands it to the writer. The read loop awaits this, so writes still

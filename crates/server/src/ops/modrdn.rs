@@ -7,7 +7,8 @@ use dit::modrdn::{authorize_rename, prepare};
 use proto::{tags, ModifyDnRequest};
 
 use crate::op::{Next, Op};
-use crate::ops::{early_checks, route_write, Change};
+use crate::ops::state::Change;
+use crate::ops::write::{early_checks, route_write};
 use crate::state::Shared;
 use dit::error::LdapResult;
 use dit::identity::Identity;

@@ -25,7 +25,7 @@ use std::sync::Arc;
 use proto::{ModOp, ModifyRequest, ResultCode};
 use schema::SchemaErrorKind;
 
-use crate::ops::Change;
+use crate::ops::state::Change;
 use crate::state::Shared;
 use dit::error::{LdapError, LdapResult};
 use dit::identity::Identity;
