@@ -10,7 +10,7 @@ use std::sync::Arc;
 use proto::{Control, ResultCode};
 
 use crate::controls::RequestControls;
-pub(crate) use crate::ops::state::Audit;
+use crate::ops::state::Audit;
 use crate::reply::{AccessLine, Conn};
 use dit::error::{wire_result, LdapError, LdapResult};
 use dit::identity::Identity;

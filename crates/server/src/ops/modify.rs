@@ -8,7 +8,7 @@ use proto::{tags, ModifyRequest};
 use store::Txn;
 
 use crate::op::{Next, Op};
-use crate::ops::state::Change;
+use crate::ops::state::{Audit, Change};
 use crate::ops::write::{early_checks, route_write};
 use crate::state::Shared;
 use dit::error::LdapResult;
@@ -46,7 +46,7 @@ pub(crate) async fn handle(mut op: Op, req: &ModifyRequest<'_>) -> Next {
     // A schema change applies no entry: its record is the request's.
     let audit = if schema_change {
         op.audit(&req.dn, || crate::audit::modify_change(op.shared(), req))
-            .map_or(crate::op::Audit::Off, crate::op::Audit::Record)
+            .map_or(Audit::Off, Audit::Record)
     } else {
         op.audit_applied()
     };

@@ -7,7 +7,7 @@ use dit::modrdn::{authorize_rename, prepare};
 use proto::{tags, ModifyDnRequest};
 
 use crate::op::{Next, Op};
-use crate::ops::state::Change;
+use crate::ops::state::{Audit, Change};
 use crate::ops::write::{early_checks, route_write};
 use crate::state::Shared;
 use dit::error::LdapResult;
@@ -36,7 +36,7 @@ fn submit(
 pub(crate) async fn handle(mut op: Op, req: &ModifyDnRequest<'_>) -> Next {
     let audit = op
         .audit(&req.dn, || crate::audit::modrdn_change(req))
-        .map_or(crate::op::Audit::Off, crate::op::Audit::Record);
+        .map_or(Audit::Off, Audit::Record);
     let assertion = op.take_assertion();
     let early = early_checks(&op);
     let change = op

@@ -16,8 +16,8 @@ use proto::ResultCode;
 
 use super::state::{Inner, Queued, Transactions};
 use crate::audit::write_audit;
-use crate::op::{Audit, Op};
-use crate::ops::state::Change;
+use crate::op::Op;
+use crate::ops::state::{Audit, Change};
 use crate::reply::Conn;
 use dit::error::{LdapError, LdapResult};
 use dit::identity::Identity;
