@@ -64,7 +64,7 @@ fn code_name(code: u32) -> String {
 /// Latencies are microseconds; one hour is the largest recorded value (larger ones saturate).
 fn histogram() -> Histogram<u64> {
     // hdrhistogram has no infallible constructor; its errors depend only on these arguments.
-    #[allow(
+    #[expect(
         clippy::expect_used,
         reason = "constant bounds that hdrhistogram documents as valid \
                   (low >= 1, high >= 2 * low, 0..=5 significant digits)"

@@ -468,6 +468,12 @@ impl View {
         self.admin
     }
 
+    /// The requester's access to entry `e` as what reads it needs: `None` for the
+    /// administrator, who sees every entry and reads every attribute (nothing to check).
+    pub fn reader<'a>(&'a self, schema: &'a Schema, e: &Entry) -> Option<EntryAccess<'a>> {
+        (!self.admin).then(|| self.entry(schema, e))
+    }
+
     /// The requester's access to one entry.
     pub fn entry<'a>(&'a self, schema: &'a Schema, e: &Entry) -> EntryAccess<'a> {
         let acl: &'a Acl = &self.acl;

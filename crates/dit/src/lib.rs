@@ -199,7 +199,7 @@ impl Dit {
     /// compiled, `root_dse` built by the caller (`entries::root_dse`, with what the protocol
     /// layer supports). Passwords are hashed with the default policy until the caller sets
     /// `password_hash`.
-    #[allow(
+    #[expect(
         clippy::too_many_arguments,
         reason = "each is a separate part the caller builds"
     )]

@@ -228,7 +228,7 @@ impl KeptAttr<'_> {
 /// on entries (groups) that changed since the request was read. `permissive` (the permissive
 /// modify control) skips values added that exist and values or attributes deleted that do not,
 /// instead of refusing the request.
-#[allow(
+#[expect(
     clippy::too_many_arguments,
     reason = "the parts of one prepared request"
 )]

@@ -28,10 +28,12 @@
 //!
 //! Overlays: [`unique`] (attribute uniqueness), [`memberof`] (group membership and
 //! referential integrity), [`ppolicy`] (password policy state; built by the server, which
-//! shares its configuration with the bind path).
+//! shares its configuration with the bind path), [`syncprov`] (contextCSN and tombstones for
+//! the replication provider; last in the chain).
 
 pub mod memberof;
 pub mod ppolicy;
+pub mod syncprov;
 pub mod unique;
 
 use std::sync::Arc;

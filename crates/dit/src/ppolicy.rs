@@ -571,7 +571,7 @@ impl Ppolicy {
     /// administrator, as slapd's internal modify is), and run through the overlay chain as a
     /// `BindRecord`, so contextCSN, the change feed and replication follow it like any write.
     /// `None` when there was nothing to record, or the entry is gone.
-    #[allow(
+    #[expect(
         clippy::too_many_arguments,
         reason = "what one bind records, and where"
     )]

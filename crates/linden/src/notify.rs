@@ -34,7 +34,6 @@ pub fn stopping() {
 
 /// A reload (SIGHUP) has begun. Follow it with [`reloaded`] when the new settings are in force
 /// or were refused, so that `systemctl reload` returns.
-#[allow(dead_code, reason = "called by the SIGHUP reload path")]
 pub fn reloading() {
     // MONOTONIC_USEC tells systemd which reload this is (required with Type=notify-reload).
     match NotifyState::monotonic_usec_now() {
@@ -44,7 +43,6 @@ pub fn reloading() {
 }
 
 /// A reload has finished (applied or refused): the service is ready again.
-#[allow(dead_code, reason = "called by the SIGHUP reload path")]
 pub fn reloaded(status: &str) {
     ready(status);
 }

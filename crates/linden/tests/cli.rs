@@ -319,30 +319,31 @@ fn serve_accepts_the_given_admin_password() {
         "a wrong password must be refused"
     );
 
-    if !have_ldapwhoami() {
-        eprintln!("note: ldapwhoami not installed (scripts/test.sh installs it); skipping the OpenLDAP client check");
-    } else {
-        let out = Command::new("ldapwhoami")
-            .args(["-x", "-H", &server.url(), "-D", ADMIN, "-w", "secret"])
-            .output()
-            .expect("run ldapwhoami");
-        assert!(
-            out.status.success(),
-            "ldapwhoami failed: {}",
-            text(&out.stderr)
-        );
-        assert_eq!(text(&out.stdout).trim(), format!("dn:{ADMIN}"));
-        let out = Command::new("ldapwhoami")
-            .args(["-x", "-H", &server.url(), "-D", ADMIN, "-w", "wrong"])
-            .output()
-            .expect("run ldapwhoami");
-        assert_eq!(
-            out.status.code(),
-            Some(49),
-            "invalidCredentials expected: {}",
-            text(&out.stderr)
-        );
-    }
+    // OpenLDAP's client, as the rest of the suite requires it (scripts/install-test-deps.sh).
+    assert!(
+        have_ldapwhoami(),
+        "ldapwhoami is not installed: install Debian's ldap-utils (scripts/install-test-deps.sh)"
+    );
+    let out = Command::new("ldapwhoami")
+        .args(["-x", "-H", &server.url(), "-D", ADMIN, "-w", "secret"])
+        .output()
+        .expect("run ldapwhoami");
+    assert!(
+        out.status.success(),
+        "ldapwhoami failed: {}",
+        text(&out.stderr)
+    );
+    assert_eq!(text(&out.stdout).trim(), format!("dn:{ADMIN}"));
+    let out = Command::new("ldapwhoami")
+        .args(["-x", "-H", &server.url(), "-D", ADMIN, "-w", "wrong"])
+        .output()
+        .expect("run ldapwhoami");
+    assert_eq!(
+        out.status.code(),
+        Some(49),
+        "invalidCredentials expected: {}",
+        text(&out.stderr)
+    );
 
     #[cfg(unix)]
     assert!(server.terminate().success(), "SIGTERM is a clean shutdown");

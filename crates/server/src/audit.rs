@@ -9,6 +9,10 @@ use std::net::SocketAddr;
 use std::time::SystemTime;
 
 use crate::logs::{quote, timestamp};
+use crate::ops::state::Audit;
+use crate::reply::Conn;
+use dit::identity::Identity;
+use dit::overlays::Applied;
 
 /// An audit record: a comment line (when, who, from where) and the LDIF change record.
 pub fn audit_record(
@@ -35,12 +39,32 @@ pub fn audit_record(
     w.into_inner()
 }
 
+/// Writes the audit records of a committed change: the one made from the request, or one per
+/// entry it changed (a subtree delete's subordinates first).
+pub(crate) fn write_audit(conn: &Conn, who: &Identity, audit: Audit, applied: &Applied) {
+    let record = |a: &Applied| {
+        applied_change(&conn.shared, a)
+            .map(|(dn, change)| audit_record(conn.id, conn.peer, &who.dn, &dn, &change))
+    };
+    match audit {
+        Audit::Off => {}
+        Audit::Record(r) => conn.shared.audit_log.write(r),
+        Audit::Applied => {
+            for a in applied.also.iter().chain(std::iter::once(applied)) {
+                if let Some(r) = record(a) {
+                    conn.shared.audit_log.write(r);
+                }
+            }
+        }
+    }
+}
+
 /// userPassword values never reach the audit log: they are replaced by this marker.
 pub const REDACTED: &[u8] = b"{REDACTED}";
 
 /// Whether an attribute description names userPassword (whose values are never logged).
 fn is_password(shared: &crate::state::Shared, desc: &[u8]) -> bool {
-    crate::state::resolve_attr(&shared.schema(), desc)
+    dit::resolve_attr(&shared.schema(), desc)
         .is_ok_and(|(ty, _)| shared.schema().is_subtype(ty, shared.known.user_password))
 }
 
@@ -64,7 +88,7 @@ fn values(
 /// request says more than its result. The entry's DN comes with it.
 pub fn applied_change(
     shared: &crate::state::Shared,
-    applied: &crate::overlays::Applied,
+    applied: &dit::overlays::Applied,
 ) -> Option<(String, ldif::ChangeRecord)> {
     use std::collections::BTreeMap;
     let schema = shared.schema();

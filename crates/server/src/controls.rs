@@ -7,44 +7,15 @@
 //! Adding a control: a value codec in `proto::controls`, a field in `RequestControls`, one
 //! `Spec` below, and the operations that read the field.
 
-use proto::{oids, Control, DecodeLimits, ProtocolOp, ResultCode};
+use proto::{oids, Control, DecodeLimits, ResultCode};
 
-use crate::error::{LdapError, LdapResult};
+use dit::error::{LdapError, LdapResult};
 
-/// The operations a control may come with (bits of `Spec::ops`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum OpKind {
-    Bind = 1,
-    Search = 1 << 1,
-    Compare = 1 << 2,
-    Add = 1 << 3,
-    Delete = 1 << 4,
-    Modify = 1 << 5,
-    ModDn = 1 << 6,
-    Extended = 1 << 7,
-    /// Abandon and unbind: they have no response, so a control they carry is never refused.
-    NoResponse = 1 << 8,
-}
-
-impl OpKind {
-    pub(crate) fn of(op: &ProtocolOp<'_>) -> OpKind {
-        match op {
-            ProtocolOp::BindRequest(_) => OpKind::Bind,
-            ProtocolOp::SearchRequest(_) => OpKind::Search,
-            ProtocolOp::CompareRequest(_) => OpKind::Compare,
-            ProtocolOp::AddRequest(_) => OpKind::Add,
-            ProtocolOp::DelRequest(_) => OpKind::Delete,
-            ProtocolOp::ModifyRequest(_) => OpKind::Modify,
-            ProtocolOp::ModifyDnRequest(_) => OpKind::ModDn,
-            ProtocolOp::ExtendedRequest(_) => OpKind::Extended,
-            _ => OpKind::NoResponse,
-        }
-    }
-}
+use crate::state::OpType;
 
 const WRITES: u16 =
-    OpKind::Add as u16 | OpKind::Delete as u16 | OpKind::Modify as u16 | OpKind::ModDn as u16;
-const READS: u16 = OpKind::Search as u16 | OpKind::Compare as u16;
+    OpType::Add.bit() | OpType::Delete.bit() | OpType::Modify.bit() | OpType::Modrdn.bit();
+const READS: u16 = OpType::Search.bit() | OpType::Compare.bit();
 
 /// A paged results request (RFC 2696).
 #[derive(Debug, Clone)]
@@ -180,7 +151,7 @@ impl RequestControls {
         for r in critical {
             for a in &r.attrs {
                 if !matches!(a.as_slice(), b"*" | b"+" | b"1.1") {
-                    crate::state::resolve_attr(schema, a)?;
+                    dit::resolve_attr(schema, a)?;
                 }
             }
         }
@@ -200,7 +171,7 @@ fn resolve_deref(
     let ty = |raw: &[u8], what: &str| {
         std::str::from_utf8(raw)
             .ok()
-            .and_then(|s| schema.attr_by_name(crate::filter::split_description(s).0))
+            .and_then(|s| schema.attr_by_name(dit::filter::split_description(s).0))
             .ok_or_else(|| protocol(format!("Dereference control: {what} decoding error")))
     };
     let mut out: Vec<DerefSpec> = Vec::with_capacity(specs.len());
@@ -249,7 +220,7 @@ fn is_dn_valued(schema: &schema::Schema, ty: schema::AttrId) -> bool {
 /// One supported control.
 struct Spec {
     oid: &'static str,
-    /// `OpKind` bits of the operations it applies to.
+    /// `OpType::bit`s of the operations it applies to.
     ops: u16,
     parse: fn(&mut RequestControls, &Control<'_>, &DecodeLimits) -> LdapResult<()>,
 }
@@ -282,7 +253,7 @@ const REGISTRY: &[Spec] = &[
     },
     Spec {
         oid: oids::PAGED_RESULTS,
-        ops: OpKind::Search as u16,
+        ops: OpType::Search.bit(),
         parse: |rc, c, _| {
             let v = c
                 .value
@@ -318,7 +289,7 @@ const REGISTRY: &[Spec] = &[
     },
     Spec {
         oid: oids::PRE_READ,
-        ops: OpKind::Delete as u16 | OpKind::Modify as u16 | OpKind::ModDn as u16,
+        ops: OpType::Delete.bit() | OpType::Modify.bit() | OpType::Modrdn.bit(),
         parse: |rc, c, _| {
             rc.pre_read = Some(read_selection(c, "preread")?);
             Ok(())
@@ -326,7 +297,7 @@ const REGISTRY: &[Spec] = &[
     },
     Spec {
         oid: oids::POST_READ,
-        ops: OpKind::Add as u16 | OpKind::Modify as u16 | OpKind::ModDn as u16,
+        ops: OpType::Add.bit() | OpType::Modify.bit() | OpType::Modrdn.bit(),
         parse: |rc, c, _| {
             rc.post_read = Some(read_selection(c, "postread")?);
             Ok(())
@@ -334,7 +305,7 @@ const REGISTRY: &[Spec] = &[
     },
     Spec {
         oid: oids::SORT_REQUEST,
-        ops: OpKind::Search as u16,
+        ops: OpType::Search.bit(),
         parse: |rc, c, _| {
             let v = c
                 .value
@@ -354,7 +325,7 @@ const REGISTRY: &[Spec] = &[
     },
     Spec {
         oid: oids::VLV_REQUEST,
-        ops: OpKind::Search as u16,
+        ops: OpType::Search.bit(),
         parse: |rc, c, _| {
             let v = c
                 .value
@@ -371,7 +342,7 @@ const REGISTRY: &[Spec] = &[
     },
     Spec {
         oid: oids::PERSISTENT_SEARCH,
-        ops: OpKind::Search as u16,
+        ops: OpType::Search.bit(),
         parse: |rc, c, _| {
             let v = c.value.as_deref().unwrap_or(&[]);
             let ps = proto::controls::psearch::PersistentSearch::decode(v)
@@ -383,7 +354,7 @@ const REGISTRY: &[Spec] = &[
     Spec {
         oid: oids::PROXIED_AUTHZ,
         // Every operation with an identity to act as: not bind (RFC 4370 §3).
-        ops: READS | WRITES | OpKind::Extended as u16,
+        ops: READS | WRITES | OpType::Extended.bit(),
         parse: |rc, c, _| {
             use proto::controls::proxyauthz::AuthzId;
             let v = c
@@ -421,7 +392,7 @@ const REGISTRY: &[Spec] = &[
     },
     Spec {
         oid: oids::MATCHED_VALUES,
-        ops: OpKind::Search as u16,
+        ops: OpType::Search.bit(),
         parse: |rc, c, limits| {
             let v = c
                 .value
@@ -445,7 +416,7 @@ const REGISTRY: &[Spec] = &[
     },
     Spec {
         oid: oids::DEREF,
-        ops: OpKind::Search as u16,
+        ops: OpType::Search.bit(),
         parse: |rc, c, _| {
             let v = c
                 .value
@@ -471,7 +442,7 @@ const REGISTRY: &[Spec] = &[
     },
     Spec {
         oid: oids::SUBTREE_DELETE,
-        ops: OpKind::Delete as u16,
+        ops: OpType::Delete.bit(),
         parse: |rc, c, _| {
             if c.value.is_some() {
                 return Err(protocol("subtree delete control value not absent"));
@@ -482,7 +453,7 @@ const REGISTRY: &[Spec] = &[
     },
     Spec {
         oid: oids::PERMISSIVE_MODIFY,
-        ops: OpKind::Modify as u16,
+        ops: OpType::Modify.bit(),
         parse: |rc, c, _| {
             if c.value.is_some() {
                 return Err(protocol("permissive modify control value not absent"));
@@ -509,7 +480,7 @@ const REGISTRY: &[Spec] = &[
     },
     Spec {
         oid: oids::SYNC_REQUEST,
-        ops: OpKind::Search as u16,
+        ops: OpType::Search.bit(),
         parse: |rc, c, _| {
             let v = c
                 .value
@@ -532,7 +503,7 @@ const REGISTRY: &[Spec] = &[
 const PPOLICY: &[Spec] = &[Spec {
     oid: oids::PASSWORD_POLICY,
     // As slapd: bind, add, modify and Password Modify.
-    ops: OpKind::Bind as u16 | OpKind::Add as u16 | OpKind::Modify as u16 | OpKind::Extended as u16,
+    ops: OpType::Bind.bit() | OpType::Add.bit() | OpType::Modify.bit() | OpType::Extended.bit(),
     parse: |rc, c, _| {
         proto::controls::ppolicy::check_request(c.value.as_deref())
             .map_err(|e| protocol(e.to_string()))?;
@@ -551,12 +522,12 @@ fn protocol(msg: impl Into<String>) -> LdapError {
     LdapError::new(ResultCode::ProtocolError, msg)
 }
 
-/// Parses the controls of a request for an operation of kind `kind`: a supported control that
+/// Parses the controls of a request for an operation of type `kind`: a supported control that
 /// applies is parsed (a malformed value or a repeated control is protocolError); any other is
 /// ignored unless critical, which is unavailableCriticalExtension (RFC 4511 §4.1.11).
 pub(crate) fn parse(
     controls: &[Control<'_>],
-    kind: OpKind,
+    kind: OpType,
     limits: &DecodeLimits,
     features: Features,
 ) -> LdapResult<RequestControls> {
@@ -567,7 +538,7 @@ pub(crate) fn parse(
             .enumerate()
             .find(|(_, s)| s.oid.as_bytes() == &*c.oid);
         match found {
-            Some((i, spec)) if spec.ops & kind as u16 != 0 => {
+            Some((i, spec)) if spec.ops & kind.bit() != 0 => {
                 if seen & (1 << i) != 0 {
                     return Err(protocol(format!(
                         "control {} specified more than once",
@@ -577,7 +548,8 @@ pub(crate) fn parse(
                 seen |= 1 << i;
                 (spec.parse)(&mut out, c, limits)?;
             }
-            _ if c.critical && kind != OpKind::NoResponse => {
+            // Unbind and abandon have no response to refuse them with.
+            _ if c.critical && kind.response_tag().is_some() => {
                 let oid = String::from_utf8_lossy(&c.oid);
                 let why = if found.is_some() {
                     "is not supported for this operation"
@@ -618,14 +590,14 @@ mod tests {
         let l = DecodeLimits::default();
         assert!(parse(
             &[ctl("1.2.3", false, None)],
-            OpKind::Search,
+            OpType::Search,
             &l,
             Features::default()
         )
         .is_ok());
         let e = parse(
             &[ctl("1.2.3", true, None)],
-            OpKind::Search,
+            OpType::Search,
             &l,
             Features::default(),
         )
@@ -636,7 +608,7 @@ mod tests {
         let c = ctl(oids::PAGED_RESULTS, true, Some(&paged));
         assert!(parse(
             std::slice::from_ref(&c),
-            OpKind::Search,
+            OpType::Search,
             &l,
             Features::default()
         )
@@ -645,7 +617,7 @@ mod tests {
         .is_some());
         let e = parse(
             std::slice::from_ref(&c),
-            OpKind::Modify,
+            OpType::Modify,
             &l,
             Features::default(),
         )
@@ -654,7 +626,7 @@ mod tests {
         // A critical control on an abandon is never an error: there is no response to carry it.
         assert!(parse(
             &[ctl("1.2.3", true, None)],
-            OpKind::NoResponse,
+            OpType::Abandon,
             &l,
             Features::default()
         )
@@ -683,7 +655,7 @@ mod tests {
         ] {
             let e = parse(
                 std::slice::from_ref(&c),
-                OpKind::Search,
+                OpType::Search,
                 &l,
                 Features::default(),
             )
@@ -691,7 +663,7 @@ mod tests {
             assert_eq!(e.code, ResultCode::ProtocolError, "{c:?}");
         }
         let m = ctl(oids::MANAGE_DSA_IT, false, None);
-        let e = parse(&[m.clone(), m], OpKind::Search, &l, Features::default()).unwrap_err();
+        let e = parse(&[m.clone(), m], OpType::Search, &l, Features::default()).unwrap_err();
         assert_eq!(e.code, ResultCode::ProtocolError);
     }
 
@@ -722,23 +694,23 @@ mod tests {
         assert!(!supported(off).any(|o| o == oids::PASSWORD_POLICY));
         let c = ctl(oids::PASSWORD_POLICY, true, None);
         assert!(
-            parse(std::slice::from_ref(&c), OpKind::Bind, &l, on)
+            parse(std::slice::from_ref(&c), OpType::Bind, &l, on)
                 .unwrap()
                 .ppolicy
         );
-        let e = parse(std::slice::from_ref(&c), OpKind::Bind, &l, off).unwrap_err();
+        let e = parse(std::slice::from_ref(&c), OpType::Bind, &l, off).unwrap_err();
         assert_eq!(e.code, ResultCode::UnavailableCriticalExtension);
-        let e = parse(std::slice::from_ref(&c), OpKind::Search, &l, on).unwrap_err();
+        let e = parse(std::slice::from_ref(&c), OpType::Search, &l, on).unwrap_err();
         assert_eq!(e.code, ResultCode::UnavailableCriticalExtension);
         let bad = ctl(oids::PASSWORD_POLICY, false, Some(b""));
-        let e = parse(&[bad], OpKind::Modify, &l, on).unwrap_err();
+        let e = parse(&[bad], OpType::Modify, &l, on).unwrap_err();
         assert_eq!(e.code, ResultCode::ProtocolError);
     }
 
     #[test]
     fn new_controls_refuse_malformed_values() {
         let l = DecodeLimits::default();
-        let code = |c: Control<'static>, kind: OpKind| {
+        let code = |c: Control<'static>, kind: OpType| {
             parse(std::slice::from_ref(&c), kind, &l, Features::default())
                 .map(drop)
                 .unwrap_err()
@@ -747,26 +719,26 @@ mod tests {
         use ResultCode::{AuthorizationDenied, ProtocolError};
         // Proxied authorization: must be critical and have a value in one of the forms.
         assert_eq!(
-            code(ctl(oids::PROXIED_AUTHZ, true, None), OpKind::Search),
+            code(ctl(oids::PROXIED_AUTHZ, true, None), OpType::Search),
             ProtocolError
         );
         assert_eq!(
             code(
                 ctl(oids::PROXIED_AUTHZ, false, Some(b"dn:cn=x")),
-                OpKind::Search
+                OpType::Search
             ),
             ProtocolError
         );
         assert_eq!(
             code(
                 ctl(oids::PROXIED_AUTHZ, true, Some(b"bogus")),
-                OpKind::Modify
+                OpType::Modify
             ),
             AuthorizationDenied
         );
         let ok = parse(
             &[ctl(oids::PROXIED_AUTHZ, true, Some(b"u:alice"))],
-            OpKind::Add,
+            OpType::Add,
             &l,
             Features::default(),
         );
@@ -776,27 +748,27 @@ mod tests {
         );
         // Not on a bind.
         assert_eq!(
-            code(ctl(oids::PROXIED_AUTHZ, true, Some(b"")), OpKind::Bind),
+            code(ctl(oids::PROXIED_AUTHZ, true, Some(b"")), OpType::Bind),
             ResultCode::UnavailableCriticalExtension
         );
         // dontUseCopy: critical, no value; reads only.
         assert_eq!(
-            code(ctl(oids::DONT_USE_COPY, false, None), OpKind::Search),
+            code(ctl(oids::DONT_USE_COPY, false, None), OpType::Search),
             ProtocolError
         );
         assert_eq!(
-            code(ctl(oids::DONT_USE_COPY, true, Some(b"")), OpKind::Compare),
+            code(ctl(oids::DONT_USE_COPY, true, Some(b"")), OpType::Compare),
             ProtocolError
         );
         assert!(parse(
             &[ctl(oids::DONT_USE_COPY, true, None)],
-            OpKind::Compare,
+            OpType::Compare,
             &l,
             Features::default()
         )
         .is_ok());
         assert_eq!(
-            code(ctl(oids::DONT_USE_COPY, true, None), OpKind::Modify),
+            code(ctl(oids::DONT_USE_COPY, true, None), OpType::Modify),
             ResultCode::UnavailableCriticalExtension
         );
         // Matched values and dereference.
@@ -809,11 +781,11 @@ mod tests {
             ctl(oids::DEREF, false, Some(b"")),
             ctl(oids::DEREF, true, Some(&[0x30, 0x02, 0x30, 0x00])),
         ] {
-            assert_eq!(code(c.clone(), OpKind::Search), ProtocolError, "{c:?}");
+            assert_eq!(code(c.clone(), OpType::Search), ProtocolError, "{c:?}");
         }
         let empty = parse(
             &[ctl(oids::MATCHED_VALUES, true, Some(&[0x30, 0x00]))],
-            OpKind::Search,
+            OpType::Search,
             &l,
             Features::default(),
         );

@@ -91,9 +91,14 @@ impl Credentials {
     pub(crate) async fn hashing_job<R: Send + 'static>(
         &self,
         job: impl FnOnce() -> R + Send + 'static,
-    ) -> Result<R, String> {
+    ) -> dit::error::LdapResult<R> {
         self.change_jobs.fetch_add(1, Ordering::Relaxed);
-        self.hashing.run(job).await
+        self.hashing.run(job).await.map_err(|e| {
+            dit::error::LdapError::new(
+                proto::ResultCode::Other,
+                format!("password hashing failed: {e}"),
+            )
+        })
     }
 
     /// Whether `password` matches one of `stored`, the `userPassword` values of the entry

@@ -8,10 +8,10 @@
 //!   `controls` (OID, operations, parser): it decides criticality and lists supportedControl.
 //!   A new control: a codec in `proto::controls`, a `Spec` and a field in `controls`, and the
 //!   operations that read the field.
-//! - **One write path** (`ops::route_write`, `ops::submit_write`, then the door
+//! - **One write path** (`ops::write::route_write`, `ops::write::submit_write`, then the door
 //!   `dit::write::write_job` in the writer's job, the only way to the overlay chain; what the
 //!   password policy records on a bind and replicated changes pass `write_job_as`): an
-//!   operation prepares an `ops::Change`,
+//!   operation prepares an `ops::state::Change`,
 //!   submitted alone or queued in a transaction (`ops::txn`, whose commit runs every queued
 //!   change in one job); every change is checked and applied against the version it changes,
 //!   stamped (entryCSN: `dit::csn`), then run through the overlay chain (`dit::overlays`, e.g.
@@ -102,12 +102,10 @@ pub use reload::{ReloadReport, ReloadStats, Reloader};
 use tokio::net::TcpListener;
 
 pub use config::{Config, Durability};
-pub use error::LdapError;
-use identity::Identity;
+use dit::error::LdapError;
+use dit::identity::Identity;
+use dit::{acl, overlays};
 use state::{Counters, Shared};
-
-// The directory's modules, under the names the protocol layer has always used for them.
-pub use dit::{acl, csn, error, filter, identity, overlays};
 
 /// Request name of Linden's "take a snapshot now" extended operation (administrator only). An
 /// OID under the UUID arc (ITU-T X.667), so it needs no registration.
@@ -230,10 +228,10 @@ impl Server {
             .then(|| synclog::Provider::new(config.syncprov_sessionlog));
         if syncprov.is_some() {
             overlays.push(Box::new(
-                ops::syncprov::ContextCsn::new(
+                dit::overlays::syncprov::ContextCsn::new(
                     &schema,
                     config.server_id,
-                    ops::syncprov::TombstonePolicy {
+                    dit::overlays::syncprov::TombstonePolicy {
                         max: config.syncprov_tombstones,
                         lifetime: std::time::Duration::from_secs(
                             config.syncprov_tombstone_lifetime,

@@ -34,7 +34,8 @@ use schema::NormDn;
 use store::stats::Histogram;
 use store::Entry;
 
-use crate::state::{Identity, OpType, Shared};
+use crate::state::{OpType, Shared};
+use dit::identity::Identity;
 
 /// Whether `who` may read cn=Monitor: the administrator and the `monitor_readers`.
 pub(crate) fn may_read(shared: &Shared, who: &Identity) -> bool {
@@ -345,10 +346,4 @@ pub(crate) fn in_scope(
 /// happens to hold that DN).
 pub(crate) fn holds(shared: &Shared, base: &NormDn) -> bool {
     dit::monitor::is_monitor_dn(&base.norm) && shared.suffix_of(&base.norm).is_none()
-}
-
-/// Whether a search based at `base` reads cn=Monitor for someone who may: its filter then
-/// sees every attribute, as for the root DSE.
-pub(crate) fn serves(shared: &Shared, base: &NormDn, who: &Identity) -> bool {
-    holds(shared, base) && may_read(shared, who)
 }

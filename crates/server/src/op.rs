@@ -10,10 +10,10 @@ use std::sync::Arc;
 use proto::{Control, ResultCode};
 
 use crate::controls::RequestControls;
-use crate::error::{wire_result, LdapError, LdapResult};
-pub(crate) use crate::ops::state::Audit;
+use crate::ops::state::Audit;
 use crate::reply::{AccessLine, Conn};
-use crate::state::Identity;
+use dit::error::{wire_result, LdapError, LdapResult};
+use dit::identity::Identity;
 use dit::write::denied;
 
 /// What the read loop does after an operation was dispatched.
@@ -30,7 +30,7 @@ pub(crate) struct Op {
     pub id: i32,
     pub conn: Arc<Conn>,
     /// Who the connection is bound as.
-    #[allow(
+    #[expect(
         dead_code,
         reason = "no operation needs it yet: the `proxy` module checks the bound identity before the \
                   operation starts, and the access log takes it from there"
@@ -81,6 +81,35 @@ impl Op {
         self.finish_with(pdu, code_of(r), entries).await;
     }
 
+    /// Sends the extended response (RFC 4511 §4.12) with result `r` and response value `value`
+    /// (which a failure may carry too, as End Transaction's does), and ends the operation.
+    pub(crate) async fn finish_extended(self, r: Result<(), &LdapError>, value: Option<Vec<u8>>) {
+        let mut out = Vec::with_capacity(96);
+        let (res, rc) = (wire_result(r), code_of(r));
+        proto::encode_extended_response_with(
+            &mut out,
+            self.id,
+            &res,
+            None,
+            value.as_deref(),
+            &self.response,
+        );
+        self.finish_with(out, rc, None).await;
+    }
+
+    /// Sends a successful extended response carrying a diagnostic message.
+    pub(crate) async fn finish_extended_text(self, message: &str) {
+        let mut out = Vec::with_capacity(96);
+        let res = proto::LdapResult {
+            code: ResultCode::Success,
+            matched_dn: b"".as_slice().into(),
+            message: message.as_bytes().into(),
+            referral: Vec::new(),
+        };
+        proto::encode_extended_response_with(&mut out, self.id, &res, None, None, &self.response);
+        self.finish_with(out, ResultCode::Success, None).await;
+    }
+
     /// `finish` without waiting, from any thread (the store's writer answers writes this way):
     /// `None` when the response is queued; otherwise the future that waits for room on the
     /// connection, to be spawned.
@@ -118,6 +147,15 @@ impl Op {
         }
         self.conn.send(pdu).await;
         self.conn.log_end(self.log.take(), rc, entries);
+    }
+
+    /// The assertion control (RFC 4528) of the operation, if it carries one, to be checked for
+    /// its effective identity.
+    pub fn take_assertion(&mut self) -> Option<dit::write::Assertion> {
+        self.controls
+            .assertion
+            .take()
+            .map(|filter| dit::write::Assertion::new(self.who.clone(), filter))
     }
 
     /// How a change will be audited: from what it applies (`logs::applied_change`), or off.

@@ -10,7 +10,7 @@
 //! count; the bind awaits the commit (the connection waits for a bind's answer anyway), never
 //! blocking a runtime thread; it goes through the write path's door like any change, so
 //! contextCSN, the change feed and replication follow it. Password verification for the
-//! checks runs on the hashing threads (`ops::on_hashing_threads`).
+//! checks runs on the hashing threads (`credcache::Credentials::hashing_job`).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -22,10 +22,10 @@ use proto::{BindAuth, BindRequest, Control, ModOp, ModifyRequest, ProtocolOp, Re
 use schema::NormDn;
 use store::Entry;
 
-use crate::error::{LdapError, LdapResult};
-use crate::ops::on_hashing_threads;
 use crate::reply::Conn;
-use crate::state::{Identity, Shared};
+use crate::state::Shared;
+use dit::error::{LdapError, LdapResult};
+use dit::identity::Identity;
 use dit::modify::Mod;
 
 /// The password policy response control.
@@ -220,29 +220,23 @@ fn refuse(r: Refusal, want_control: bool, response: &mut Vec<Control<'static>>) 
     LdapError::new(r.code, r.message)
 }
 
-/// The password change a modify request makes, if it touches userPassword.
-fn change_of(shared: &Shared, req: &ModifyRequest<'_>) -> Option<PasswordChange> {
-    let schema = shared.schema();
+/// The password change a modify makes, if it touches userPassword: read from its changes as
+/// `dit::modify::prepare` resolved them.
+fn change_of(shared: &Shared, mods: &[Mod]) -> Option<PasswordChange> {
     let up = shared.known.user_password;
     let mut ch = PasswordChange::default();
     let mut touches = false;
     let mut deleted = false;
-    for c in &req.changes {
-        let Ok((ty, _)) = crate::state::resolve_attr(&schema, &c.attr.name) else {
-            continue;
-        };
-        if ty != up {
-            continue;
-        }
+    for m in mods.iter().filter(|m| m.ty == up) {
         touches = true;
-        let first = c.attr.values.first().map(|v| v.to_vec());
-        match c.op {
+        let first = m.values.first().map(|v| v.to_vec());
+        match m.op {
             ModOp::Delete if first.is_some() && ch.old.is_none() => {
                 deleted = true;
                 ch.old = first;
             }
             ModOp::Add | ModOp::Replace if first.is_some() => {
-                if ch.new.is_some() || c.attr.values.len() > 1 {
+                if ch.new.is_some() || m.values.len() > 1 {
                     ch.extra_values = true;
                 }
                 ch.delete_then_add |= deleted;
@@ -254,26 +248,23 @@ fn change_of(shared: &Shared, req: &ModifyRequest<'_>) -> Option<PasswordChange>
     touches.then_some(ch)
 }
 
-/// Checks a modify that changes a password against the policy of its target before it is
-/// prepared (`dit::ppolicy::Ppolicy::check_change`).
+/// Checks a modify of `ndn` that changes a password (its changes `mods`, prepared) against the
+/// policy of its target before it goes to the writer (`dit::ppolicy::Ppolicy::check_change`).
 pub(crate) async fn check_modify(
     shared: &Arc<Shared>,
     who: &Identity,
-    req: &ModifyRequest<'_>,
+    ndn: &NormDn,
+    mods: &[Mod],
     want_control: bool,
     response: &mut Vec<Control<'static>>,
 ) -> LdapResult<Checked> {
     if shared.ppolicy.is_none() {
         return Ok(Checked::default());
     }
-    let Some(ch) = change_of(shared, req) else {
+    let Some(ch) = change_of(shared, mods) else {
         return Ok(Checked::default());
     };
-    let Ok((_, ndn)) = shared.parse_dn(&req.dn) else {
-        // The modify answers for its DN itself.
-        return Ok(Checked::default());
-    };
-    check(shared, who, &ndn, ch, want_control, response).await
+    check(shared, who, ndn, ch, want_control, response).await
 }
 
 /// Checks the password of an entry an add creates against the policy it will have
@@ -292,7 +283,7 @@ pub(crate) fn check_add(
     let of = |ty| {
         req.attributes
             .iter()
-            .find(|a| crate::state::resolve_attr(&schema, &a.name).is_ok_and(|(t, _)| t == ty))
+            .find(|a| dit::resolve_attr(&schema, &a.name).is_ok_and(|(t, _)| t == ty))
     };
     let Some(pw) = of(shared.known.user_password) else {
         return Ok(());
@@ -355,10 +346,12 @@ async fn check(
     // that verify can run.
     let verifies = policy.is_some() && !by_admin && ch.new.is_some();
     let r = if verifies {
-        on_hashing_threads(shared, move || {
-            pp.check_change(policy.as_ref(), &entry, &ch, by_admin, self_change, now)
-        })
-        .await?
+        shared
+            .credentials
+            .hashing_job(move || {
+                pp.check_change(policy.as_ref(), &entry, &ch, by_admin, self_change, now)
+            })
+            .await?
     } else {
         pp.check_change(policy.as_ref(), &entry, &ch, by_admin, self_change, now)
     };
@@ -406,7 +399,7 @@ pub(crate) fn restriction(
 fn password_only(shared: &Shared, req: &ModifyRequest<'_>) -> bool {
     let schema = shared.schema();
     req.changes.iter().all(|c| {
-        crate::state::resolve_attr(&schema, &c.attr.name).is_ok_and(|(ty, _)| {
+        dit::resolve_attr(&schema, &c.attr.name).is_ok_and(|(ty, _)| {
             ty == shared.known.user_password || schema.attr(ty).is_operational()
         })
     })

@@ -11,11 +11,12 @@ use std::sync::Arc;
 
 use proto::ResultCode;
 
-use crate::acl::Rights;
 use crate::controls::ProxiedAuthz;
-use crate::error::{LdapError, LdapResult};
 use crate::ops::sasl;
-use crate::state::{Identity, Shared};
+use crate::state::Shared;
+use dit::acl::Rights;
+use dit::error::{LdapError, LdapResult};
+use dit::identity::Identity;
 
 fn denied(why: &str) -> LdapError {
     LdapError::new(ResultCode::AuthorizationDenied, why)

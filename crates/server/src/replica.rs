@@ -9,9 +9,10 @@ use std::sync::Arc;
 
 use proto::ResultCode;
 
-use crate::error::{LdapError, LdapResult};
-use crate::state::{Identity, Shared};
+use crate::state::Shared;
 use crate::StartError;
+use dit::error::{LdapError, LdapResult};
+use dit::identity::Identity;
 
 /// Refuses a write on a replica unless the administrator makes it (slapd lets its rootdn
 /// write to a shadow database too).

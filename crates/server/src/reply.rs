@@ -23,9 +23,10 @@ use proto::ResultCode;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::{oneshot, Notify, Semaphore};
 
-use crate::error::{wire_result, LdapError};
-use crate::state::{Identity, Shared};
+use crate::state::Shared;
 use crate::tls::TlsInfo;
+use dit::error::{wire_result, LdapError};
+use dit::identity::Identity;
 
 /// Bytes a search encodes before handing them to the write task.
 pub(crate) const FLUSH_BYTES: usize = 32 * 1024;
@@ -51,11 +52,11 @@ pub(crate) struct Conn {
     /// producers, returned by the write task; closed when the connection is gone.
     pub buffered: Arc<Semaphore>,
     /// Open paged searches (RFC 2696), between their pages.
-    pub paged: Mutex<crate::ops::paged::PagedSearches>,
-    /// Virtual list views kept for their context ids (`ops::sort`).
-    pub(crate) vlv: Mutex<crate::ops::state::VlvContexts>,
+    pub paged: Mutex<crate::ops::search::state::PagedSearches>,
+    /// Virtual list views kept for their context ids (`ops::search::sorted`).
+    pub(crate) vlv: Mutex<crate::ops::search::state::VlvContexts>,
     /// Open persistent searches, for Abandon, close and `max_persistent_searches`.
-    pub(crate) psearches: crate::ops::live::Open,
+    pub(crate) psearches: crate::ops::search::state::Open,
     /// Open LDAP transactions (RFC 5805), dropped with the connection.
     pub(crate) txns: crate::ops::state::Transactions,
     /// Cancel requests waiting for their searches, and what cannot be cancelled.
@@ -398,10 +399,6 @@ pub(crate) fn flush_now<W: AsyncWrite + Unpin>(conn: &Conn, slot: &Slot<W>) {
 /// write half so the stream can be wrapped in TLS; otherwise it runs until the queue ends.
 /// Every write must complete within `write_timeout` (a client that stops reading is
 /// disconnected); bytes written return their permits to `buffered`.
-#[allow(
-    clippy::too_many_arguments,
-    reason = "the parts of one connection's write half"
-)]
 pub(crate) async fn write_loop<W: AsyncWrite + Unpin>(
     shared: Arc<Shared>,
     slot: Arc<Slot<W>>,

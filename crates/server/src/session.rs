@@ -22,34 +22,19 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use proto::{tags, LdapMessage, ProtocolOp, ResultCode};
+use proto::{LdapMessage, ProtocolOp, ResultCode};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{oneshot, Semaphore};
 
-use crate::controls::OpKind;
-use crate::error::LdapError;
 use crate::incoming::{RequestBuf, Room};
 use crate::op::{Next, Op};
 use crate::ops;
 use crate::reply::{flush_now, notice_of_disconnection, result_pdu, write_loop, Conn, Outbox};
-use crate::state::{Counters, Identity, OpType, Shared};
+use crate::state::{Counters, OpType, Shared};
 use crate::tls::{PeerCred, TlsInfo};
-
-/// The response tag for a request tag, for refusing a request before it runs.
-fn response_tag(op: &ProtocolOp<'_>) -> Option<u8> {
-    Some(match op {
-        ProtocolOp::BindRequest(_) => tags::BIND_RESPONSE,
-        ProtocolOp::SearchRequest(_) => tags::SEARCH_RESULT_DONE,
-        ProtocolOp::ModifyRequest(_) => tags::MODIFY_RESPONSE,
-        ProtocolOp::AddRequest(_) => tags::ADD_RESPONSE,
-        ProtocolOp::DelRequest(_) => tags::DEL_RESPONSE,
-        ProtocolOp::ModifyDnRequest(_) => tags::MODIFY_DN_RESPONSE,
-        ProtocolOp::CompareRequest(_) => tags::COMPARE_RESPONSE,
-        ProtocolOp::ExtendedRequest(_) => tags::EXTENDED_RESPONSE,
-        _ => return None,
-    })
-}
+use dit::error::LdapError;
+use dit::identity::Identity;
 
 /// Answers a connection over a limit with a Notice of Disconnection (busy) and closes it.
 pub(crate) async fn refuse_busy(mut stream: TcpStream, why: crate::connlimit::Refused) {
@@ -172,11 +157,11 @@ async fn refuse(
     conn: &Conn,
     id: i32,
     identity: &Identity,
-    op: &proto::ProtocolOp<'_>,
+    (t, op): (OpType, &ProtocolOp<'_>),
     e: &LdapError,
 ) {
-    if let Some(tag) = response_tag(op) {
-        let log = conn.log_start(id, identity, |l| describe(l, op));
+    if let Some(tag) = t.response_tag() {
+        let log = conn.log_start(id, identity, |l| describe(l, t, op));
         conn.send(result_pdu(id, tag, Err(e))).await;
         conn.log_end(log, e.code, None);
     }
@@ -545,7 +530,16 @@ async fn dispatch(conn: &Arc<Conn>, pdu: &[u8], identity: &mut Arc<Identity>) ->
         }
     };
     let id = msg.id;
-    let kind = OpKind::of(&msg.op);
+    let Some(t) = OpType::of(&msg.op) else {
+        // A response PDU: no client may send one.
+        let _ = conn
+            .send(notice_of_disconnection(
+                ResultCode::ProtocolError,
+                "unexpected PDU: not a request",
+            ))
+            .await;
+        return Next::Close;
+    };
     let max_controls = conn.shared.config().max_controls_per_request;
     let controls = if max_controls > 0 && msg.controls.len() > max_controls {
         Err(LdapError::new(
@@ -557,13 +551,13 @@ async fn dispatch(conn: &Arc<Conn>, pdu: &[u8], identity: &mut Arc<Identity>) ->
         ))
     } else {
         let features = crate::controls::Features::of(&conn.shared.config());
-        crate::controls::parse(&msg.controls, kind, &limits, features)
+        crate::controls::parse(&msg.controls, t, &limits, features)
             .and_then(|mut c| c.check_schema(&conn.shared.schema()).map(|()| c))
     };
     let controls = match controls {
         Ok(c) => c,
         Err(e) => {
-            refuse(conn, id, identity, &msg.op, &e).await;
+            refuse(conn, id, identity, (t, &msg.op), &e).await;
             return Next::Continue;
         }
     };
@@ -575,19 +569,19 @@ async fn dispatch(conn: &Arc<Conn>, pdu: &[u8], identity: &mut Arc<Identity>) ->
         Some(authz) => match crate::proxy::resolve(shared, identity, authz) {
             Ok(who) => who,
             Err(e) => {
-                refuse(conn, id, identity, &msg.op, &e).await;
+                refuse(conn, id, identity, (t, &msg.op), &e).await;
                 return Next::Continue;
             }
         },
     };
     let proxied = controls.proxied.is_some();
     // The context of the operation, for the connection's identity as it is when it starts.
-    let op = |identity: &Arc<Identity>, kind: OpType| {
+    let op = |identity: &Arc<Identity>| {
         let log = conn.log_start(id, identity, |l| {
             if proxied {
                 l.quoted("authzid", who.dn.as_bytes());
             }
-            describe(l, &msg.op)
+            describe(l, t, &msg.op)
         });
         Op {
             id,
@@ -597,40 +591,30 @@ async fn dispatch(conn: &Arc<Conn>, pdu: &[u8], identity: &mut Arc<Identity>) ->
             controls,
             response: Vec::new(),
             log,
-            kind,
+            kind: t,
             counted: false,
         }
     };
     // A password reset to be changed restricts the connection (password policy).
     if let Some(e) = crate::ppolicy::restriction(conn, identity, &msg.op) {
-        let kind = match &msg.op {
-            ProtocolOp::SearchRequest(_) => OpType::Search,
-            ProtocolOp::CompareRequest(_) => OpType::Compare,
-            ProtocolOp::AddRequest(_) => OpType::Add,
-            ProtocolOp::DelRequest(_) => OpType::Delete,
-            ProtocolOp::ModifyRequest(_) => OpType::Modify,
-            ProtocolOp::ModifyDnRequest(_) => OpType::Modrdn,
-            _ => OpType::Extended,
-        };
-        let mut op = op(identity, kind);
+        let mut op = op(identity);
         if op.controls.ppolicy {
             op.response.push(crate::ppolicy::restriction_control());
         }
-        if let Some(tag) = response_tag(&msg.op) {
+        if let Some(tag) = t.response_tag() {
             op.finish(tag, Err(&e), None).await;
         }
         return Next::Continue;
     }
+    Counters::bump(shared.counters.initiated(t));
     match msg.op {
         ProtocolOp::UnbindRequest => {
-            Counters::bump(&shared.counters.unbind);
-            Counters::bump(shared.counters.completed(OpType::Unbind));
+            Counters::bump(shared.counters.completed(t));
             conn.log_event(id, identity, "UNBIND");
             Next::Close
         }
         ProtocolOp::AbandonRequest(target) => {
-            Counters::bump(&shared.counters.abandon);
-            Counters::bump(shared.counters.completed(OpType::Abandon));
+            Counters::bump(shared.counters.completed(t));
             conn.log_event(id, identity, &format!("ABANDON target={target}"));
             conn.psearches.abandon(target);
             if let Ok(map) = conn.running.lock() {
@@ -641,59 +625,29 @@ async fn dispatch(conn: &Arc<Conn>, pdu: &[u8], identity: &mut Arc<Identity>) ->
             Next::Continue
         }
         ProtocolOp::BindRequest(ref req) => {
-            Counters::bump(&shared.counters.bind);
             // A bind resets the connection's identity first (RFC 4511 §4.2.1), then sets it
             // on success.
             *identity = Arc::new(Identity::default());
-            ops::bind::handle(op(identity, OpType::Bind), req).await
+            ops::bind::handle(op(identity), req).await
         }
-        ProtocolOp::SearchRequest(ref req) => {
-            Counters::bump(&shared.counters.search);
-            ops::search::handle(op(identity, OpType::Search), req).await
-        }
-        ProtocolOp::CompareRequest(ref req) => {
-            Counters::bump(&shared.counters.compare);
-            ops::compare::handle(op(identity, OpType::Compare), req).await
-        }
-        ProtocolOp::AddRequest(ref req) => {
-            Counters::bump(&shared.counters.add);
-            ops::add::handle(op(identity, OpType::Add), req).await
-        }
-        ProtocolOp::DelRequest(ref dn) => {
-            Counters::bump(&shared.counters.delete);
-            ops::delete::handle(op(identity, OpType::Delete), dn).await
-        }
-        ProtocolOp::ModifyRequest(ref req) => {
-            Counters::bump(&shared.counters.modify);
-            ops::modify::handle(op(identity, OpType::Modify), req).await
-        }
-        ProtocolOp::ModifyDnRequest(ref req) => {
-            Counters::bump(&shared.counters.modrdn);
-            ops::modrdn::handle(op(identity, OpType::Modrdn), req).await
-        }
-        ProtocolOp::ExtendedRequest(ref req) => {
-            Counters::bump(&shared.counters.extended);
-            ops::extended::handle(op(identity, OpType::Extended), req).await
-        }
-        _ => {
-            // A response PDU, or an operation a client may not send.
-            let _ = conn
-                .send(notice_of_disconnection(
-                    ResultCode::ProtocolError,
-                    "unexpected PDU: not a request",
-                ))
-                .await;
-            Next::Close
-        }
+        ProtocolOp::SearchRequest(ref req) => ops::search::handle(op(identity), req).await,
+        ProtocolOp::CompareRequest(ref req) => ops::compare::handle(op(identity), req).await,
+        ProtocolOp::AddRequest(ref req) => ops::add::handle(op(identity), req).await,
+        ProtocolOp::DelRequest(ref dn) => ops::delete::handle(op(identity), dn).await,
+        ProtocolOp::ModifyRequest(ref req) => ops::modify::handle(op(identity), req).await,
+        ProtocolOp::ModifyDnRequest(ref req) => ops::modrdn::handle(op(identity), req).await,
+        ProtocolOp::ExtendedRequest(ref req) => ops::extended::handle(op(identity), req).await,
+        // `OpType::of` let requests only through.
+        _ => Next::Close,
     }
 }
 
 /// The access-log description of a request (after the time, connection, operation, client
 /// and bound DN).
-fn describe(l: &mut crate::logs::Line, op: &ProtocolOp<'_>) {
+fn describe(l: &mut crate::logs::Line, t: OpType, op: &ProtocolOp<'_>) {
+    l.kind(t.keyword());
     match op {
         ProtocolOp::BindRequest(req) => {
-            l.kind("BIND");
             l.quoted("dn", &req.name);
             match &req.auth {
                 proto::BindAuth::Simple(_) => l.word("method", "simple"),
@@ -704,7 +658,6 @@ fn describe(l: &mut crate::logs::Line, op: &ProtocolOp<'_>) {
             }
         }
         ProtocolOp::SearchRequest(req) => {
-            l.kind("SEARCH");
             l.quoted("base", &req.base);
             l.word(
                 "scope",
@@ -723,24 +676,19 @@ fn describe(l: &mut crate::logs::Line, op: &ProtocolOp<'_>) {
             }
         }
         ProtocolOp::CompareRequest(req) => {
-            l.kind("COMPARE");
             l.quoted("dn", &req.dn);
             l.quoted("attr", &req.attr);
         }
         ProtocolOp::AddRequest(req) => {
-            l.kind("ADD");
             l.quoted("dn", &req.dn);
         }
         ProtocolOp::DelRequest(dn) => {
-            l.kind("DELETE");
             l.quoted("dn", dn);
         }
         ProtocolOp::ModifyRequest(req) => {
-            l.kind("MODIFY");
             l.quoted("dn", &req.dn);
         }
         ProtocolOp::ModifyDnRequest(req) => {
-            l.kind("MODRDN");
             l.quoted("dn", &req.dn);
             l.quoted("newrdn", &req.new_rdn);
             if let Some(sup) = &req.new_superior {
@@ -748,7 +696,6 @@ fn describe(l: &mut crate::logs::Line, op: &ProtocolOp<'_>) {
             }
         }
         ProtocolOp::ExtendedRequest(req) => {
-            l.kind("EXTENDED");
             l.quoted("oid", &req.oid);
         }
         _ => {}

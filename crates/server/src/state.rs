@@ -8,10 +8,9 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-pub use dit::{resolve_attr, split_description, Known, SubschemaRef};
+use proto::{tags, ProtocolOp};
 
 use crate::config::Config;
-pub use crate::identity::Identity;
 
 /// Per-operation counters, for monitoring and for checking load generators against the server.
 ///
@@ -20,17 +19,8 @@ pub use crate::identity::Identity;
 /// on cache lines of their own, apart from the initiated ones that the read loops bump.
 #[derive(Default)]
 pub struct Counters {
-    /// Operations initiated, by type (as dispatched).
-    pub bind: AtomicU64,
-    pub search: AtomicU64,
-    pub compare: AtomicU64,
-    pub add: AtomicU64,
-    pub delete: AtomicU64,
-    pub modify: AtomicU64,
-    pub modrdn: AtomicU64,
-    pub extended: AtomicU64,
-    pub abandon: AtomicU64,
-    pub unbind: AtomicU64,
+    /// Operations initiated (as dispatched), by `OpType as usize`.
+    pub initiated: [AtomicU64; OpType::COUNT],
     /// Connections accepted since start.
     pub connections: AtomicU64,
     /// Operations completed (their context ended: result sent, abandoned or connection
@@ -62,7 +52,9 @@ impl<T> std::ops::Deref for Padded<T> {
     }
 }
 
-/// The operation types counted (cn=Operations,cn=Monitor and `/metrics`).
+/// What a request is: decided once per request (`OpType::of`), it gives the response's tag,
+/// the operations a control applies to (`bit`, the control registry's mask), the counters
+/// (cn=Operations,cn=Monitor and `/metrics`, indexed by it) and the access log's keyword.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OpType {
     Bind,
@@ -92,6 +84,44 @@ impl OpType {
         OpType::Extended,
     ];
 
+    /// The type of a request; `None` for a PDU no client may send (a response).
+    pub fn of(op: &ProtocolOp<'_>) -> Option<OpType> {
+        Some(match op {
+            ProtocolOp::BindRequest(_) => OpType::Bind,
+            ProtocolOp::UnbindRequest => OpType::Unbind,
+            ProtocolOp::SearchRequest(_) => OpType::Search,
+            ProtocolOp::CompareRequest(_) => OpType::Compare,
+            ProtocolOp::ModifyRequest(_) => OpType::Modify,
+            ProtocolOp::ModifyDnRequest(_) => OpType::Modrdn,
+            ProtocolOp::AddRequest(_) => OpType::Add,
+            ProtocolOp::DelRequest(_) => OpType::Delete,
+            ProtocolOp::AbandonRequest(_) => OpType::Abandon,
+            ProtocolOp::ExtendedRequest(_) => OpType::Extended,
+            _ => return None,
+        })
+    }
+
+    /// The tag of the response that ends an operation of this type; `None` for unbind and
+    /// abandon, which have none.
+    pub fn response_tag(self) -> Option<u8> {
+        Some(match self {
+            OpType::Bind => tags::BIND_RESPONSE,
+            OpType::Search => tags::SEARCH_RESULT_DONE,
+            OpType::Compare => tags::COMPARE_RESPONSE,
+            OpType::Modify => tags::MODIFY_RESPONSE,
+            OpType::Modrdn => tags::MODIFY_DN_RESPONSE,
+            OpType::Add => tags::ADD_RESPONSE,
+            OpType::Delete => tags::DEL_RESPONSE,
+            OpType::Extended => tags::EXTENDED_RESPONSE,
+            OpType::Unbind | OpType::Abandon => return None,
+        })
+    }
+
+    /// Its bit in a mask of operation types (the control registry's `Spec::ops`).
+    pub const fn bit(self) -> u16 {
+        1 << self as u16
+    }
+
     /// As slapd names them under cn=Operations,cn=Monitor.
     pub fn name(self) -> &'static str {
         match self {
@@ -107,6 +137,22 @@ impl OpType {
             OpType::Extended => "Extended",
         }
     }
+
+    /// The keyword of its access-log lines.
+    pub fn keyword(self) -> &'static str {
+        match self {
+            OpType::Bind => "BIND",
+            OpType::Unbind => "UNBIND",
+            OpType::Search => "SEARCH",
+            OpType::Compare => "COMPARE",
+            OpType::Modify => "MODIFY",
+            OpType::Modrdn => "MODRDN",
+            OpType::Add => "ADD",
+            OpType::Delete => "DELETE",
+            OpType::Abandon => "ABANDON",
+            OpType::Extended => "EXTENDED",
+        }
+    }
 }
 
 impl Counters {
@@ -116,18 +162,7 @@ impl Counters {
 
     /// The initiated counter of `t`.
     pub fn initiated(&self, t: OpType) -> &AtomicU64 {
-        match t {
-            OpType::Bind => &self.bind,
-            OpType::Unbind => &self.unbind,
-            OpType::Search => &self.search,
-            OpType::Compare => &self.compare,
-            OpType::Modify => &self.modify,
-            OpType::Modrdn => &self.modrdn,
-            OpType::Add => &self.add,
-            OpType::Delete => &self.delete,
-            OpType::Abandon => &self.abandon,
-            OpType::Extended => &self.extended,
-        }
+        &self.initiated[t as usize]
     }
 
     /// The completed counter of `t`.

@@ -11,7 +11,8 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use proto::controls::sync::{csn_sid, SyncCookie, SyncUuid};
+use dit::overlays::syncprov::{context_csns, merge};
+use proto::controls::sync::{csn_sid, SyncUuid};
 use store::EntryId;
 use tokio::sync::watch;
 
@@ -49,18 +50,6 @@ pub(crate) struct Provider {
     capacity: usize,
 }
 
-/// The `contextCSN` values of an entry (one per server id); `ty` is the contextCSN type.
-pub(crate) fn context_csns(ty: schema::AttrId, e: &store::Entry) -> Vec<String> {
-    e.attr(ty)
-        .map(|a| {
-            a.values()
-                .filter_map(|v| std::str::from_utf8(v).ok())
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 /// What cn=Monitor and `/metrics` show of the provider (`Provider::figures`).
 pub(crate) struct ProviderFigures {
     /// Sync searches served now.
@@ -72,17 +61,6 @@ pub(crate) struct ProviderFigures {
     pub tombstones: usize,
     /// Per naming context: its DN and contextCSN values (one per server id).
     pub contexts: Vec<(String, Vec<String>)>,
-}
-
-/// Raises each server id's CSN in `set` to the one in `more`, if newer.
-pub(crate) fn merge(set: &mut Vec<String>, more: &[String]) {
-    set.extend(more.iter().cloned());
-    let mut c = SyncCookie {
-        csns: std::mem::take(set),
-        ..SyncCookie::default()
-    };
-    c.normalize();
-    *set = c.csns;
 }
 
 /// Whether a change stamped `csn` after the holder of `cookie` last looked.

@@ -13,8 +13,8 @@ mod common;
 use std::collections::HashSet;
 
 use common::{search, TestServer, ADMIN_DN, ADMIN_PW};
+use dit::acl::{ClauseSpec, RuleSpec};
 use ldap3::{LdapConn, Mod, Scope, SearchEntry};
-use server::acl::{ClauseSpec, RuleSpec};
 
 const PEOPLE: &str = "ou=people,dc=example,dc=com";
 const GROUPS: &str = "ou=groups,dc=example,dc=com";

@@ -11,6 +11,7 @@ mod common;
 use std::sync::atomic::Ordering;
 
 use common::{bench as run, TestServer};
+use server::state::OpType;
 
 #[test]
 fn bench_counts_match_the_server() {
@@ -18,9 +19,9 @@ fn bench_counts_match_the_server() {
     common::add_bench_users(&mut srv.admin(), 50, false);
     let counters = srv.server.counters();
     for (workload, counter) in [
-        ("search", &counters.search),
-        ("modify", &counters.modify),
-        ("compare", &counters.compare),
+        ("search", counters.initiated(OpType::Search)),
+        ("modify", counters.initiated(OpType::Modify)),
+        ("compare", counters.initiated(OpType::Compare)),
     ] {
         let before = counter.load(Ordering::Relaxed);
         let s = run(&srv.url, workload, &[]);

@@ -12,6 +12,8 @@
 
 mod common;
 
+use server::state::OpType;
+
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 
@@ -1473,14 +1475,14 @@ fn counters_match_operations_sent() {
     let k = srv.server.counters();
     let get = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
     let before = [
-        get(&k.bind),
-        get(&k.search),
-        get(&k.compare),
-        get(&k.add),
-        get(&k.delete),
-        get(&k.modify),
-        get(&k.modrdn),
-        get(&k.extended),
+        get(k.initiated(OpType::Bind)),
+        get(k.initiated(OpType::Search)),
+        get(k.initiated(OpType::Compare)),
+        get(k.initiated(OpType::Add)),
+        get(k.initiated(OpType::Delete)),
+        get(k.initiated(OpType::Modify)),
+        get(k.initiated(OpType::Modrdn)),
+        get(k.initiated(OpType::Extended)),
         get(&k.connections),
     ];
     let mut c = srv.admin(); // 1 connection, 1 bind
@@ -1515,14 +1517,14 @@ fn counters_match_operations_sent() {
     let mut d = srv.anon(); // 1 connection, no bind
     search_ok(&mut d, BASE, Scope::Base, "(objectClass=*)", &["1.1"]);
     let after = [
-        get(&k.bind),
-        get(&k.search),
-        get(&k.compare),
-        get(&k.add),
-        get(&k.delete),
-        get(&k.modify),
-        get(&k.modrdn),
-        get(&k.extended),
+        get(k.initiated(OpType::Bind)),
+        get(k.initiated(OpType::Search)),
+        get(k.initiated(OpType::Compare)),
+        get(k.initiated(OpType::Add)),
+        get(k.initiated(OpType::Delete)),
+        get(k.initiated(OpType::Modify)),
+        get(k.initiated(OpType::Modrdn)),
+        get(k.initiated(OpType::Extended)),
         get(&k.connections),
     ];
     let delta: Vec<u64> = after.iter().zip(before).map(|(a, b)| a - b).collect();

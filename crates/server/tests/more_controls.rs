@@ -14,7 +14,7 @@ mod common;
 use std::path::Path;
 
 use common::{open_read_policy, tool, TestServer, ADMIN_DN, ADMIN_PW};
-use server::acl::{ClauseSpec, RuleSpec};
+use dit::acl::{ClauseSpec, RuleSpec};
 
 const ALICE: &str = "uid=alice,ou=people,dc=example,dc=com";
 const BOB: &str = "uid=bob,ou=people,dc=example,dc=com";

@@ -335,7 +335,7 @@ fn sorting_more_than_max_sort_entries_is_an_admin_limit() {
 
 #[test]
 fn values_the_requester_may_not_search_sort_as_missing() {
-    use server::acl::{ClauseSpec, RuleSpec};
+    use dit::acl::{ClauseSpec, RuleSpec};
     let srv = server_with(|c| {
         let by = |who: &str, rights: &[&str]| ClauseSpec {
             who: who.into(),

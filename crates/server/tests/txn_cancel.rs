@@ -205,7 +205,7 @@ fn ldapdelete_with_subtree_delete_removes_the_tree_in_one_batch_and_audits_every
 
 #[test]
 fn subtree_delete_needs_the_delete_right_on_every_entry() {
-    use server::acl::{ClauseSpec, RuleSpec};
+    use dit::acl::{ClauseSpec, RuleSpec};
     let alice = "uid=alice,dc=example,dc=com";
     let by = |who: &str, rights: &[&str]| ClauseSpec {
         who: who.into(),

@@ -11,6 +11,8 @@
 
 mod common;
 
+use server::state::OpType;
+
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
@@ -725,7 +727,7 @@ fn abandon_stops_a_running_search() {
     let abandons_before = srv
         .server
         .counters()
-        .abandon
+        .initiated(OpType::Abandon)
         .load(std::sync::atomic::Ordering::Relaxed);
 
     c.send(&bind_request(1, ADMIN_DN, ADMIN_PW));
@@ -762,7 +764,7 @@ fn abandon_stops_a_running_search() {
     assert_eq!(
         srv.server
             .counters()
-            .abandon
+            .initiated(OpType::Abandon)
             .load(std::sync::atomic::Ordering::Relaxed),
         abandons_before + 1,
         "abandon counter"

@@ -186,7 +186,10 @@ impl Version {
 
     /// `search` with the candidates already computed by `candidates` (callers that planned the
     /// search to decide how to run it need not plan it twice).
-    #[allow(clippy::too_many_arguments)]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "`search`'s arguments and the planned candidates"
+    )]
     pub fn search_planned(
         &self,
         schema: &Schema,

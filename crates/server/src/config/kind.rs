@@ -731,17 +731,17 @@ impl Kind<Vec<dit::authz::AuthzRuleSpec>> for AuthzMap {
 /// `access[I].FIELD`, from 0 like the rule list.
 pub struct Access;
 
-impl Kind<Option<Vec<crate::acl::RuleSpec>>> for Access {
+impl Kind<Option<Vec<dit::acl::RuleSpec>>> for Access {
     fn parse(
         &self,
         value: &toml::Value,
         _: &Ctx<'_>,
-    ) -> Result<Option<Vec<crate::acl::RuleSpec>>, String> {
+    ) -> Result<Option<Vec<dit::acl::RuleSpec>>, String> {
         let rules = access_rules(value)?;
-        crate::acl::check(&rules).map_err(|e| e.to_string())?;
+        dit::acl::check(&rules).map_err(|e| e.to_string())?;
         Ok(Some(rules))
     }
-    fn show(&self, v: &Option<Vec<crate::acl::RuleSpec>>) -> String {
+    fn show(&self, v: &Option<Vec<dit::acl::RuleSpec>>) -> String {
         match v {
             None => "the default policy".into(),
             Some(r) => format!("{} rules", r.len()),
@@ -749,7 +749,7 @@ impl Kind<Option<Vec<crate::acl::RuleSpec>>> for Access {
     }
 }
 
-fn access_rules(value: &toml::Value) -> Result<Vec<crate::acl::RuleSpec>, String> {
+fn access_rules(value: &toml::Value) -> Result<Vec<dit::acl::RuleSpec>, String> {
     let items = value
         .as_array()
         .ok_or_else(|| format!("expected [[access]] tables, found {}", show_value(value)))?;
@@ -759,7 +759,7 @@ fn access_rules(value: &toml::Value) -> Result<Vec<crate::acl::RuleSpec>, String
         let table = item
             .as_table()
             .ok_or_else(|| at("", format!("expected a table, found {}", show_value(item))))?;
-        let mut r = crate::acl::RuleSpec::default();
+        let mut r = dit::acl::RuleSpec::default();
         for (k, v) in table {
             match k.as_str() {
                 "dn" => r.dn = Some(string(v).map_err(|e| at(k, e))?),
@@ -799,7 +799,7 @@ fn access_rules(value: &toml::Value) -> Result<Vec<crate::acl::RuleSpec>, String
 fn clause(
     c: &toml::Value,
     at: &dyn Fn(&str, String) -> String,
-) -> Result<crate::acl::ClauseSpec, String> {
+) -> Result<dit::acl::ClauseSpec, String> {
     let t = c.as_table().ok_or_else(|| {
         at(
             "",
@@ -823,7 +823,7 @@ fn clause(
             }
         }
     }
-    Ok(crate::acl::ClauseSpec {
+    Ok(dit::acl::ClauseSpec {
         who: who.ok_or_else(|| at(".who", "missing".into()))?,
         rights: rights.ok_or_else(|| at(".rights", "missing".into()))?,
     })

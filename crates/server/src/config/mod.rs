@@ -423,7 +423,7 @@ keys! {
 
     /// Access rules, in order, first match wins (docs/access-control.md); none: the default
     /// policy.
-    access: Option<Vec<crate::acl::RuleSpec>> = None, Access, Live;
+    access: Option<Vec<dit::acl::RuleSpec>> = None, Access, Live;
     /// SASL EXTERNAL identity mapping rules (match, replace), in order.
     authz_map: Vec<dit::authz::AuthzRuleSpec> = Vec::new(), AuthzMap, Live;
     /// PEM certificate chain for LDAPS and StartTLS (new connections get a new one on

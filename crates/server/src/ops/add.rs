@@ -7,19 +7,20 @@ use std::sync::Arc;
 use proto::{tags, AddRequest, ResultCode};
 use store::Txn;
 
-use crate::error::{LdapError, LdapResult};
 use crate::op::{Next, Op};
-use crate::ops::{
-    authorize_new, detached, early_checks, on_hashing_threads, route_write, Assertion, Change,
-};
-use crate::state::{Identity, Shared};
+use crate::ops::state::Change;
+use crate::ops::write::{early_checks, route_write};
+use crate::state::Shared;
 use dit::add::{build, has_cleartext_password, root_exists, InputAttr};
+use dit::error::{LdapError, LdapResult};
+use dit::identity::Identity;
+use dit::write::{authorize_new, detached, Assertion};
 
 /// Builds the entry and hands it to the writer. The read loop awaits this, so writes still
 /// reach the writer in arrival order.
 pub(crate) async fn handle(mut op: Op, req: &AddRequest<'_>) -> Next {
     let audit = op.audit_applied();
-    let assertion = crate::ops::take_assertion(&mut op);
+    let assertion = op.take_assertion();
     let early = early_checks(&op);
     let change = match precheck(op.shared(), req).and_then(|()| op.may_write()) {
         Ok(()) => {
@@ -80,7 +81,9 @@ async fn prepare(
             })
             .collect();
         let (sh, dn) = (shared.clone(), req.dn.to_vec());
-        on_hashing_threads(shared, move || build(&sh, &dn, &input, false))
+        shared
+            .credentials
+            .hashing_job(move || build(&sh, &dn, &input, false))
             .await
             .and_then(|r| r)
     } else {

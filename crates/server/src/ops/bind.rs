@@ -11,12 +11,13 @@ use std::sync::Arc;
 use proto::{tags, BindAuth, BindRequest, ResultCode};
 use schema::NormDn;
 
-use crate::acl::Rights;
-use crate::error::{LdapError, LdapResult};
 use crate::op::{Next, Op};
 use crate::ops::sasl;
-use crate::state::{Identity, Shared};
+use crate::state::Shared;
 use crate::tls::TlsInfo;
+use dit::acl::Rights;
+use dit::error::{LdapError, LdapResult};
+use dit::identity::Identity;
 
 fn invalid() -> LdapError {
     LdapError::new(ResultCode::InvalidCredentials, "invalid credentials")

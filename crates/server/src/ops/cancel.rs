@@ -15,9 +15,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use proto::ResultCode;
 use tokio::sync::oneshot;
 
-use crate::error::LdapError;
 use crate::op::Op;
 use crate::reply::Conn;
+use dit::error::LdapError;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -98,17 +98,17 @@ pub(crate) async fn handle(op: Op, value: Option<&[u8]>) {
     let guard = Uncancellable::enter(&conn, op.id);
     tokio::spawn(async move {
         match rx.await {
-            Ok(true) => super::extended::send_ext(op, Ok(()), None).await,
+            Ok(true) => op.finish_extended(Ok(()), None).await,
             Ok(false) => {
                 let e = LdapError::new(
                     ResultCode::TooLate,
                     "the operation ended before it could be cancelled",
                 );
-                super::extended::send_ext(op, Err(&e), None).await
+                op.finish_extended(Err(&e), None).await
             }
             Err(_) => {
                 let e = LdapError::new(ResultCode::TooLate, "the operation ended");
-                super::extended::send_ext(op, Err(&e), None).await
+                op.finish_extended(Err(&e), None).await
             }
         }
         drop(guard);
@@ -140,5 +140,5 @@ fn register(
 
 async fn fail(op: Op, code: ResultCode, msg: &str) {
     let e = LdapError::new(code, msg);
-    super::extended::send_ext(op, Err(&e), None).await;
+    op.finish_extended(Err(&e), None).await;
 }

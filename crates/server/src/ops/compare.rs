@@ -3,14 +3,16 @@
 use proto::{tags, CompareRequest, ResultCode};
 
 use crate::op::{Next, Op};
-use crate::ops::{check_assertion, Assertion};
+use dit::write::{check_assertion, Assertion};
 
-use crate::acl::Rights;
-use crate::error::{LdapError, LdapResult};
-use crate::state::{resolve_attr, Identity, Shared};
+use crate::state::Shared;
+use dit::acl::Rights;
+use dit::error::{LdapError, LdapResult};
+use dit::identity::Identity;
+use dit::resolve_attr;
 
 pub(crate) async fn handle(mut op: Op, req: &CompareRequest<'_>) -> Next {
-    let assertion = crate::ops::take_assertion(&mut op);
+    let assertion = op.take_assertion();
     let e = match compare(op.shared(), &op.who, req, assertion.as_ref()) {
         Ok(true) => LdapError::new(ResultCode::CompareTrue, ""),
         Ok(false) => LdapError::new(ResultCode::CompareFalse, ""),
@@ -31,7 +33,7 @@ fn compare(
     let (ty, _) = resolve_attr(schema, &req.attr)?;
     let v = shared.store.read();
     let needs = [(Some(ty), Rights::COMPARE)];
-    crate::ops::authorize(shared, &v, who, &ndn, &needs, false, "compare")?;
+    dit::write::authorize(shared, &v, who, &ndn, &needs, false, "compare")?;
     let e = v
         .lookup(&ndn)
         .ok_or_else(|| shared.no_such_object(&v, &ndn))?;

@@ -8,14 +8,17 @@ use store::Txn;
 
 use dit::delete::NEEDS;
 
-use crate::error::{LdapError, LdapResult};
 use crate::op::{Next, Op};
-use crate::ops::{authorize, early_checks, route_write, Assertion, Change};
-use crate::state::{Identity, Shared};
+use crate::ops::state::Change;
+use crate::ops::write::{early_checks, route_write};
+use crate::state::Shared;
+use dit::error::{LdapError, LdapResult};
+use dit::identity::Identity;
+use dit::write::{authorize, Assertion};
 
 pub(crate) async fn handle(mut op: Op, dn: &[u8]) -> Next {
     let audit = op.audit_applied();
-    let assertion = crate::ops::take_assertion(&mut op);
+    let assertion = op.take_assertion();
     let subtree = op.controls.subtree_delete;
     let early = early_checks(&op);
     // As slapd, the DN is checked before the requester: an invalid DN is invalidDNSyntax and

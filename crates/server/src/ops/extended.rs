@@ -6,49 +6,21 @@ use std::sync::Arc;
 
 use proto::{oids, ExtendedRequest, ResultCode};
 
-use crate::acl::Rights;
-use crate::error::{wire_result, LdapError, LdapResult};
 use crate::op::{writes_allowed, Next, Op};
-use crate::ops::{on_hashing_threads, Applied};
 use crate::reply::Conn;
-use crate::state::{Identity, Shared};
+use crate::state::Shared;
+use dit::acl::Rights;
+use dit::error::{wire_result, LdapError, LdapResult};
+use dit::identity::Identity;
 use dit::modify::Mod;
+use dit::overlays::Applied;
 
 /// Sends the extended response with the operation's response controls and ends it.
 async fn finish_ext(op: Op, r: Result<Option<Vec<u8>>, &LdapError>) {
     match r {
-        Ok(v) => send_ext(op, Ok(()), v).await,
-        Err(e) => send_ext(op, Err(e), None).await,
+        Ok(v) => op.finish_extended(Ok(()), v).await,
+        Err(e) => op.finish_extended(Err(e), None).await,
     }
-}
-
-/// Sends a successful extended response carrying a diagnostic message.
-pub(crate) async fn send_ext_text(op: Op, message: &str) {
-    let mut out = Vec::with_capacity(96);
-    let res = proto::LdapResult {
-        code: ResultCode::Success,
-        matched_dn: b"".as_slice().into(),
-        message: message.as_bytes().into(),
-        referral: Vec::new(),
-    };
-    proto::encode_extended_response_with(&mut out, op.id, &res, None, None, &op.response);
-    op.finish_with(out, ResultCode::Success, None).await;
-}
-
-/// Sends the extended response with result `r` and response value `value` (which a failure
-/// may carry too, as End Transaction's does).
-pub(crate) async fn send_ext(op: Op, r: Result<(), &LdapError>, value: Option<Vec<u8>>) {
-    let mut out = Vec::with_capacity(96);
-    let (res, rc) = (wire_result(r), crate::op::code_of(r));
-    proto::encode_extended_response_with(
-        &mut out,
-        op.id,
-        &res,
-        None,
-        value.as_deref(),
-        &op.response,
-    );
-    op.finish_with(out, rc, None).await;
 }
 
 pub(crate) async fn handle(op: Op, req: &ExtendedRequest<'_>) -> Next {
@@ -150,7 +122,7 @@ async fn password_modify_op(
     };
     // Audited as the modify of userPassword it applied (stamps and all, the value redacted).
     let r = r.map(|(generated, applied)| {
-        crate::ops::write_audit(&op.conn, &who, op.audit_applied(), &applied);
+        crate::audit::write_audit(&op.conn, &who, op.audit_applied(), &applied);
         generated
     });
     match r {
@@ -251,7 +223,7 @@ async fn password_modify(
     value: Option<&[u8]>,
     want_control: bool,
     response: &mut Vec<proto::Control<'static>>,
-) -> LdapResult<(Option<String>, crate::ops::Applied)> {
+) -> LdapResult<(Option<String>, dit::overlays::Applied)> {
     let req = match value {
         Some(v) => proto::PasswdModifyRequest::decode(v).map_err(|e| {
             LdapError::new(
@@ -286,7 +258,7 @@ async fn password_modify(
         ));
     }
     let needs = [(Some(shared.known.user_password), Rights::WRITE)];
-    crate::ops::authorize(
+    dit::write::authorize(
         shared,
         &shared.store.read(),
         who,
@@ -319,7 +291,10 @@ async fn password_modify(
     // nor on the writer. The writer applies the change only if the stored passwords are still
     // those the old one was checked against; if they changed meanwhile, the check is redone.
     let policy = shared.config().password_policy();
-    let hashed = on_hashing_threads(shared, move || policy.hash(&new_pw)).await?;
+    let hashed = shared
+        .credentials
+        .hashing_job(move || policy.hash(&new_pw))
+        .await?;
     let user_password = shared.known.user_password;
     for _ in 0..PASSWORD_CHECKS {
         let checked = match &old {
@@ -330,10 +305,10 @@ async fn password_modify(
                     .lookup(&target)
                     .map(|e| passwords(e, user_password));
                 let (old, stored) = (old.clone(), seen.clone().unwrap_or_default());
-                let ok = on_hashing_threads(shared, move || {
-                    stored.iter().any(|s| pwhash::verify(s, &old))
-                })
-                .await?;
+                let ok = shared
+                    .credentials
+                    .hashing_job(move || stored.iter().any(|s| pwhash::verify(s, &old)))
+                    .await?;
                 Some((seen, ok))
             }
             None => None,
@@ -363,7 +338,7 @@ async fn password_modify(
                     }
                 }
                 let needs = dit::modify::needs(&mods);
-                crate::ops::write_job(&sh, txn, |txn| {
+                dit::write::write_job(&sh, txn, |txn| {
                     dit::modify::apply(&sh, txn, &who, &target, &needs, mods, None, false)
                 })
                 .map(Some)

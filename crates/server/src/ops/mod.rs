@@ -1,12 +1,12 @@
 //! One module per LDAP operation, each reading decode → authorize → execute → respond.
 //!
 //! Writes are split in two: `submit` runs in the session's read loop (parse, resolve, check
-//! what needs no data) and hands a closure to the store's writer, which checks everything that
-//! depends on the data against the newest version and applies it all-or-nothing, through the
-//! write path's door (`dit::write::write_job`). Password hashing and verification run on the
-//! hashing threads (`on_hashing_threads`, shared with binds), never on the read loop's runtime
-//! thread nor on the writer; the read loop awaits them, so writes still reach the writer in
-//! arrival order.
+//! what needs no data) and hands a closure to the store's writer (`write::route_write`), which
+//! checks everything that depends on the data against the newest version and applies it
+//! all-or-nothing, through the write path's door (`dit::write::write_job`). Password hashing
+//! and verification run on the hashing threads (`credcache::Credentials::hashing_job`, shared
+//! with binds), never on the read loop's runtime thread nor on the writer; the read loop awaits
+//! them, so writes still reach the writer in arrival order.
 
 pub mod add;
 pub mod bind;
@@ -14,197 +14,12 @@ pub(crate) mod cancel;
 pub mod compare;
 pub mod delete;
 pub mod extended;
-pub(crate) mod live;
-pub(crate) mod longsearch;
 pub mod modify;
 pub mod modrdn;
-pub(crate) mod paged;
-pub mod psearch;
 pub mod sasl;
 pub mod search;
-pub(crate) mod sort;
 pub(crate) mod state;
 pub mod subschema;
 pub(crate) mod syncprov;
 pub(crate) mod txn;
-
-use proto::ResultCode;
-
-use crate::error::{LdapError, LdapResult};
-use crate::state::Identity;
-
-use crate::op::Op;
-pub(crate) use crate::overlays::Applied;
-pub(crate) use dit::write::{
-    authorize, authorize_new, check_assertion, denied, detached, hash_passwords, write_job,
-    Assertion,
-};
-pub(crate) use state::{Audit, Change};
-
-/// The assertion control (RFC 4528) of an operation, if it carries one, to be checked for
-/// its effective identity.
-pub(crate) fn take_assertion(op: &mut Op) -> Option<Assertion> {
-    op.controls
-        .assertion
-        .take()
-        .map(|filter| Assertion::new(op.who.clone(), filter))
-}
-
-/// Sends a prepared write on its way: queued in the transaction its Transaction Specification
-/// control names (answered at once, `txn::queue`), or handed to the writer now and answered
-/// from the writer's thread once its batch is committed (`submit_write`).
-pub(crate) async fn route_write(mut op: Op, tag: u8, change: LdapResult<Change>, audit: Audit) {
-    if let Some(id) = op.controls.txn.take() {
-        txn::queue(op, tag, id, change, audit).await;
-        return;
-    }
-    match change {
-        Ok(c) => submit_write(op, tag, c, audit).await,
-        Err(e) => op.finish(tag, Err(&e), None).await,
-    }
-}
-
-/// Whether an operation's checks against the current version may refuse it before it reaches
-/// the writer: not in a transaction, where an earlier operation of the same transaction may
-/// create what it needs (the writer checks everything again anyway).
-pub(crate) fn early_checks(op: &Op) -> bool {
-    op.controls.txn.is_none()
-}
-
-/// The write path: queues the change `f` on the writer now, without holding up the read loop
-/// for its answer. In the writer's job, `f` checks and applies the change against the newest
-/// version (`Txn`), then the overlay chain runs on what it applied; any error rolls all of it
-/// back. Once the batch holding it is committed, the writer's thread answers it (`answer`),
-/// so a batch's answers cost one wake-up of each connection's write task, not a task per
-/// operation.
-async fn submit_write(op: Op, tag: u8, f: Change, audit: Audit) {
-    // `max_outstanding`: the read loop waits here while the connection has that many.
-    let Ok(permit) = op.conn.permits.clone().acquire_owned().await else {
-        return;
-    };
-    // From now on the write is the writer's: a Cancel naming it gets cannotCancel.
-    let guard = cancel::Uncancellable::enter(&op.conn, op.id);
-    let runtime = tokio::runtime::Handle::current();
-    let shared = op.shared().clone();
-    let sh = shared.clone();
-    shared.store.write_then(
-        move |txn| write_job(&sh, txn, f),
-        move |r| {
-            let r = r.unwrap_or_else(|e| Err(e.into()));
-            if let Some(wait) = answer(op, tag, r, audit) {
-                // The connection's queue is full: wait for room on the runtime.
-                runtime.spawn(async move {
-                    wait.await;
-                    drop((guard, permit));
-                });
-            }
-        },
-    );
-}
-
-/// Answers a committed (or refused) write, on the writer's thread: on success the pre-read
-/// and post-read entries (RFC 4527) join the response and the audit record (if any) is
-/// logged; the access line always is. The future, if any, still has to send the response.
-fn answer(
-    mut op: Op,
-    tag: u8,
-    r: LdapResult<Applied>,
-    audit: Audit,
-) -> Option<impl std::future::Future<Output = ()> + Send + 'static> {
-    if let Ok(applied) = &r {
-        read_entry_controls(&mut op, applied);
-        write_audit(&op.conn, &op.who, audit, applied);
-    }
-    op.finish_now(tag, r.as_ref().map(|_| ()))
-}
-
-/// Writes the audit records of a committed change: the one made from the request, or one per
-/// entry it changed (a subtree delete's subordinates first).
-pub(crate) fn write_audit(
-    conn: &crate::reply::Conn,
-    who: &Identity,
-    audit: Audit,
-    applied: &Applied,
-) {
-    let record = |a: &Applied| {
-        crate::audit::applied_change(&conn.shared, a).map(|(dn, change)| {
-            crate::audit::audit_record(conn.id, conn.peer, &who.dn, &dn, &change)
-        })
-    };
-    match audit {
-        Audit::Off => {}
-        Audit::Record(r) => conn.shared.audit_log.write(r),
-        Audit::Applied => {
-            for a in applied.also.iter().chain(std::iter::once(applied)) {
-                if let Some(r) = record(a) {
-                    conn.shared.audit_log.write(r);
-                }
-            }
-        }
-    }
-}
-
-/// The pre-read and post-read response controls (RFC 4527): the entry before or after the
-/// change, with the attributes asked for that the requester may read.
-fn read_entry_controls(op: &mut Op, applied: &Applied) {
-    let reads = [
-        (
-            op.controls.pre_read.take(),
-            &applied.before,
-            proto::oids::PRE_READ,
-        ),
-        (
-            op.controls.post_read.take(),
-            &applied.after,
-            proto::oids::POST_READ,
-        ),
-    ];
-    if reads.iter().all(|(attrs, _, _)| attrs.is_none()) {
-        return;
-    }
-    let shared = op.conn.shared.clone();
-    let schema = &*shared.schema();
-    let v = shared.store.read();
-    let view = (!op.who.is_admin).then(|| shared.acl.view(schema, &v, &op.who));
-    for (attrs, entry, oid) in reads {
-        let (Some(attrs), Some(e)) = (attrs, entry) else {
-            continue;
-        };
-        let attrs: Vec<std::borrow::Cow<'_, [u8]>> =
-            attrs.attrs.into_iter().map(Into::into).collect();
-        let sel = search::Selection::parse(schema, &attrs, false);
-        let access = view.as_ref().map(|view| view.entry(schema, e));
-        let mut value = Vec::with_capacity(256);
-        // With the version the computed attributes (entryDN, hasSubordinates,
-        // subschemaSubentry) are returned too, as in a search and as slapd does.
-        search::encode_entry(
-            &shared,
-            Some(&v),
-            &mut value,
-            None,
-            e,
-            &sel,
-            access.as_ref(),
-        );
-        op.response.push(proto::Control {
-            oid: oid.as_bytes().into(),
-            critical: false,
-            value: Some(value.into()),
-        });
-    }
-}
-
-/// Runs password hashing or verification for a change on the hashing threads (the ones binds
-/// use, `credcache`). It takes milliseconds of CPU (Argon2 by default) and may wait for a slot
-/// of pwhash's memory pool: on a runtime thread it would stall every connection served there,
-/// on the writer every write.
-pub(crate) async fn on_hashing_threads<T: Send + 'static>(
-    shared: &crate::state::Shared,
-    f: impl FnOnce() -> T + Send + 'static,
-) -> LdapResult<T> {
-    shared
-        .credentials
-        .hashing_job(f)
-        .await
-        .map_err(|e| LdapError::new(ResultCode::Other, format!("password hashing failed: {e}")))
-}
+pub(crate) mod write;

@@ -7,12 +7,12 @@ use dit::modify::{has_cleartext_password, needs, prepare, Mod};
 use proto::{tags, ModifyRequest};
 use store::Txn;
 
-use crate::error::LdapResult;
 use crate::op::{Next, Op};
-use crate::ops::{
-    authorize, early_checks, hash_passwords, on_hashing_threads, route_write, Assertion, Change,
-};
-use crate::state::{Identity, Shared};
+use crate::ops::state::{Audit, Change};
+use crate::ops::write::{early_checks, route_write};
+use crate::state::Shared;
+use dit::error::LdapResult;
+use dit::write::{authorize, hash_passwords};
 
 /// Stores the clear-text passwords that `mods` add or replace hashed, on the hashing threads;
 /// without any (the usual case) nothing moves.
@@ -25,78 +25,70 @@ async fn hash_passwords_of(shared: &Arc<Shared>, mods: Vec<Mod>) -> LdapResult<V
         return Ok(mods);
     }
     let sh = shared.clone();
-    on_hashing_threads(shared, move || {
-        let mut mods = mods;
-        for m in &mut mods {
-            if has_cleartext_password(user_password, m) {
-                hash_passwords(&sh.password_policy(), &mut m.values);
+    shared
+        .credentials
+        .hashing_job(move || {
+            let mut mods = mods;
+            for m in &mut mods {
+                if has_cleartext_password(user_password, m) {
+                    hash_passwords(&sh.password_policy(), &mut m.values);
+                }
             }
-        }
-        mods
-    })
-    .await
+            mods
+        })
+        .await
 }
 
 /// Checks the request and hands it to the writer. The read loop awaits this, so writes still
 /// reach the writer in arrival order.
 pub(crate) async fn handle(mut op: Op, req: &ModifyRequest<'_>) -> Next {
+    let schema_change = super::subschema::targets(op.shared(), &req.dn);
     // A schema change applies no entry: its record is the request's.
-    let audit = if super::subschema::targets(op.shared(), &req.dn) {
+    let audit = if schema_change {
         op.audit(&req.dn, || crate::audit::modify_change(op.shared(), req))
-            .map_or(crate::op::Audit::Off, crate::op::Audit::Record)
+            .map_or(Audit::Off, Audit::Record)
     } else {
         op.audit_applied()
     };
-    let assertion = crate::ops::take_assertion(&mut op);
-    let early = early_checks(&op);
-    let permissive = op.controls.permissive_modify;
     let change = match op.may_write() {
-        Ok(()) => {
-            let (sh, want) = (op.shared().clone(), op.controls.ppolicy);
-            match crate::ppolicy::check_modify(&sh, &op.who, req, want, &mut op.response).await {
-                Ok(pw) => submit(&sh, &op.who, req, assertion, early, permissive, pw).await,
-                Err(e) => Err(e),
-            }
-        }
+        Ok(()) if schema_change => super::subschema::modify(op.shared(), &op.who, req),
+        Ok(()) => submit(&mut op, req).await,
         Err(e) => Err(e),
     };
     route_write(op, tags::MODIFY_RESPONSE, change, audit).await;
     Next::Continue
 }
 
-async fn submit(
-    shared: &Arc<Shared>,
-    who: &Arc<Identity>,
-    req: &ModifyRequest<'_>,
-    assertion: Option<Assertion>,
-    early: bool,
-    permissive: bool,
-    pw: crate::ppolicy::Checked,
-) -> LdapResult<Change> {
-    if super::subschema::targets(shared, &req.dn) {
-        return super::subschema::modify(shared, who, req);
-    }
-    let (ndn, mut mods) = prepare(shared, req)?;
-    pw.apply(shared, &mut mods);
+/// Resolves and checks the changes (schema, the password policy, early access), then makes
+/// the change the writer applies.
+async fn submit(op: &mut Op, req: &ModifyRequest<'_>) -> LdapResult<Change> {
+    let shared = op.shared().clone();
+    let assertion = op.take_assertion();
+    let early = early_checks(op);
+    let permissive = op.controls.permissive_modify;
+    let (ndn, mut mods) = prepare(&shared, req)?;
+    let want = op.controls.ppolicy;
+    let pw =
+        crate::ppolicy::check_modify(&shared, &op.who, &ndn, &mods, want, &mut op.response).await?;
+    pw.apply(&shared, &mut mods);
     // Write access to every attribute the request changes.
     let needs = needs(&mods);
     if early {
         authorize(
-            shared,
+            &shared,
             &shared.store.read(),
-            who,
+            &op.who,
             &ndn,
             &needs,
             true,
             "write",
         )?;
     }
-    let mods = hash_passwords_of(shared, mods).await?;
-    let sh = shared.clone();
-    let who = who.clone();
+    let mods = hash_passwords_of(&shared, mods).await?;
+    let who = op.who.clone();
     Ok(Box::new(move |txn: &mut Txn| {
         dit::modify::apply(
-            &sh,
+            &shared,
             txn,
             &who,
             &ndn,

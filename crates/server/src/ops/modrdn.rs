@@ -6,10 +6,13 @@ use std::sync::Arc;
 use dit::modrdn::{authorize_rename, prepare};
 use proto::{tags, ModifyDnRequest};
 
-use crate::error::LdapResult;
 use crate::op::{Next, Op};
-use crate::ops::{early_checks, route_write, Assertion, Change};
-use crate::state::{Identity, Shared};
+use crate::ops::state::{Audit, Change};
+use crate::ops::write::{early_checks, route_write};
+use crate::state::Shared;
+use dit::error::LdapResult;
+use dit::identity::Identity;
+use dit::write::Assertion;
 
 fn submit(
     shared: &Arc<Shared>,
@@ -33,8 +36,8 @@ fn submit(
 pub(crate) async fn handle(mut op: Op, req: &ModifyDnRequest<'_>) -> Next {
     let audit = op
         .audit(&req.dn, || crate::audit::modrdn_change(req))
-        .map_or(crate::op::Audit::Off, crate::op::Audit::Record);
-    let assertion = crate::ops::take_assertion(&mut op);
+        .map_or(Audit::Off, Audit::Record);
+    let assertion = op.take_assertion();
     let early = early_checks(&op);
     let change = op
         .may_write()

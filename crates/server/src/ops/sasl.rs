@@ -17,10 +17,11 @@ use std::sync::Arc;
 use proto::ResultCode;
 use schema::NormDn;
 
-use crate::error::{LdapError, LdapResult};
-use crate::state::{Identity, Shared};
+use crate::state::Shared;
 use crate::tls::TlsInfo;
 use dit::authz::Mapped;
+use dit::error::{LdapError, LdapResult};
+use dit::identity::Identity;
 
 fn invalid(why: &str) -> LdapError {
     LdapError::new(ResultCode::InvalidCredentials, why)

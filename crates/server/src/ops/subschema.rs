@@ -25,9 +25,13 @@ use std::sync::Arc;
 use proto::{ModOp, ModifyRequest, ResultCode};
 use schema::SchemaErrorKind;
 
-use crate::error::{LdapError, LdapResult};
-use crate::ops::{denied, Applied, Change};
-use crate::state::{split_description, Identity, Shared};
+use crate::ops::state::Change;
+use crate::state::Shared;
+use dit::error::{LdapError, LdapResult};
+use dit::identity::Identity;
+use dit::overlays::Applied;
+use dit::split_description;
+use dit::write::denied;
 
 /// Most definitions one modify may add: each is parsed and the schema copied once per request.
 pub const MAX_DEFINITIONS: usize = 1024;

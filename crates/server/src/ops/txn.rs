@@ -15,11 +15,14 @@ use std::sync::{Arc, MutexGuard};
 use proto::ResultCode;
 
 use super::state::{Inner, Queued, Transactions};
-use crate::error::{LdapError, LdapResult};
-use crate::op::{Audit, Op};
-use crate::ops::{write_audit, write_job, Applied, Change};
+use crate::audit::write_audit;
+use crate::op::Op;
+use crate::ops::state::{Audit, Change};
 use crate::reply::Conn;
-use crate::state::Identity;
+use dit::error::{LdapError, LdapResult};
+use dit::identity::Identity;
+use dit::overlays::Applied;
+use dit::write::write_job;
 
 impl Transactions {
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -119,24 +122,24 @@ pub(crate) async fn end(op: Op, value: Option<&[u8]>) {
         Some(Ok(r)) => r,
         Some(Err(_)) => {
             let e = LdapError::new(ResultCode::ProtocolError, "request data decoding error");
-            return super::extended::send_ext(op, Err(&e), None).await;
+            return op.finish_extended(Err(&e), None).await;
         }
         None => {
             let e = LdapError::new(ResultCode::ProtocolError, "request data expected");
-            return super::extended::send_ext(op, Err(&e), None).await;
+            return op.finish_extended(Err(&e), None).await;
         }
     };
     let queued = op.conn.txns.lock().open.remove(req.id);
     let Some(queued) = queued else {
-        return super::extended::send_ext(op, Err(&invalid_id()), None).await;
+        return op.finish_extended(Err(&invalid_id()), None).await;
     };
     if !req.commit {
         // As slapd: success, saying what happened.
-        return super::extended::send_ext_text(op, "transaction aborted").await;
+        return op.finish_extended_text("transaction aborted").await;
     }
     if queued.is_empty() {
         let e = LdapError::new(ResultCode::OperationsError, "no updates to commit");
-        return super::extended::send_ext(op, Err(&e), None).await;
+        return op.finish_extended(Err(&e), None).await;
     }
     let shared = op.conn.shared.clone();
     let sh = shared.clone();
@@ -160,15 +163,15 @@ pub(crate) async fn end(op: Op, value: Option<&[u8]>) {
                 for (applied, audit, who) in done {
                     write_audit(&op.conn, &who, audit, &applied);
                 }
-                super::extended::send_ext(op, Ok(()), None).await;
+                op.finish_extended(Ok(()), None).await;
             }
             Ok(Err((msg_id, e))) => {
                 let value = proto::txn::encode_txn_end_failed(msg_id);
-                super::extended::send_ext(op, Err(&e), Some(value)).await;
+                op.finish_extended(Err(&e), Some(value)).await;
             }
             Err(e) => {
                 let e: LdapError = e.into();
-                super::extended::send_ext(op, Err(&e), None).await;
+                op.finish_extended(Err(&e), None).await;
             }
         }
         drop(guard);

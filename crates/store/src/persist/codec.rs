@@ -194,7 +194,10 @@ pub(crate) fn decode_ids(r: &mut Reader<'_>) -> Result<(EntryId, Option<EntryId>
 }
 
 /// An entry record's parts, borrowing the DN and names, with each value made by `value`.
-#[allow(clippy::type_complexity)]
+#[expect(
+    clippy::type_complexity,
+    reason = "the record's parts, each used once by the callers"
+)]
 fn decode_parts<'a, V>(
     r: &mut Reader<'a>,
     value: impl Fn(&'a [u8]) -> V,

@@ -194,7 +194,10 @@ pub fn write_snapshot_with<'a>(
 }
 
 /// `write_snapshot` with `chunk_entries` entries per chunk.
-#[allow(clippy::too_many_arguments)]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "write_snapshot's parts, and the chunk size tests set"
+)]
 pub fn write_snapshot_chunked<'a>(
     io: &dyn Io,
     dir: &Path,
@@ -222,7 +225,10 @@ pub fn write_snapshot_chunked<'a>(
 /// each piece it writes, it asks the file system for its free space, and stops with
 /// `PersistError::KeptFree` (its temporary file removed) where the piece would leave less. This
 /// is the room the transaction log keeps: a snapshot may fail for space, the log must not.
-#[allow(clippy::too_many_arguments)]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "write_snapshot's parts, and the room to keep"
+)]
 pub fn write_snapshot_keeping<'a>(
     io: &dyn Io,
     dir: &Path,
@@ -850,7 +856,10 @@ fn read_schema_section<'b>(
 /// whole section): the packing (`same_schema` unset) with the fingerprint, where the chunks
 /// start, and the extension text with its offset. Offsets are the file's; errors are
 /// (offset, reason).
-#[allow(clippy::type_complexity)]
+#[expect(
+    clippy::type_complexity,
+    reason = "the section's parts, each used once by the caller"
+)]
 fn schema_section_parts(
     section: &[u8],
     version: u32,

@@ -2,10 +2,11 @@
 //! (unless changesOnly), stays open and sends every later change that matches it as a
 //! SearchResultEntry, with an Entry Change Notification control when returnECs is set.
 //!
-//! Shape: `start` resolves the request like a normal search (`search::prepare`), then spawns
+//! Shape: `start` resolves the request like a normal search (`engine::prepare`), then spawns
 //! one tokio task per persistent search. The initial result set is walked on the blocking
-//! pool (`search::execute`, as a big search is); the task then follows the store's change feed
-//! (`Store::subscribe`) and holds no thread while it waits.
+//! pool (`engine::execute` with the `Plain` source, as a big search is); the task then follows
+//! the store's change feed (`Store::subscribe`, `long::next_batch`) and holds no thread while
+//! it waits.
 //!
 //! No change is lost or sent twice between the initial results and the first notification:
 //! the task subscribes to the feed *before* it takes the version the initial search walks.
@@ -36,15 +37,18 @@ use std::sync::Arc;
 
 use proto::controls::psearch::{ChangeType, EntryChangeNotification, PersistentSearch};
 use proto::{tags, Control, ResultCode, SearchRequest};
-use store::{Batch, ChangeKind, FeedEnd, Subscription, Tri};
+use store::{Batch, ChangeKind, Subscription};
 
-use crate::error::LdapError;
+use super::encode::Encoder;
+use super::engine::{execute, prepare, Held, Plain, Prepared};
+use super::long::{finish, next_batch, shutting_down, Cut, End};
+use super::state::Stop;
 use crate::op::{Next, Op};
-use crate::ops::live::Stop;
-use crate::ops::longsearch::{finish, End};
-use crate::ops::search::{self, Prepared};
+use crate::ops::syncprov::only_context_csn;
 use crate::reply::Conn;
-use crate::state::{Identity, Shared};
+use crate::state::Shared;
+use dit::error::LdapError;
+use dit::identity::Identity;
 
 /// Starts persistent search `op`: checks the limit, subscribes, resolves the request, then
 /// hands the rest to a task. Returns once the task is started (or the search refused).
@@ -68,25 +72,19 @@ pub(crate) async fn start(op: Op, req: &SearchRequest<'_>, ps: PersistentSearch)
         .store
         .subscribe(shared.config().persistent_search_queue);
     let v = shared.store.read();
-    let refused = match search::prepare(shared, &v, req, &who, &conn.bases) {
+    let refused = match prepare(shared, &v, req, &who, &conn.bases) {
         Err(e) => Err(e),
-        Ok(p)
-            if p.scope == store::Scope::Base
-                && (p.root || p.base.norm == shared.subschema().ndn_str()) =>
-        {
-            Err(LdapError::new(
-                ResultCode::UnwillingToPerform,
-                "persistent search of a server-held entry (root DSE, subschema): it never changes",
-            ))
-        }
+        Ok(p) if matches!(p.held, Some(Held::RootDse | Held::Subschema)) => Err(LdapError::new(
+            ResultCode::UnwillingToPerform,
+            "persistent search of a server-held entry (root DSE, subschema): it never changes",
+        )),
         Ok(p) => {
             // With changesOnly the base must still exist for the requester, as for the
             // initial results.
             let seen = p.root
                 || !ps.changes_only
-                || v.lookup(&p.base).is_some_and(|e| {
-                    p.view.is_admin() || p.view.entry(&shared.schema(), e).visible()
-                });
+                || v.lookup(&p.base)
+                    .is_some_and(|e| p.sees(&shared.schema(), e));
             if seen {
                 Ok(p)
             } else {
@@ -105,7 +103,7 @@ pub(crate) async fn start(op: Op, req: &SearchRequest<'_>, ps: PersistentSearch)
     if let Ok(mut m) = conn.running.lock() {
         m.insert(id, stop.flag.clone());
     }
-    let req = super::longsearch::owned(req);
+    let req = super::long::owned(req);
     tokio::spawn(async move {
         let end = follow(&conn, id, &req, &who, ps, sub, v, p, &stop).await;
         finish(&conn, id, &stop, op, end).await;
@@ -114,7 +112,10 @@ pub(crate) async fn start(op: Op, req: &SearchRequest<'_>, ps: PersistentSearch)
 }
 
 /// The task of one persistent search: the initial results, then the changes.
-#[allow(clippy::too_many_arguments)]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the task's whole state, handed over once by `start`"
+)]
 async fn follow(
     conn: &Arc<Conn>,
     id: i32,
@@ -132,11 +133,9 @@ async fn follow(
         let (c, flag) = (conn.clone(), stop.flag.clone());
         let walked = tokio::task::spawn_blocking(move || {
             let mut p = p;
-            if p.scope != store::Scope::Base || p.root {
-                p.cands = v.candidates(&c.shared.schema(), &p.filter);
-            }
-            search::execute(&c, &v, id, &p, &flag, &mut |b| c.send_blocking(b), None)
-                .map(|r| (r.outcome, r.sent, r.out))
+            p.plan(&c.shared.schema(), &v);
+            let sink = &mut |b| c.send_blocking(b);
+            execute(&c, &v, id, &p, &flag, sink, &mut Plain).map(|r| (r.outcome, r.sent, r.out))
         })
         .await;
         match walked {
@@ -163,18 +162,10 @@ async fn follow(
         drop(v);
     }
     loop {
-        if stop.stopped() {
-            return End::Silent;
-        }
-        let next = tokio::select! {
-            biased;
-            _ = stop.wake.notified() => continue,
-            b = sub.recv() => b,
-        };
-        let batch = match next {
-            Ok(b) if b.seq <= seen => continue,
+        let batch = match next_batch(stop, &mut sub, seen).await {
             Ok(b) => b,
-            Err(FeedEnd::Lagged) => {
+            Err(Cut::Stopped) => return End::Silent,
+            Err(Cut::Lagged) => {
                 return End::Done(
                     Err(LdapError::new(
                         ResultCode::AdminLimitExceeded,
@@ -187,15 +178,7 @@ async fn follow(
                     sent,
                 )
             }
-            Err(FeedEnd::Closed) => {
-                return End::Done(
-                    Err(LdapError::new(
-                        ResultCode::Unavailable,
-                        "the server is shutting down",
-                    )),
-                    sent,
-                )
-            }
+            Err(Cut::Closed) => return End::Done(Err(shutting_down()), sent),
         };
         let (out, n) = encode_batch(&conn.shared, id, req, who, ps, &batch);
         if n > 0 {
@@ -206,24 +189,6 @@ async fn follow(
             }
             sent += n;
         }
-    }
-}
-
-/// Whether the normalized DN `ndn` is within the search's base and scope.
-fn in_scope(shared: &Shared, p: &Prepared, ndn: &str) -> bool {
-    use store::Scope;
-    if p.root {
-        return match p.scope {
-            Scope::Base => false,
-            Scope::One => shared.is_suffix(ndn),
-            Scope::Subtree => true,
-        };
-    }
-    let base = p.base.norm.as_str();
-    match p.scope {
-        Scope::Base => ndn == base,
-        Scope::One => schema::norm_parent(ndn) == Some(base),
-        Scope::Subtree => ndn == base || schema::norm_is_descendant(ndn, base),
     }
 }
 
@@ -251,12 +216,12 @@ fn encode_batch(
             _ => continue,
         };
         // The sync provider's contextCSN bookkeeping on a suffix entry is no change to report.
-        if !ps.wants(t) || super::syncprov::only_context_csn(shared, c) {
+        if !ps.wants(t) || only_context_csn(shared, c) {
             continue;
         }
         if resolved.is_none() {
             let v = shared.store.read();
-            match search::prepare(shared, &v, req, who, &Default::default()) {
+            match prepare(shared, &v, req, who, &Default::default()) {
                 Ok(p) => resolved = Some((v, p)),
                 // The request resolved at start; it cannot fail now, but if it did there is
                 // nothing this search could match.
@@ -266,15 +231,9 @@ fn encode_batch(
         let Some((v, p)) = resolved.as_ref() else {
             continue;
         };
-        if !in_scope(shared, p, e.ndn_str()) || p.filter.eval(schema, e) != Tri::True {
+        let Some(access) = p.matches(shared, schema, e) else {
             continue;
-        }
-        let access = (!p.view.is_admin()).then(|| p.view.entry(schema, e));
-        if let Some(a) = &access {
-            if !a.visible() || !search::searchable_here(schema, p, a, e) {
-                continue;
-            }
-        }
+        };
         let mut ctls = Vec::new();
         if ps.return_ecs {
             let mut value = Vec::with_capacity(16 + previous.map_or(0, str::len));
@@ -290,16 +249,14 @@ fn encode_batch(
                 value: Some(Cow::Owned(value)),
             });
         }
-        search::encode_entry_with_controls(
+        let enc = Encoder {
             shared,
-            Some(v),
-            &mut out,
-            Some(id),
-            e,
-            &p.sel,
-            access.as_ref(),
-            &ctls,
-        );
+            schema,
+            v: Some(v),
+            sel: &p.sel,
+            id: Some(id),
+        };
+        enc.entry(&mut out, e, access.as_ref(), &ctls);
         n += 1;
     }
     (out, n)

@@ -13,28 +13,25 @@
 //! `max_vlv_contexts` bounds the lists one connection keeps; opening one more drops the
 //! oldest.
 //!
-//! Plain searches do not come here: `search::handle` tests the two controls once.
+//! Plain searches do not come here: `search::handle` tests the two controls once. A sorted
+//! paged search takes its sorted list from here (`collect`) and pages it (`paged`).
 
 use std::cmp::Ordering;
-
 use std::ops::ControlFlow;
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use proto::controls::vlv::{Target, VlvRequest, VlvResponse};
-use proto::{tags, ResultCode, SearchRequest};
+use proto::{ResultCode, SearchRequest};
 use schema::{AttrId, RuleId, Schema};
 use store::Entry;
 
+use super::engine::{request_key, Emitter, Source, Walked};
 use super::state::List;
-use crate::acl;
 use crate::controls::SortRequest;
-use crate::error::{LdapError, LdapResult};
-use crate::op::{Next, Op};
+use crate::op::Op;
 use crate::reply::Conn;
-use crate::state::Shared;
-
-use super::search::{Prepared, Ran, Walked};
+use dit::acl;
+use dit::error::{LdapError, LdapResult};
 
 /// OpenLDAP's numbers for the VLV result codes (its `LDAP_VLV_SSS_MISSING` and
 /// `LDAP_VLV_RANGE_ERROR`); the draft's sortControlMissing (60) and offsetRangeError (61) are
@@ -58,9 +55,8 @@ pub(crate) struct Order {
     unsorted: Option<(ResultCode, String)>,
     /// The VLV request, with the list its context names when it continues one.
     vlv: Option<Vlv>,
-    /// A fingerprint of the keys, so a paged or VLV continuation serves the same order.
-    fingerprint: u64,
-    /// The fingerprint of the search and its order, naming its VLV list.
+    /// The fingerprint of the search and its order (its keys), naming its VLV list: a paged
+    /// or VLV continuation serves the same search in the same order.
     list_key: u64,
 }
 
@@ -75,17 +71,18 @@ impl Order {
         self.unsorted.is_none()
     }
 
-    /// The sortResult code this search reports when it runs.
-    pub(crate) fn result_code(&self) -> u32 {
-        self.unsorted.as_ref().map_or(0, |(c, _)| *c as u32)
+    /// The sortResult this search reports when it runs: its code and attribute.
+    pub(crate) fn sort_result(&self) -> (u32, Option<String>) {
+        match &self.unsorted {
+            Some((code, attr)) => (*code as u32, Some(attr.clone())),
+            None => (0, None),
+        }
     }
 
-    pub(crate) fn result_attr(&self) -> Option<&str> {
-        self.unsorted.as_ref().map(|(_, a)| a.as_str())
-    }
-
-    pub(crate) fn fingerprint(&self) -> u64 {
-        self.fingerprint
+    /// The fingerprint of the search and its order: a paged continuation or a VLV context
+    /// serves only its own search.
+    pub(crate) fn key(&self) -> u64 {
+        self.list_key
     }
 
     /// The version a VLV continuation runs on.
@@ -97,18 +94,22 @@ impl Order {
     }
 }
 
-/// Entry point from `search::handle` for a search with a sort or VLV control.
-pub(crate) async fn handle(mut op: Op, req: &SearchRequest<'_>) -> Next {
+/// The order a search asks for with its sort and VLV controls, if it has either; refused
+/// (with the VLV response control on `op` when the draft asks for one) when it cannot be
+/// served.
+pub(crate) fn order(op: &mut Op, req: &SearchRequest<'_>) -> LdapResult<Option<Order>> {
+    if op.controls.sort.is_none() && op.controls.vlv.is_none() {
+        return Ok(None);
+    }
     let sort = op.controls.sort.take();
     let vlv = op.controls.vlv.take();
-    match resolve(&op, req, sort, vlv) {
-        Ok(order) => super::search::run(op, req, Some(order)).await,
+    match resolve(op, req, sort, vlv) {
+        Ok(order) => Ok(Some(order)),
         Err((e, vlv_response)) => {
             if let Some(r) = vlv_response {
                 op.response.push(vlv_control(&r));
             }
-            op.finish(tags::SEARCH_RESULT_DONE, Err(&e), Some(0)).await;
-            Next::Continue
+            Err(e)
         }
     }
 }
@@ -142,7 +143,7 @@ fn resolve(
     let mut keys = Vec::with_capacity(sort.keys.len());
     let mut unsorted = None;
     for k in &sort.keys {
-        let ty = match crate::state::resolve_attr(&schema, &k.attr) {
+        let ty = match dit::resolve_attr(&schema, &k.attr) {
             Ok((ty, _)) => ty,
             Err(_) => {
                 return Err((
@@ -234,17 +235,16 @@ fn resolve(
         keys,
         unsorted,
         vlv,
-        fingerprint,
         list_key: key,
     })
 }
 
 pub(crate) fn list_key(
     req: &SearchRequest<'_>,
-    who: &crate::state::Identity,
+    who: &dit::identity::Identity,
     fingerprint: u64,
 ) -> u64 {
-    super::search::request_key(req, who) ^ fingerprint.rotate_left(17)
+    request_key(req, who) ^ fingerprint.rotate_left(17)
 }
 
 /// The sort key of one entry for one key: the least of its values of that attribute type (RFC
@@ -283,33 +283,18 @@ fn cmp_key(schema: &Schema, k: &Key, a: Option<&[u8]>, b: Option<&[u8]>) -> Orde
     }
 }
 
-/// The walk function of `search` (passed in so this module needs no more of its insides).
-pub(crate) type WalkFn = fn(
-    &Shared,
-    &store::Version,
-    &Prepared,
-    &[Arc<Entry>],
-    &AtomicBool,
-    &mut super::search::Visit<'_>,
-) -> Walked;
-
-/// Walks the search and sorts what it matched. Err: more than `max_sort_entries` matched.
+/// Walks the search from `bases` and sorts what it matched, in `order`. Err: more than
+/// `max_sort_entries` matched.
 pub(crate) fn collect(
-    shared: &Shared,
-    v: &Arc<store::Version>,
-    p: &Prepared,
+    em: &mut Emitter<'_>,
+    order: &Order,
     bases: &[Arc<Entry>],
-    abandoned: &AtomicBool,
-    walk: WalkFn,
 ) -> LdapResult<(List, Walked)> {
-    let schema = &*shared.schema();
-    let Some(order) = p.order.as_ref() else {
-        return Err(LdapError::new(ResultCode::Other, "search is not sorted"));
-    };
-    let max = shared.config().max_sort_entries;
+    let schema = em.schema;
+    let max = em.shared.config().max_sort_entries;
     let mut rows: Vec<(u32, Vec<Option<Vec<u8>>>)> = Vec::new();
     let mut over = false;
-    let w = walk(shared, v, p, bases, abandoned, &mut |e, access| {
+    let w = em.walk(bases, &mut |_, e, access| {
         if max > 0 && rows.len() >= max {
             over = true;
             return ControlFlow::Break(());
@@ -355,148 +340,156 @@ pub(crate) fn collect(
         List {
             ids,
             first,
-            version: v.clone(),
+            version: em.v.clone(),
             key: 0,
         },
         w,
     ))
 }
 
-/// Emits one entry; false when the search must stop (the connection is gone).
-pub(crate) type Emit<'e> =
-    dyn FnMut(&mut Ran, &Arc<Entry>, Option<&acl::EntryAccess<'_>>) -> bool + 'e;
+/// The source of a sorted search that is not paged: the whole sorted list (up to the size
+/// limit), or a VLV window of it.
+pub(crate) struct Sorted {
+    order: Order,
+    /// The sortResult to report (a sorted search that got to sort, or to find it could not).
+    sorted: Option<(u32, Option<String>)>,
+    /// The VLV response to report.
+    vlv: Option<VlvResponse<'static>>,
+}
 
-/// Sends a sorted search that is not paged: the whole sorted list (up to the size limit), or
-/// a VLV window of it. `None` when the connection went away.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn send(
-    conn: &Conn,
-    v: &Arc<store::Version>,
-    p: &Prepared,
-    bases: &[Arc<Entry>],
-    abandoned: &AtomicBool,
-    walk: WalkFn,
-    ran: &mut Ran,
-    emit: &mut Emit<'_>,
-) -> Option<Walked> {
-    let shared = &*conn.shared;
-    let schema = &*shared.schema();
-    let order = p.order.as_ref()?;
-    let access = |e: &Arc<Entry>| (!p.view.is_admin()).then(|| p.view.entry(schema, e));
-    let Some(vlv) = &order.vlv else {
-        let (list, w) = match collect(shared, v, p, bases, abandoned, walk) {
-            Ok(x) => x,
-            Err(e) => {
-                ran.sorted = None;
-                ran.outcome = Err(e);
-                return Some(Walked::Done);
-            }
+impl Sorted {
+    pub(crate) fn new(order: Order) -> Sorted {
+        Sorted {
+            order,
+            sorted: None,
+            vlv: None,
+        }
+    }
+
+    /// The version a VLV continuation runs on: its list's.
+    pub(crate) fn version(&self) -> Option<Arc<store::Version>> {
+        self.order.version()
+    }
+
+    /// A failed sort or VLV: no sortResult, the error as the search's outcome.
+    fn fail(&mut self, em: &mut Emitter<'_>, e: LdapError) -> Walked {
+        self.sorted = None;
+        em.fail(e);
+        Walked::Done
+    }
+}
+
+impl Source for Sorted {
+    fn feed(&mut self, em: &mut Emitter<'_>) -> Walked {
+        let Some(bases) = em.bases() else {
+            return Walked::Done;
         };
-        for id in list.ids {
-            if size_limit_reached(p, ran) {
-                break;
-            }
-            let Some(e) = v.get(id) else { continue };
-            if !emit(ran, e, access(e).as_ref()) {
-                return None;
-            }
+        // A sorted search reports its sortResult from here on (unless its sort or VLV fails).
+        self.sorted = Some(self.order.sort_result());
+        if !self.order.sorts() {
+            // A non-critical sort that cannot be done: the entries as a plain search finds them.
+            return em.walk(&bases, &mut |em, e, access| em.entry(e, access.as_ref()));
         }
-        return Some(w);
-    };
-    // The list: the one the context names, or a new one kept under a new context.
-    let (ctx, list, walked) = match &vlv.list {
-        Some((id, l)) => (*id, l.clone(), Walked::Done),
-        None => {
-            let (mut list, w) = match collect(shared, v, p, bases, abandoned, walk) {
+        let order = &self.order;
+        let Some(vlv) = &order.vlv else {
+            let (list, w) = match collect(em, order, &bases) {
                 Ok(x) => x,
-                Err(e) => {
-                    ran.sorted = None;
-                    ran.outcome = Err(e);
-                    return Some(Walked::Done);
-                }
+                Err(e) => return self.fail(em, e),
             };
-            if !matches!(w, Walked::Done) {
-                return Some(w);
-            }
-            list.key = order.list_key;
-            let list = Arc::new(list);
-            let max = shared.config().max_vlv_contexts;
-            let id = conn
-                .vlv
-                .lock()
-                .map(|mut open| open.keep(list.clone(), max))
-                .unwrap_or(0);
-            (id, list, w)
-        }
-    };
-    let context = Some(std::borrow::Cow::Owned(ctx.to_be_bytes().to_vec()));
-    let n = list.ids.len() as i64;
-    match window(schema, order, &vlv.req, &list) {
-        Ok(None) => {
-            // An empty list: nothing to send, target 0.
-            ran.vlv = Some(VlvResponse {
-                target_position: 0,
-                content_count: 0,
-                result: 0,
-                context,
-            });
-        }
-        Ok(Some((target, range))) => {
-            for &id in &list.ids[range] {
-                // The size limit bounds a window as it bounds any search (slapd's sssvlv
-                // does not apply it; without it, one anonymous request could read a whole
-                // list past `size_limit_anonymous`).
-                if size_limit_reached(p, ran) {
+            for id in list.ids {
+                let Some(e) = em.v.get(id) else { continue };
+                if em.listed(e).is_break() {
                     break;
                 }
-                let Some(e) = v.get(id) else { continue };
-                if !emit(ran, e, access(e).as_ref()) {
-                    return None;
-                }
             }
-            ran.vlv = Some(VlvResponse {
-                target_position: target,
-                content_count: n,
-                result: 0,
-                context,
-            });
+            return w;
+        };
+        // The list: the one the context names, or a new one kept under a new context.
+        let (ctx, list, walked) = match &vlv.list {
+            Some((id, l)) => (*id, l.clone(), Walked::Done),
+            None => {
+                let (mut list, w) = match collect(em, order, &bases) {
+                    Ok(x) => x,
+                    Err(e) => return self.fail(em, e),
+                };
+                if !matches!(w, Walked::Done) {
+                    return w;
+                }
+                list.key = order.list_key;
+                let list = Arc::new(list);
+                let max = em.shared.config().max_vlv_contexts;
+                let id = em
+                    .conn
+                    .vlv
+                    .lock()
+                    .map(|mut open| open.keep(list.clone(), max))
+                    .unwrap_or(0);
+                (id, list, w)
+            }
+        };
+        let context = Some(std::borrow::Cow::Owned(ctx.to_be_bytes().to_vec()));
+        let n = list.ids.len() as i64;
+        match window(em.schema, order, &vlv.req, &list) {
+            Ok(None) => {
+                // An empty list: nothing to send, target 0.
+                self.vlv = Some(VlvResponse {
+                    target_position: 0,
+                    content_count: 0,
+                    result: 0,
+                    context,
+                });
+            }
+            Ok(Some((target, range))) => {
+                // The size limit bounds a window as it bounds any search (slapd's sssvlv does
+                // not apply it; without it, one anonymous request could read a whole list past
+                // `size_limit_anonymous`).
+                for &id in &list.ids[range] {
+                    let Some(e) = em.v.get(id) else { continue };
+                    if em.listed(e).is_break() {
+                        break;
+                    }
+                }
+                self.vlv = Some(VlvResponse {
+                    target_position: target,
+                    content_count: n,
+                    result: 0,
+                    context,
+                });
+            }
+            Err((code, msg)) => {
+                self.fail(em, LdapError::new(ResultCode::VirtualListViewError, msg));
+                self.vlv = Some(VlvResponse {
+                    target_position: 0,
+                    content_count: n,
+                    result: code,
+                    context,
+                });
+            }
         }
-        Err((code, msg)) => {
-            ran.sorted = None;
-            ran.outcome = Err(LdapError::new(ResultCode::VirtualListViewError, msg));
-            ran.vlv = Some(VlvResponse {
-                target_position: 0,
-                content_count: n,
-                result: code,
-                context,
-            });
+        walked
+    }
+
+    fn respond(self, _: &Conn, _: &LdapResult<()>, response: &mut Vec<proto::Control<'static>>) {
+        if let Some((code, attr)) = self.sorted {
+            response.push(sort_control(code, attr.as_deref()));
+        }
+        if let Some(r) = &self.vlv {
+            response.push(vlv_control(r));
         }
     }
-    Some(walked)
 }
 
-/// Whether the search sent as many entries as its size limit allows; if so its outcome is
-/// sizeLimitExceeded.
-fn size_limit_reached(p: &Prepared, ran: &mut Ran) -> bool {
-    let reached = p.size_limit > 0 && ran.sent >= p.size_limit;
-    if reached {
-        ran.outcome = Err(LdapError::new(
-            ResultCode::SizeLimitExceeded,
-            "size limit exceeded",
-        ));
-    }
-    reached
-}
+/// A VLV window: the target position reported, and the range of the list to send.
+type Window = (i64, std::ops::Range<usize>);
 
 /// The target position reported and the range of the list to send, for a VLV request on a
 /// list; `None` for an empty list; Err: the VLV result code and message.
-#[allow(clippy::type_complexity)]
 fn window(
     schema: &Schema,
     order: &Order,
     req: &VlvRequest<'_>,
     list: &List,
-) -> Result<Option<(i64, std::ops::Range<usize>)>, (u32, &'static str)> {
+) -> Result<Option<Window>, (u32, &'static str)> {
     let n = list.ids.len();
     if n == 0 {
         return Ok(None);
