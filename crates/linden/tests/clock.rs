@@ -35,9 +35,8 @@ const POLL_PAUSE: Duration = Duration::from_millis(25);
 /// How far behind the clock of a faked server is.
 const A_DAY_BEHIND: &str = "-1d";
 
-/// libfaketime's multi-threaded variant, where Debian puts it (any architecture).
-/// libfaketime for test `test`, if it runs: opted in with `LINDEN_TEST_FAKETIME=1`, and then
-/// the library must be there.
+/// libfaketime's multi-threaded variant, where Debian puts it (any architecture), for test
+/// `test` if it runs: opted in with `LINDEN_TEST_FAKETIME=1`, and then the library must be there.
 fn libfaketime(test: &str) -> Option<PathBuf> {
     if std::env::var("LINDEN_TEST_FAKETIME").as_deref() != Ok("1") {
         eprintln!("skipped: {test} runs with LINDEN_TEST_FAKETIME=1 (see its #[ignore] reason)");
