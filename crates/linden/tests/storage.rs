@@ -413,6 +413,37 @@ fn a_start_below_min_free_bytes_is_refused() {
     assert_eq!(names(&data), vec!["linden.lock".to_string()]);
 }
 
+/// An import checks the free space as a start does: below `min_free_bytes` it stops before it
+/// reads the LDIF, naming the directory and the key, and leaves nothing but the lock.
+#[test]
+fn an_import_below_min_free_bytes_is_refused() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let data = tmp.path().join("data");
+    let cfg = config(tmp.path(), "min_free_bytes = 1152921504606846976\n");
+    let ldif = tmp.path().join("import.ldif");
+    std::fs::write(
+        &ldif,
+        "dn: dc=example,dc=com\nobjectClass: domain\ndc: example\n",
+    )
+    .expect("ldif");
+    let (rc, _, err) = linden(&[
+        "import",
+        "--config",
+        cfg.to_str().expect("utf-8"),
+        "--data",
+        data.to_str().expect("utf-8"),
+        ldif.to_str().expect("utf-8"),
+    ]);
+    assert_ne!(rc, 0, "an import without the free space ran:\n{err}");
+    assert!(
+        err.contains(&data.display().to_string())
+            && err.contains("1152921504606846976 bytes")
+            && err.contains("min_free_bytes"),
+        "{err}"
+    );
+    assert_eq!(names(&data), vec!["linden.lock".to_string()]);
+}
+
 /// A snapshot that does not fit beside the log's reserve is not written, and says so in the
 /// server's log, also when the administrator asked for it; writes go on.
 #[test]

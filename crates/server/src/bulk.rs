@@ -10,7 +10,7 @@ use crate::{Config, Mode, Server};
 
 /// Imports LDIF into the empty data directory of `config`, holding its lock (as a server does:
 /// an import into the directory of a running server, or a second import, stops at once with
-/// the PID that has it). `progress(entries, bytes_read)` is called every twenty thousand
+/// the PID that has it; so does one whose file system has less than `min_free_bytes` free). `progress(entries, bytes_read)` is called every twenty thousand
 /// entries or so.
 pub fn import(
     config: Config,
@@ -24,9 +24,10 @@ pub fn import(
         crate::StartError::Config(m) => BulkError::Config(m),
         other => BulkError::Setup(other.to_string()),
     })?;
-    // Before anything in the directory is looked at.
-    let _lock =
-        store::persist::DirLock::exclusive(&dir).map_err(|e| BulkError::Setup(e.to_string()))?;
+    // Before anything in the directory is looked at, as a starting server takes it: the lock,
+    // then a file system with at least min_free_bytes free.
+    let _lock = crate::lock_data_dir(&server.shared.config())
+        .map_err(|e| BulkError::Setup(e.to_string()))?;
     let stale = store::persist::remove_stale_tmp(&store::persist::FsIo, &dir)
         .map_err(|e| BulkError::Storage(e.to_string()))?;
     for t in stale {

@@ -318,8 +318,8 @@ keys! {
     /// transaction log: a snapshot that would leave less is not started, or stops and removes
     /// its file.
     log_reserve_bytes: u64 = DEFAULT_LOG_RESERVE_BYTES, Int::<0>, Restart, flag "BYTES";
-    /// The server does not start while the data directory's file system has less free space
-    /// than this (0: no check).
+    /// The server does not start, nor an import begin, while the data directory's file system
+    /// has less free space than this (0: no check).
     min_free_bytes: u64 = DEFAULT_MIN_FREE_BYTES, Int::<0>, Restart, flag "BYTES";
 
     section "Schema and indexes";
