@@ -15,14 +15,16 @@
     reason = "test code: a failed unwrap is a failed test"
 )]
 
+mod common;
+
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::{mpsc, Arc, Mutex};
+use std::process::{Child, Command};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use common::serve::spawn_listening;
 use ldap3::{LdapConn, LdapConnSettings, Mod, Scope, SearchEntry};
 
 const SUFFIX: &str = "dc=example,dc=com";
@@ -78,39 +80,13 @@ impl Proc {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_linden"));
         cmd.args(["serve", "--listen", "127.0.0.1:0", "--config"])
             .arg(config)
-            .args(["--admin-password", "secret"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
+            .args(["--admin-password", "secret"]);
         if let Some((lib, offset)) = offset {
             cmd.env("LD_PRELOAD", lib)
                 .env("FAKETIME", offset)
                 .env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
         }
-        let mut child = cmd.spawn().expect("start linden serve");
-        let pipe = child.stderr.take().expect("stderr piped");
-        let stderr = Arc::new(Mutex::new(Vec::new()));
-        let (tx, rx) = mpsc::channel();
-        let lines = Arc::clone(&stderr);
-        std::thread::spawn(move || {
-            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
-                if let Some(rest) = line.split("listening on ").nth(1) {
-                    let addr = rest.split([',', ' ']).next().unwrap_or("");
-                    if let Ok(a) = addr.parse::<SocketAddr>() {
-                        let _ = tx.send(a);
-                    }
-                }
-                lines.lock().expect("lock").push(line);
-            }
-        });
-        let Ok(addr) = rx.recv_timeout(Duration::from_secs(30)) else {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!(
-                "linden serve did not report its port; stderr:\n{}",
-                stderr.lock().expect("lock").join("\n")
-            );
-        };
+        let (child, addr, stderr) = spawn_listening(&mut cmd, "linden serve");
         Proc {
             child,
             addr,

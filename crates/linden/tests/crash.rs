@@ -15,13 +15,13 @@
 mod common;
 
 use common::linden;
+use common::serve::spawn_listening;
 
 use std::collections::{HashMap, HashSet};
-use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ldap3::{LdapConn, LdapConnSettings, LdapResult, Mod, Scope, SearchEntry};
@@ -48,45 +48,15 @@ struct Server {
 
 impl Server {
     fn start(data: &Path) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_linden"))
-            .args(["serve", "--listen", "127.0.0.1:0", "--data"])
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_linden"));
+        cmd.args(["serve", "--listen", "127.0.0.1:0", "--data"])
             .arg(data)
-            .args(["--admin-password", "secret"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start linden serve");
-        let pipe = child.stderr.take().expect("stderr piped");
-        let stderr = Arc::new(Mutex::new(Vec::new()));
-        let (tx, rx) = mpsc::channel();
-        let lines = Arc::clone(&stderr);
-        // Keeps draining stderr for the server's whole life so it never blocks on a full pipe.
-        std::thread::spawn(move || {
-            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
-                if let Some(rest) = line.split("listening on ").nth(1) {
-                    let addr = rest.split([',', ' ']).next().unwrap_or("");
-                    if let Ok(a) = addr.parse::<SocketAddr>() {
-                        let _ = tx.send(a);
-                    }
-                }
-                lines.lock().expect("lock").push(line);
-            }
-        });
-        match rx.recv_timeout(Duration::from_secs(30)) {
-            Ok(addr) => Server {
-                child,
-                addr,
-                stderr,
-            },
-            Err(_) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!(
-                    "server did not report its port; stderr:\n{}",
-                    stderr.lock().expect("lock").join("\n")
-                );
-            }
+            .args(["--admin-password", "secret"]);
+        let (child, addr, stderr) = spawn_listening(&mut cmd, "linden serve");
+        Server {
+            child,
+            addr,
+            stderr,
         }
     }
 

@@ -27,6 +27,7 @@
 
 #[path = "common/cluster.rs"]
 mod cluster;
+mod common;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};

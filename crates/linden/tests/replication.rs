@@ -18,6 +18,7 @@
 
 #[path = "common/cluster.rs"]
 mod cluster;
+mod common;
 
 use std::collections::BTreeMap;
 use std::process::Command;

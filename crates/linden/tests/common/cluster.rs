@@ -11,12 +11,12 @@
 )]
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ldap3::{LdapConn, LdapConnSettings, Mod, Scope, SearchEntry};
@@ -190,39 +190,11 @@ impl Node {
     }
 
     pub fn start(&mut self) {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_linden"))
-            .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_linden"));
+        cmd.args(["serve", "--listen", "127.0.0.1:0", "--config"])
             .arg(self.config())
-            .args(["--admin-password", "secret"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start linden serve");
-        let pipe = child.stderr.take().expect("stderr piped");
-        let stderr = Arc::new(Mutex::new(Vec::new()));
-        let (tx, rx) = mpsc::channel();
-        let lines = Arc::clone(&stderr);
-        std::thread::spawn(move || {
-            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
-                if let Some(rest) = line.split("listening on ").nth(1) {
-                    let addr = rest.split([',', ' ']).next().unwrap_or("");
-                    if let Ok(a) = addr.parse::<SocketAddr>() {
-                        let _ = tx.send(a);
-                    }
-                }
-                lines.lock().expect("lock").push(line);
-            }
-        });
-        let Ok(addr) = rx.recv_timeout(Duration::from_secs(30)) else {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!(
-                "{} did not report its port; stderr:\n{}",
-                self.name,
-                stderr.lock().expect("lock").join("\n")
-            );
-        };
+            .args(["--admin-password", "secret"]);
+        let (child, addr, stderr) = crate::common::serve::spawn_listening(&mut cmd, &self.name);
         self.link.point_to(addr);
         self.proc = Some(Proc {
             child,

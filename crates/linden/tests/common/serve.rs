@@ -11,6 +11,48 @@ use std::time::{Duration, Instant};
 /// How long a test waits for something the server logs.
 pub const WAIT: Duration = Duration::from_secs(30);
 
+/// Spawns `cmd`, a `linden serve` (stdin and stdout closed), keeps draining its stderr for its
+/// whole life (so it never blocks on a full pipe) into the lines returned, and waits for the
+/// "listening on" line: the child and the address it serves. When no address comes within
+/// `WAIT`, kills it and fails naming `what`, with its stderr.
+pub fn spawn_listening(
+    cmd: &mut Command,
+    what: &str,
+) -> (Child, SocketAddr, Arc<Mutex<Vec<String>>>) {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("start {what}: {e}"));
+    let pipe = child.stderr.take().expect("stderr piped");
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let (tx, rx) = mpsc::channel();
+    let keep = Arc::clone(&lines);
+    std::thread::spawn(move || {
+        for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+            if let Some(rest) = line.split("listening on ").nth(1) {
+                let addr = rest.split([',', ' ']).next().unwrap_or("");
+                if let Ok(a) = addr.parse::<SocketAddr>() {
+                    let _ = tx.send(a);
+                }
+            }
+            keep.lock().expect("lock").push(line);
+        }
+    });
+    match rx.recv_timeout(WAIT) {
+        Ok(addr) => (child, addr, lines),
+        Err(_) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "{what} did not report its port; stderr:\n{}",
+                lines.lock().expect("lock").join("\n")
+            );
+        }
+    }
+}
+
 pub struct Running {
     pub child: Child,
     pub addr: SocketAddr,
@@ -20,43 +62,10 @@ pub struct Running {
 impl Running {
     /// Starts `linden serve --config CONFIG ARGS…` and waits for the "listening on" line.
     pub fn start(config: &Path, args: &[&str]) -> Running {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_linden"))
-            .arg("serve")
-            .arg("--config")
-            .arg(config)
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start linden serve");
-        let pipe = child.stderr.take().expect("stderr piped");
-        let lines = Arc::new(Mutex::new(Vec::new()));
-        let (tx, rx) = mpsc::channel();
-        let keep = Arc::clone(&lines);
-        // Drains stderr for the server's whole life so it never blocks on a full pipe.
-        std::thread::spawn(move || {
-            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
-                if let Some(rest) = line.split("listening on ").nth(1) {
-                    let addr = rest.split([',', ' ']).next().unwrap_or("");
-                    if let Ok(a) = addr.parse::<SocketAddr>() {
-                        let _ = tx.send(a);
-                    }
-                }
-                keep.lock().expect("lock").push(line);
-            }
-        });
-        match rx.recv_timeout(WAIT) {
-            Ok(addr) => Running { child, addr, lines },
-            Err(_) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!(
-                    "server did not report its port; stderr:\n{}",
-                    lines.lock().expect("lock").join("\n")
-                );
-            }
-        }
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_linden"));
+        cmd.arg("serve").arg("--config").arg(config).args(args);
+        let (child, addr, lines) = spawn_listening(&mut cmd, "linden serve");
+        Running { child, addr, lines }
     }
 
     pub fn url(&self) -> String {
