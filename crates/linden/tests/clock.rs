@@ -24,6 +24,7 @@ use std::process::{Child, Command};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use common::csn_of_sid;
 use common::serve::spawn_listening;
 use ldap3::{LdapConn, LdapConnSettings, Mod, Scope, SearchEntry};
 
@@ -140,27 +141,8 @@ impl Proc {
 
     /// The contextCSN values of the suffix entry.
     fn context_csn(&self) -> Vec<String> {
-        let mut c = self.admin();
-        let (found, _) = c
-            .search(SUFFIX, Scope::Base, "(objectClass=*)", vec!["contextCSN"])
-            .expect("search")
-            .success()
-            .expect("search result");
-        let _ = c.unbind();
-        found
-            .into_iter()
-            .next()
-            .map(SearchEntry::construct)
-            .and_then(|e| e.attrs.get("contextCSN").cloned())
-            .unwrap_or_default()
+        common::context_csn(self.admin(), SUFFIX)
     }
-}
-
-/// The value of server id `sid` (three hex digits) among contextCSN values.
-fn csn_of_sid(csns: &[String], sid: &str) -> Option<String> {
-    csns.iter()
-        .find(|c| c.split('#').nth(2) == Some(sid))
-        .cloned()
 }
 
 /// Writes a configuration: server id `sid`, the provider on, `multi` for multi-provider, a

@@ -25,6 +25,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use cluster::*;
+use common::csn_of_sid;
 use ldap3::Mod;
 
 /// Provider → read-only consumer: a few thousand entries imported on the provider, a full
@@ -265,13 +266,6 @@ fn two_providers_cut_apart_converge_a_pulling_first() {
 enum Side {
     A,
     B,
-}
-
-/// The CSN of server id `sid` among contextCSN values.
-fn csn_of_sid(csns: &[String], sid: &str) -> Option<String> {
-    csns.iter()
-        .find(|c| c.split('#').nth(2) == Some(sid))
-        .cloned()
 }
 
 /// Waits until `puller` holds everything `provider` (server id `sid`, taking no writes) wrote:

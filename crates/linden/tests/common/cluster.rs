@@ -256,19 +256,7 @@ impl Node {
     }
 
     pub fn context_csn(&self) -> Vec<String> {
-        let mut c = self.admin();
-        let (found, _) = c
-            .search(SUFFIX, Scope::Base, "(objectClass=*)", vec!["contextCSN"])
-            .expect("search")
-            .success()
-            .expect("search result");
-        let _ = c.unbind();
-        found
-            .into_iter()
-            .next()
-            .map(SearchEntry::construct)
-            .and_then(|e| e.attrs.get("contextCSN").cloned())
-            .unwrap_or_default()
+        crate::common::context_csn(self.admin(), SUFFIX)
     }
 }
 

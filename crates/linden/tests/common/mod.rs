@@ -16,5 +16,33 @@ pub fn linden(args: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// The contextCSN values of the naming context `suffix`, read over `c` (which is unbound).
+pub fn context_csn(mut c: ldap3::LdapConn, suffix: &str) -> Vec<String> {
+    let (found, _) = c
+        .search(
+            suffix,
+            ldap3::Scope::Base,
+            "(objectClass=*)",
+            vec!["contextCSN"],
+        )
+        .expect("search")
+        .success()
+        .expect("search result");
+    let _ = c.unbind();
+    found
+        .into_iter()
+        .next()
+        .map(ldap3::SearchEntry::construct)
+        .and_then(|e| e.attrs.get("contextCSN").cloned())
+        .unwrap_or_default()
+}
+
+/// The value of server id `sid` (three hex digits) among contextCSN values.
+pub fn csn_of_sid(csns: &[String], sid: &str) -> Option<String> {
+    csns.iter()
+        .find(|c| c.split('#').nth(2) == Some(sid))
+        .cloned()
+}
+
 pub mod notify;
 pub mod serve;
