@@ -16,7 +16,7 @@ use std::borrow::Cow;
 use std::io::Read;
 use std::time::{Duration, Instant};
 
-use common::raw::{RawClient, Response};
+use common::raw::{base_search, RawClient, Response};
 use common::{TestServer, ADMIN_DN, ADMIN_PW, BASE};
 use proto::{LdapMessage, ProtocolOp, ResultCode};
 
@@ -106,20 +106,7 @@ fn poll(what: &str, mut cond: impl FnMut() -> bool) {
 
 /// `monitorCounter` of a `cn=Monitor` entry, read by an administrator connection.
 fn monitor_counter(c: &mut RawClient, id: i32, dn: &str) -> u64 {
-    c.send(
-        id,
-        ProtocolOp::SearchRequest(proto::SearchRequest {
-            base: Cow::Owned(dn.as_bytes().to_vec()),
-            scope: proto::Scope::Base,
-            deref: proto::DerefAliases::Never,
-            size_limit: 0,
-            time_limit: 0,
-            types_only: false,
-            filter: proto::Filter::Present(Cow::Borrowed(b"objectClass")),
-            attributes: vec![Cow::Borrowed(b"monitorCounter")],
-        }),
-        vec![],
-    );
+    c.send(id, base_search(dn, &["monitorCounter"]), vec![]);
     let rs = c.recv_until_done(id);
     assert_eq!(rs.last().and_then(|r| r.code), Some(ResultCode::Success));
     let v = rs[0]

@@ -13,7 +13,7 @@ mod common;
 
 use std::borrow::Cow;
 
-use common::raw::{control, RawClient};
+use common::raw::{base_search, control, RawClient};
 use common::{TestServer, ADMIN_DN, ADMIN_PW, BASE};
 use proto::{AddRequest, PartialAttribute, ProtocolOp, ResultCode};
 
@@ -46,20 +46,7 @@ fn repeated_add(name: &str, repeats: usize) -> ProtocolOp<'static> {
 }
 
 fn search_base(c: &mut RawClient, id: i32, base: &str) -> Option<ResultCode> {
-    c.send(
-        id,
-        ProtocolOp::SearchRequest(proto::SearchRequest {
-            base: Cow::Owned(base.as_bytes().to_vec()),
-            scope: proto::Scope::Base,
-            deref: proto::DerefAliases::Never,
-            size_limit: 0,
-            time_limit: 0,
-            types_only: false,
-            filter: proto::Filter::Present(Cow::Borrowed(b"objectClass")),
-            attributes: vec![],
-        }),
-        vec![],
-    );
+    c.send(id, base_search(base, &[]), vec![]);
     c.recv_until_done(id).last().and_then(|r| r.code)
 }
 
@@ -97,16 +84,7 @@ fn authenticated_adds_with_many_repeats_or_values_are_linear_and_limited() {
     assert_eq!(r.code, Some(ResultCode::Success), "{r:?}");
     c.send(
         3,
-        ProtocolOp::SearchRequest(proto::SearchRequest {
-            base: Cow::Owned(format!("uid=many,{BASE}").into_bytes()),
-            scope: proto::Scope::Base,
-            deref: proto::DerefAliases::Never,
-            size_limit: 0,
-            time_limit: 0,
-            types_only: false,
-            filter: proto::Filter::Present(Cow::Borrowed(b"objectClass")),
-            attributes: vec![Cow::Borrowed(b"description")],
-        }),
+        base_search(&format!("uid=many,{BASE}"), &["description"]),
         vec![],
     );
     let rs = c.recv_until_done(3);

@@ -12,7 +12,7 @@ mod common;
 
 use std::collections::HashSet;
 
-use common::raw::{control, RawClient, Response};
+use common::raw::{base_search, control, RawClient, Response};
 use common::{search, TestServer, BASE};
 use ldap3::{LdapConn, Mod, Scope};
 use proto::{BindAuth, BindRequest, ProtocolOp, ResultCode};
@@ -293,20 +293,7 @@ fn must_change_after_an_administrator_reset() {
     let r = bind_pp(&mut c, 1, &dn, "By-admin-1");
     assert_eq!(r.code, Some(ResultCode::Success));
     assert_eq!(pp_value(&r), [0x30, 0x03, 0x81, 0x01, 0x02]);
-    c.send(
-        2,
-        ProtocolOp::SearchRequest(proto::SearchRequest {
-            base: dn.as_bytes().into(),
-            scope: proto::Scope::Base,
-            deref: proto::DerefAliases::Never,
-            size_limit: 0,
-            time_limit: 0,
-            types_only: false,
-            filter: proto::Filter::Present(b"objectClass".as_slice().into()),
-            attributes: vec![],
-        }),
-        vec![control(PP, false, None)],
-    );
+    c.send(2, base_search(&dn, &[]), vec![control(PP, false, None)]);
     let r = c.recv_until_done(2).pop().expect("result");
     assert_eq!(r.code, Some(ResultCode::InsufficientAccessRights), "{r:?}");
     // The control is not one of a search's (slapd: bind, add, modify): ignored there.

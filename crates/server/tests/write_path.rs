@@ -13,7 +13,7 @@ mod common;
 
 use std::borrow::Cow;
 
-use common::raw::{control, RawClient, Response};
+use common::raw::{base_search, control, RawClient, Response};
 use common::{TestServer, ADMIN_DN, ADMIN_PW, BASE};
 use proto::{oids, tags, ProtocolOp, ResultCode};
 
@@ -146,22 +146,9 @@ fn call(
     r
 }
 
-fn base_search(dn: &str, name: &str) -> ProtocolOp<'static> {
-    ProtocolOp::SearchRequest(proto::SearchRequest {
-        base: Cow::Owned(dn.as_bytes().to_vec()),
-        scope: proto::Scope::Base,
-        deref: proto::DerefAliases::Never,
-        size_limit: 0,
-        time_limit: 0,
-        types_only: false,
-        filter: proto::Filter::parse("(objectClass=*)").unwrap(),
-        attributes: vec![Cow::Owned(name.as_bytes().to_vec())],
-    })
-}
-
 /// The stored values of `name` in entry `dn`, by a base search.
 fn stored(c: &mut RawClient, id: i32, dn: &str, name: &str) -> Vec<String> {
-    c.send(id, base_search(dn, name), vec![]);
+    c.send(id, base_search(dn, &[name]), vec![]);
     let rs = c.recv_until_done(id);
     assert_eq!(rs.len(), 2, "{rs:?}");
     assert_eq!(rs[1].code, Some(ResultCode::Success));
@@ -363,7 +350,7 @@ fn read_entry_is_refused_where_it_does_not_apply_and_absent_when_the_change_fail
         vec![read_control(oids::PRE_READ, true, &["*"])],
         ResultCode::UnavailableCriticalExtension,
     );
-    c.send(4, base_search(&format!("uid=a2,{BASE}"), "uid"), vec![]);
+    c.send(4, base_search(&format!("uid=a2,{BASE}"), &["uid"]), vec![]);
     let rs = c.recv_until_done(4);
     assert_eq!(
         rs.last().unwrap().code,

@@ -44,6 +44,21 @@ pub fn control(oid: &str, critical: bool, value: Option<Vec<u8>>) -> Control<'st
     }
 }
 
+/// A search of entry `dn` alone, `(objectClass=*)`, for the attributes named (none: all user
+/// attributes).
+pub fn base_search(dn: &str, attrs: &[&str]) -> ProtocolOp<'static> {
+    ProtocolOp::SearchRequest(proto::SearchRequest {
+        base: dn.as_bytes().to_vec().into(),
+        scope: proto::Scope::Base,
+        deref: proto::DerefAliases::Never,
+        size_limit: 0,
+        time_limit: 0,
+        types_only: false,
+        filter: proto::Filter::Present(b"objectClass".as_slice().into()),
+        attributes: attrs.iter().map(|a| a.as_bytes().to_vec().into()).collect(),
+    })
+}
+
 impl RawClient {
     pub fn connect(addr: SocketAddr) -> RawClient {
         let stream = TcpStream::connect(addr).expect("connect");
