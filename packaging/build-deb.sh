@@ -47,7 +47,7 @@ root="$deb_dir/root"
 rm -rf "$root"
 install -d "$root/DEBIAN" "$root/usr/bin" "$root/usr/share/man/man8" "$root/usr/share/man/man5" \
     "$root/usr/share/doc/linden/docs" "$root/etc/linden" "$root/etc/logrotate.d" \
-    "$root/lib/systemd/system"
+    "$root/lib/systemd/system" "$root/usr/share/linden/grafana" "$root/usr/share/linden/prometheus"
 
 # The binary, stripped (its debug information stays in the build directory).
 install -m 0755 "$bin" "$root/usr/bin/linden"
@@ -66,6 +66,9 @@ install -m 0644 packaging/debian/linden.logrotate "$root/etc/logrotate.d/linden"
 install -m 0644 packaging/systemd/linden.service "$root/lib/systemd/system/linden.service"
 install -m 0644 README.md "$root/usr/share/doc/linden/README.md"
 install -m 0644 docs/*.md "$root/usr/share/doc/linden/docs/"
+# The Grafana dashboard and the Prometheus alert rules (docs/monitoring.md).
+install -m 0644 packaging/grafana/linden-dashboard.json "$root/usr/share/linden/grafana/"
+install -m 0644 packaging/prometheus/linden-alerts.yml "$root/usr/share/linden/prometheus/"
 cat > "$root/usr/share/doc/linden/copyright" <<'EOF'
 Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
 Upstream-Name: linden

@@ -182,6 +182,8 @@ fn the_debian_package_installs_serves_and_purges() {
     for want in [
         "/usr/share/man/man8/linden.8.gz",
         "/usr/share/man/man8/linden-serve.8.gz",
+        "/usr/share/linden/grafana/linden-dashboard.json",
+        "/usr/share/linden/prometheus/linden-alerts.yml",
     ] {
         assert!(files.contains(want), "{want} not in the package:\n{files}");
     }

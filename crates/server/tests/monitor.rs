@@ -780,11 +780,53 @@ fn replication_status_in_cn_monitor_metrics_and_readyz() {
         .collect::<Vec<_>>();
     assert_eq!(provider_side, [(demo + 1) as f64]);
 
+    // The Grafana dashboard and the alert rules name only series these two servers export (a
+    // snapshot and a refused reload first: their series appear once there is one).
+    p.server.snapshot().expect("a snapshot");
+    assert!(!p
+        .server
+        .reload_with(Err("a refused reload (test)".into()))
+        .ok());
+    assert_packaging_names_exported(&[
+        parse_metrics(&http(p.metrics, "GET", "/metrics").2),
+        parse_metrics(&http(r.metrics, "GET", "/metrics").2),
+    ]);
+
     // The consumer gone, its sync search leaves the provider's figures.
     drop(r);
     poll("the sync search ends", || {
         (figure(&entry(&mut pa, PROVIDER), "lindenSyncSearches") == 0).then_some(())
     });
+}
+
+/// Every `linden_*` series named in packaging/grafana and packaging/prometheus is one of the
+/// series in `scrapes` (histograms as `_bucket`, counters as `_total`, as exported).
+fn assert_packaging_names_exported(scrapes: &[HashMap<String, f64>]) {
+    let exported: HashSet<&str> = scrapes
+        .iter()
+        .flat_map(|m| m.keys())
+        .map(|k| k.split('{').next().unwrap_or(k))
+        .collect();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../packaging");
+    for file in [
+        "grafana/linden-dashboard.json",
+        "prometheus/linden-alerts.yml",
+    ] {
+        let text = std::fs::read_to_string(root.join(file)).expect("packaging file");
+        let mut named = 0;
+        for (at, _) in text.match_indices("linden_") {
+            let name: String = text[at..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            assert!(
+                exported.contains(name.as_str()),
+                "{file} names {name}, which /metrics does not export"
+            );
+            named += 1;
+        }
+        assert!(named >= 10, "{file} names {named} series");
+    }
 }
 
 /// A consumer whose provider is down: /readyz says so, and cn=Monitor shows the failures, the
