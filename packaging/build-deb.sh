@@ -82,6 +82,13 @@ EOF
 depends=$(ldd "$bin" | awk '/=> \//{print $3}' | while read -r lib; do
     dpkg-query -S "$(readlink -f "$lib")" 2>/dev/null || dpkg-query -S "$lib" 2>/dev/null
 done | cut -d: -f1 | sort -u | paste -sd, | sed 's/,/, /g')
+# libc6 at least as new as the newest GLIBC_ symbol version the binary uses (what dpkg-shlibdeps
+# would compute from the symbols files), so apt refuses an older system instead of a start that
+# fails with "version `GLIBC_2.xx' not found".
+glibc=$(objdump -T "$bin" | grep -o 'GLIBC_[0-9][0-9.]*' | sed 's/^GLIBC_//' | sort -uV | tail -n1)
+if [ -n "$glibc" ]; then
+    depends=$(printf "%s" "$depends" | sed -E "s/(^|, )libc6(,|$)/\1libc6 (>= $glibc)\2/")
+fi
 depends="${depends:+$depends, }adduser"
 
 installed_kib=$(du -sk --exclude=DEBIAN "$root" | cut -f1)

@@ -170,6 +170,11 @@ fn the_debian_package_installs_serves_and_purges() {
     assert_eq!(stat("/var/lib/linden").trim(), "linden:linden 750");
     assert_eq!(stat("/var/log/linden").trim(), "linden:linden 750");
     assert_eq!(stat("/etc/linden/linden.toml").trim(), "root:linden 640");
+    let depends = ok(Command::new("dpkg-query").args(["-W", "-f", "${Depends}", "linden"]));
+    assert!(
+        depends.contains("libc6 (>= 2."),
+        "libc6 is versioned: {depends}"
+    );
     let conffiles = ok(Command::new("dpkg-query").args(["-W", "-f", "${Conffiles}", "linden"]));
     assert!(conffiles.contains("/etc/linden/linden.toml"), "{conffiles}");
     assert!(conffiles.contains("/etc/logrotate.d/linden"), "{conffiles}");
