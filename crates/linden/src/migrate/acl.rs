@@ -211,7 +211,7 @@ fn carry_breaks(work: &mut Vec<Work>) {
                 None => j += 1,
                 Some(t) if t == work[j].target => {
                     let mut by = before.clone();
-                    by.extend(work[j].by.drain(..));
+                    by.append(&mut work[j].by);
                     work[j].by = by;
                     j += 1;
                 }
@@ -479,7 +479,7 @@ fn target_word(w: &str, t: &mut Target) -> Result<(), String> {
 
 fn set_dn(t: &mut Target, dn: &str, scope: Scope) -> Result<(), String> {
     let n = norm(dn);
-    if (n.is_empty() && scope == Scope::Base) || (n == "cn=subschema" && scope == Scope::Base) {
+    if scope == Scope::Base && (n.is_empty() || n == "cn=subschema") {
         return Err(String::new());
     }
     if n.is_empty() && scope == Scope::Subtree {
@@ -673,11 +673,12 @@ fn parse_who(words: &[&str]) -> Result<String, String> {
         let mut parts = kind.split('/').skip(1);
         let oc = parts.next().map(str::to_ascii_lowercase);
         let attr = parts.next().map(str::to_ascii_lowercase);
-        let ok = match (oc.as_deref(), attr.as_deref()) {
-            (None, None) | (Some("groupofnames"), None | Some("member")) => true,
-            (Some("groupofuniquenames"), Some("uniquemember")) => true,
-            _ => false,
-        };
+        let ok = matches!(
+            (oc.as_deref(), attr.as_deref()),
+            (None, None)
+                | (Some("groupofnames"), None | Some("member"))
+                | (Some("groupofuniquenames"), Some("uniquemember"))
+        );
         if !ok {
             return Err(format!(
                 "'{w}': Linden's groups are groupOfNames (member) and groupOfUniqueNames (uniqueMember)"

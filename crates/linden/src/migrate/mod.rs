@@ -63,11 +63,17 @@ pub fn read(source: &Path) -> anyhow::Result<model::SlapdConfig> {
     }
 }
 
+/// What `migrate` makes of a slapd configuration.
+pub struct Migrated {
+    /// The Linden configuration file.
+    pub text: String,
+    /// (file name, text) of schemas to write beside it.
+    pub files: Vec<(String, String)>,
+    pub report: report::Report,
+}
+
 /// The configuration text, the schema files to write beside it, and the report.
-pub fn migrate(
-    source: &Path,
-    opts: &translate::Options,
-) -> anyhow::Result<(String, Vec<(String, String)>, report::Report)> {
+pub fn migrate(source: &Path, opts: &translate::Options) -> anyhow::Result<Migrated> {
     let cfg = read(source)?;
     let mut rep = report::Report::default();
     let mut out = translate::translate(&cfg, opts, &mut rep)?;
@@ -78,14 +84,22 @@ pub fn migrate(
             source.display()
         ),
     );
-    Ok((out.render(), out.files, rep))
+    Ok(Migrated {
+        text: out.render(),
+        files: out.files,
+        report: rep,
+    })
 }
 
 pub fn run(args: &MigrateArgs) -> anyhow::Result<Outcome> {
     let opts = translate::Options {
         listen: args.listen.clone(),
     };
-    let (text, files, rep) = migrate(&args.source, &opts)?;
+    let Migrated {
+        text,
+        files,
+        report: rep,
+    } = migrate(&args.source, &opts)?;
     let dir = args
         .out
         .parent()

@@ -23,12 +23,15 @@ const SLAPD_TIMELIMIT: u64 = 3600;
 /// Schemas built into Linden's core (always loaded).
 const BUILTIN: &[&str] = &["core", "cosine", "inetorgperson", "nis"];
 
+/// One `[[name]]` table: its name, its fields in order, a comment above it.
+pub type TableOut = (String, Vec<(String, Value)>, Option<String>);
+
 /// The configuration written: keys in order, then tables, plus schema files to write beside
 /// it.
 #[derive(Debug, Default)]
 pub struct Output {
     pub keys: Vec<(String, Value, Option<String>)>,
-    pub tables: Vec<(String, Vec<(String, Value)>, Option<String>)>,
+    pub tables: Vec<TableOut>,
     /// (file name, text) of schemas carried as files next to the output.
     pub files: Vec<(String, String)>,
     /// Lines for the header comment.
@@ -392,7 +395,6 @@ impl Translator<'_> {
     }
 
     fn security(&mut self, d: &Directive) {
-        let mut any = false;
         for w in &d.args {
             let (k, v) = w.split_once('=').unwrap_or((w, "0"));
             let n: u64 = v.parse().unwrap_or(0);
@@ -403,7 +405,6 @@ impl Translator<'_> {
                 "ssf" | "tls" | "transport" => {
                     self.out.key("require_tls_for_bind", Value::Boolean(true), None);
                     self.out.key("require_tls_for_writes", Value::Boolean(true), None);
-                    any = true;
                     self.note(
                         d,
                         Kind::Difference,
@@ -412,11 +413,9 @@ impl Translator<'_> {
                 }
                 "simple_bind" => {
                     self.out.key("require_tls_for_bind", Value::Boolean(true), None);
-                    any = true;
                 }
                 "update_ssf" | "update_tls" | "update_transport" => {
                     self.out.key("require_tls_for_writes", Value::Boolean(true), None);
-                    any = true;
                 }
                 _ => self.note(
                     d,
@@ -425,7 +424,6 @@ impl Translator<'_> {
                 ),
             }
         }
-        let _ = any;
     }
 
     fn require(&mut self, d: &Directive) {
@@ -1399,12 +1397,12 @@ impl Translator<'_> {
         if !self.memberof_groups.is_empty() {
             self.out.key(
                 "memberof_groups",
-                strings(&self.memberof_groups.clone()),
+                strings(self.memberof_groups.clone()),
                 None,
             );
         }
         if !self.refint.is_empty() {
-            self.out.key("refint", strings(&self.refint.clone()), None);
+            self.out.key("refint", strings(self.refint.clone()), None);
         }
         if self.out.has("syncprov") && !self.out.has("server_id") && self.out.has("multi_provider")
         {
@@ -1528,14 +1526,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("slapd.conf");
         std::fs::write(&p, conf.replace("@DIR@", &dir.path().display().to_string())).unwrap();
-        let (text, _, rep) = super::super::migrate(
+        let m = super::super::migrate(
             &p,
             &Options {
                 listen: listen.map(str::to_string),
             },
         )
         .unwrap();
-        (text, rep)
+        (m.text, m.report)
     }
 
     /// Every key written is one of Linden's (or one issue 31 adds), and the file passes
@@ -1684,6 +1682,63 @@ rootdn cn=other,dc=y
                 rendered.lines().any(|l| l.contains(line)),
                 "no report line with '{line}':\n{rendered}"
             );
+        }
+    }
+
+    /// The corners an OpenLDAP administrator meets: a rootdn outside the suffix, several
+    /// databases, `index default`, rules in the frontend and in a database, `by * break`.
+    #[test]
+    fn several_databases_frontend_rules_and_break() {
+        let conf = "\
+access to dn.base=\"\" by * read
+access to * by users read by * none
+database mdb
+suffix dc=a
+rootdn \"cn=manager,o=outside\"
+index default eq,sub
+index cn
+index uid eq
+access to attrs=userPassword by self write by anonymous auth by * break
+database mdb
+suffix dc=b
+rootdn cn=admin,dc=b
+index cn pres
+";
+        let (text, rep) = migrate_text(conf, None);
+        let table: toml::Table = text.parse().expect("TOML");
+        assert_eq!(
+            table["suffix"].as_array().unwrap(),
+            &vec![Value::from("dc=a"), Value::from("dc=b")]
+        );
+        assert_eq!(table["admin_dn"].as_str(), Some("cn=manager,o=outside"));
+        let idx = table["indexes"].as_table().unwrap();
+        assert_eq!(
+            idx["cn"].as_array().unwrap(),
+            &vec![Value::from("eq"), Value::from("sub"), Value::from("pres")]
+        );
+        assert_eq!(idx["uid"].as_array().unwrap(), &vec![Value::from("eq")]);
+        let access = table["access"].as_array().unwrap();
+        assert_eq!(access.len(), 2, "{text}");
+        // The database's rule, confined to its suffix, with the frontend's clauses after its
+        // own in place of `by * break`.
+        assert_eq!(access[0]["dn"].as_str(), Some("dc=a"));
+        assert_eq!(access[0]["scope"].as_str(), Some("subtree"));
+        let who: Vec<&str> = access[0]["by"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["who"].as_str().unwrap())
+            .collect();
+        assert_eq!(who, vec!["self", "anonymous", "users", "*"]);
+        // The frontend's rule, for every database.
+        assert!(access[1].get("dn").is_none());
+        let rendered = rep.render("slapd.conf", "linden.toml");
+        for line in [
+            ":1: access to dn.base= by * read: Linden lets anyone read the root DSE",
+            ":12: rootdn cn=admin,dc=b: Linden has one administrator",
+            ":9: access rule: never reached",
+        ] {
+            assert!(rendered.contains(line), "no '{line}' in:\n{rendered}");
         }
     }
 }
