@@ -271,6 +271,80 @@ fn people(uid: &str) -> String {
     format!("uid={uid},ou=people,{BASE}")
 }
 
+/// The command itself (no slapd needed): a slapd.d with a schema Linden does not ship is
+/// written as a configuration, that schema as a file beside it, the report on stdout; the
+/// result passes --check; an existing output is not overwritten without --force.
+#[test]
+fn cli_writes_configuration_schema_and_report() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path().join("slapd.d");
+    std::fs::create_dir_all(d.join("cn=config/cn=schema")).unwrap();
+    std::fs::write(
+        d.join("cn=config.ldif"),
+        "# AUTO-GENERATED FILE - DO NOT EDIT!! Use ldapmodify.\n# CRC32 00000000\n\
+         dn: cn=config\nobjectClass: olcGlobal\ncn: config\nolcLogLevel: none\nolcFooBar: 1\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("cn=config/cn=schema/cn={4}acme.ldif"),
+        "dn: cn={4}acme\nobjectClass: olcSchemaConfig\ncn: {4}acme\n\
+         olcAttributeTypes: {0}( 1.3.6.1.4.1.99999.1.1 NAME 'acmeBadge' SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 )\n\
+         olcObjectClasses: {0}( 1.3.6.1.4.1.99999.2.1 NAME 'acmePerson' AUXILIARY MAY acmeBadge )\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("cn=config/olcDatabase={1}mdb.ldif"),
+        "dn: olcDatabase={1}mdb\nobjectClass: olcDatabaseConfig\nolcDatabase: {1}mdb\n\
+         olcSuffix: dc=acme,dc=test\nolcRootDN: cn=root,dc=acme,dc=test\n\
+         olcRootPW:: e1NTSEF9bXhBY25BOWNYNEN0OEVyR2JSdENKbnJTYW44R0djem4=\n",
+    )
+    .unwrap();
+    let out = tmp.path().join("out/linden.toml");
+    std::fs::create_dir_all(out.parent().unwrap()).unwrap();
+    let args = [
+        "migrate",
+        &d.display().to_string(),
+        "--out",
+        &out.display().to_string(),
+        "--check",
+    ]
+    .map(str::to_string);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, stdout, stderr) = common::linden(&args);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(
+        stdout.contains("cn=config.ldif:7: olcFooBar 1: no equivalent"),
+        "{stdout}"
+    );
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(text.contains("schema_files = [\"acme.schema\"]"), "{text}");
+    assert!(
+        text.contains("admin_password = \"{SSHA}mxAcnA9cX4Ct8ErGbRtCJnrSan8GGczn\""),
+        "{text}"
+    );
+    let schema = std::fs::read_to_string(tmp.path().join("out/acme.schema")).unwrap();
+    assert!(
+        schema.starts_with("attributetype ( 1.3.6.1.4.1.99999.1.1"),
+        "{schema}"
+    );
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&out).unwrap().permissions().mode();
+    assert_eq!(mode & 0o077, 0, "the output holds credentials: {mode:o}");
+    // Again: the file is there.
+    let (code, _, stderr) = common::linden(&args);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("exists; give --force"), "{stderr}");
+    // Not a slapd.d.
+    let (code, _, stderr) = common::linden(&[
+        "migrate",
+        &tmp.path().display().to_string(),
+        "--out",
+        &tmp.path().join("x.toml").display().to_string(),
+    ]);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("not a slapd.d directory"), "{stderr}");
+}
+
 /// Debian's default configuration, made the way the slapd package's postinst makes it:
 /// slapadd -n0 of /usr/share/slapd/slapd.init.ldif with @SUFFIX@ and @PASSWORD@ (a slappasswd
 /// hash) substituted; the database directory, pid and args files moved into the test's
