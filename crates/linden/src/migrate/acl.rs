@@ -147,6 +147,8 @@ struct Work {
     target: Target,
     by: Vec<Parsed>,
     loc: Loc,
+    /// The directive it came from, for the report.
+    shown: String,
     /// Made by carrying a `break` (not a rule of the file): not reported when unreachable.
     derived: bool,
 }
@@ -222,6 +224,7 @@ fn carry_breaks(work: &mut Vec<Work>) {
                         target: t,
                         by,
                         loc: work[j].loc.clone(),
+                        shown: work[j].shown.clone(),
                         derived: true,
                     };
                     work.insert(j, copy);
@@ -235,6 +238,7 @@ fn carry_breaks(work: &mut Vec<Work>) {
                 target: rule.target,
                 by: before,
                 loc: rule.loc,
+                shown: rule.shown,
                 derived: false,
             });
         }
@@ -250,7 +254,7 @@ fn finish(work: Vec<Work>, report: &mut Report) -> Vec<Rule> {
             if !w.derived {
                 report.add(
                     &w.loc,
-                    "access rule",
+                    w.shown.clone(),
                     Kind::NotNeeded,
                     format!("never reached: the rule from {at} before it selects every entry and attribute (as in slapd)"),
                 );
@@ -416,6 +420,7 @@ fn parse(d: &Directive, report: &mut Report) -> Option<Work> {
         target,
         by,
         loc: d.loc.clone(),
+        shown: d.shown(),
         derived: false,
     })
 }

@@ -1736,7 +1736,7 @@ index cn pres
         for line in [
             ":1: access to dn.base= by * read: Linden lets anyone read the root DSE",
             ":12: rootdn cn=admin,dc=b: Linden has one administrator",
-            ":9: access rule: never reached",
+            ":9: access to attrs=userPassword by self write by anonymous auth by * break: never reached",
         ] {
             assert!(rendered.contains(line), "no '{line}' in:\n{rendered}");
         }
