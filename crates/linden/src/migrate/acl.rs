@@ -5,7 +5,8 @@
 //!   `write` adds write (and add and delete where the rule covers the entry itself); `manage`
 //!   is `all`. `=rscx` privileges map letter by letter.
 //! - Targets: `*`, `dn.base/one/subtree/children`, `dn.regex` when the expression is one of
-//!   those in disguise (`.*,ou=people,…` is children, `(.*,)?ou=people,…` subtree), `filter=`,
+//!   those in disguise (`.*,ou=people,…` is children, `(.*,)?ou=people,…` subtree,
+//!   `uid=([^,]+),ou=people,…` one level, with `dn.exact,expand="uid=$1,…"` as self), `filter=`,
 //!   `attrs=` (with `entry`). A target that cannot be expressed drops the rule (reported: its
 //!   entries now fall to the rules after it).
 //! - Subjects: `*`, anonymous, users, self, `dn.exact/subtree` (and literal or subtree-shaped
@@ -315,6 +316,10 @@ fn parse(d: &Directive, report: &mut Report) -> Option<Work> {
         what.push(w);
         words.next();
     }
+    let target_regex = what.iter().find_map(|w| {
+        let (k, v) = w.split_once('=')?;
+        k.eq_ignore_ascii_case("dn.regex").then(|| v.to_string())
+    });
     for w in &what {
         if let Err(why) = target_word(w, &mut target) {
             if why.is_empty() {
@@ -368,7 +373,7 @@ fn parse(d: &Directive, report: &mut Report) -> Option<Work> {
         if let Some(why) = level_note {
             report.add(&d.loc, clause_shown.clone(), Kind::Difference, why);
         }
-        let who = match parse_who(&who_words) {
+        let who = match parse_who(&who_words, target_regex.as_deref()) {
             Ok(w) => Some(w),
             Err(why) => {
                 report.add(
@@ -521,8 +526,35 @@ pub fn regex_dn(p: &str) -> Option<RegexDn> {
     let (rest, scope) = shapes
         .iter()
         .find_map(|(pre, s)| p.strip_prefix(pre).map(|r| (r, *s)))
+        .or_else(|| one_captured_rdn(p).map(|r| (r, Scope::One)))
         .unwrap_or((p, Scope::Base));
     literal(rest).map(|dn| RegexDn::Dn(dn, scope))
+}
+
+/// `uid=([^,]+),REST` → `REST`: one RDN of a given type, its value captured (slapd's idiom
+/// for "each entry below", used with `dn.exact,expand="uid=$1,REST"` for the entry itself).
+fn one_captured_rdn(p: &str) -> Option<&str> {
+    let (attr, rest) = p.split_once('=')?;
+    if attr.is_empty() || !attr.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
+        return None;
+    }
+    rest.strip_prefix("([^,]+),")
+        .or_else(|| rest.strip_prefix("([^,]*),"))
+}
+
+/// Whether the subject `dn.exact,expand=VALUE` names the target entry itself: the target is
+/// `ATTR=([^,]+),REST` and VALUE is `ATTR=$1,REST`, i.e. `self`.
+fn expands_to_self(value: &str, target_regex: Option<&str>) -> bool {
+    let Some(p) = target_regex else { return false };
+    let p = p.strip_prefix('^').unwrap_or(p);
+    let p = p.strip_suffix('$').unwrap_or(p);
+    if one_captured_rdn(p).is_none() || p.matches('(').count() != 1 {
+        return false;
+    }
+    let norm = |s: &str| s.to_ascii_lowercase().replace(", ", ",");
+    ["([^,]+)", "([^,]*)"]
+        .iter()
+        .any(|g| norm(&value.replace("$1", g)) == norm(p))
 }
 
 /// A regular expression without operators, as the text it matches.
@@ -630,7 +662,7 @@ fn parse_level(w: &str, covers_entry: bool) -> (u16, Option<String>) {
 }
 
 /// The subject of a clause in Linden's terms.
-fn parse_who(words: &[&str]) -> Result<String, String> {
+fn parse_who(words: &[&str], target_regex: Option<&str>) -> Result<String, String> {
     let [w] = words else {
         return Err(if words.is_empty() {
             "no subject".into()
@@ -654,6 +686,13 @@ fn parse_who(words: &[&str]) -> Result<String, String> {
     let key = key.to_ascii_lowercase();
     let (kind, style) = key.split_once('.').unwrap_or((key.as_str(), ""));
     let (style, modifier) = style.split_once(',').unwrap_or((style, ""));
+    if kind == "dn"
+        && matches!(style, "" | "base" | "baseobject" | "exact")
+        && modifier == "expand"
+        && expands_to_self(value, target_regex)
+    {
+        return Ok("self".into());
+    }
     if modifier == "expand" && value.contains('$') {
         return Err(format!(
             "'{w}' uses the target's regular expression matches, which Linden has not"
@@ -885,7 +924,11 @@ mod tests {
             Some(RegexDn::Dn("ou=x".into(), Scope::One))
         );
         assert_eq!(regex_dn(".*"), Some(RegexDn::Everything));
-        assert_eq!(regex_dn("^uid=([^,]+),ou=people$"), None);
+        assert_eq!(
+            regex_dn("^uid=([^,]+),ou=people$"),
+            Some(RegexDn::Dn("ou=people".into(), Scope::One))
+        );
+        assert_eq!(regex_dn("^uid=(a|b),ou=people$"), None);
         assert_eq!(
             regex_dn("cn=a\\,b,dc=x"),
             Some(RegexDn::Dn("cn=a\\,b,dc=x".into(), Scope::Base))
@@ -895,7 +938,7 @@ mod tests {
     #[test]
     fn inexpressible_targets_and_subjects_are_reported() {
         let (r, rep) = run(&[
-            "access to dn.regex=^uid=([^,]+),ou=p,dc=x$ by dn.exact,expand=uid=$1,ou=p,dc=x write",
+            "access to dn.regex=^uid=(a|b),ou=p,dc=x$ by users write",
             "access to attrs=mail by dnattr=manager write by peername.ip=127.0.0.1 read by users read",
             "access to dn.base=\"\" by * read",
         ]);
@@ -907,6 +950,21 @@ mod tests {
         let lines: Vec<usize> = rep.of(Kind::NotCarried).map(|n| n.loc.line).collect();
         assert_eq!(lines, vec![1, 2, 2]);
         assert_eq!(rep.of(Kind::NotNeeded).count(), 1);
+    }
+
+    /// slapd's idiom for "each person may change their own entry".
+    #[test]
+    fn captured_rdn_with_expand_is_self() {
+        let (r, rep) = run(&[
+            "access to dn.regex=\"^uid=([^,]+),ou=people,dc=x$\" attrs=mail by dn.exact,expand=\"uid=$1,ou=people,dc=x\" write by users read",
+            "access to dn.regex=\"^uid=([^,]+),ou=people,dc=x$\" by dn.exact,expand=\"uid=$1,ou=staff,dc=x\" write",
+        ]);
+        assert_eq!(
+            shown(&r[0]),
+            "one:ou=people,dc=x attrs=mail | self auth,compare,search,read,write | users auth,compare,search,read"
+        );
+        assert_eq!(shown(&r[1]), "one:ou=people,dc=x | * none");
+        assert_eq!(rep.of(Kind::NotCarried).count(), 1);
     }
 
     #[test]
