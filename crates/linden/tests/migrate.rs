@@ -595,6 +595,10 @@ fn slapd_conf_with_acls_and_overlays() {
             replace(&mut alice, &people("alice"), "description", "hi").to_string(),
         );
         p(
+            "alice writes bob's description",
+            replace(&mut alice, &people("bob"), "description", "hi").to_string(),
+        );
+        p(
             "carol (admins) writes bob's mail",
             replace(&mut carol, &people("bob"), "mail", "bob2@example.com").to_string(),
         );

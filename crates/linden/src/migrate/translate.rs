@@ -1578,7 +1578,7 @@ mod tests {
             table["refint"].as_array().unwrap()[0].as_str(),
             Some("member")
         );
-        assert_eq!(table["access"].as_array().unwrap().len(), 4);
+        assert_eq!(table["access"].as_array().unwrap().len(), 5);
         let unique = &table["unique"].as_array().unwrap()[0];
         assert_eq!(unique["base"].as_str(), Some("ou=people,dc=example,dc=com"));
         assert_eq!(table["ppolicy_use_lockout"].as_bool(), Some(true));
