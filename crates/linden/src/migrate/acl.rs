@@ -7,7 +7,7 @@
 //! - Targets: `*`, `dn.base/one/subtree/children`, `dn.regex` when the expression is one of
 //!   those in disguise (`.*,ou=people,…` is children, `(.*,)?ou=people,…` subtree,
 //!   `uid=([^,]+),ou=people,…` one level, with `dn.exact,expand="uid=$1,…"` as self), `filter=`,
-//!   `attrs=` (with `entry`). A target that cannot be expressed drops the rule (reported: its
+//!   `attrs=` (with `entry`, and `@class` as its attributes). A target that cannot be expressed drops the rule (reported: its
 //!   entries now fall to the rules after it).
 //! - Subjects: `*`, anonymous, users, self, `dn.exact/subtree` (and literal or subtree-shaped
 //!   `dn.regex`), `group=` on groupOfNames/member or groupOfUniqueNames/uniqueMember. A clause
@@ -163,11 +163,11 @@ pub struct Input<'a> {
 
 /// Translates the rules, in slapd's order of evaluation (databases' rules, then the
 /// frontend's), into Linden's.
-pub fn translate(inputs: &[Input<'_>], report: &mut Report) -> Vec<Rule> {
+pub fn translate(inputs: &[Input<'_>], schema: &schema::Schema, report: &mut Report) -> Vec<Rule> {
     let mut work: Vec<Work> = Vec::new();
     for inp in inputs {
         let d = inp.directive;
-        let Some(mut w) = parse(d, report) else {
+        let Some(mut w) = parse(d, schema, report) else {
             continue;
         };
         if let Some(suffix) = inp.confine {
@@ -295,7 +295,7 @@ fn finish(work: Vec<Work>, report: &mut Report) -> Vec<Rule> {
 
 /// Reads one `access to WHAT by WHO LEVEL [CONTROL] …` directive. `None` when the rule is not
 /// carried (reported).
-fn parse(d: &Directive, report: &mut Report) -> Option<Work> {
+fn parse(d: &Directive, schema: &schema::Schema, report: &mut Report) -> Option<Work> {
     let shown = d.shown();
     let mut words = d.args.iter().map(String::as_str).peekable();
     if !words.next().is_some_and(|w| w.eq_ignore_ascii_case("to")) {
@@ -321,7 +321,7 @@ fn parse(d: &Directive, report: &mut Report) -> Option<Work> {
         k.eq_ignore_ascii_case("dn.regex").then(|| v.to_string())
     });
     for w in &what {
-        if let Err(why) = target_word(w, &mut target) {
+        if let Err(why) = target_word(w, &mut target, schema) {
             if why.is_empty() {
                 report.add(
                     &d.loc,
@@ -432,7 +432,7 @@ fn parse(d: &Directive, report: &mut Report) -> Option<Work> {
 
 /// Reads one word of a target into `t`. `Err("")`: a rule for the root DSE or the
 /// subschema subentry; `Err(why)`: not expressible.
-fn target_word(w: &str, t: &mut Target) -> Result<(), String> {
+fn target_word(w: &str, t: &mut Target, schema: &schema::Schema) -> Result<(), String> {
     if w == "*" {
         return Ok(());
     }
@@ -467,9 +467,25 @@ fn target_word(w: &str, t: &mut Target) -> Result<(), String> {
                 if a.eq_ignore_ascii_case("children") {
                     return Err("the 'children' pseudo-attribute has no equivalent (Linden checks 'add' on the new entry and 'delete' on the entry itself: grant those on the entries below instead)".into());
                 }
-                if a.starts_with('@') || a.starts_with('!') {
+                if let Some(class) = a.strip_prefix('@') {
+                    // slapd: every attribute the class (and its superclasses) may hold.
+                    let id = schema.class_by_name(class).ok_or_else(|| {
+                        format!("'{a}': the object class is not in Linden's built-in schema or the bundles this configuration enables: list the attributes")
+                    })?;
+                    for c in schema.class_closure(&[id]) {
+                        let oc = schema.class(c);
+                        for at in oc.must.iter().chain(&oc.may) {
+                            let name = schema.attr(*at).name().to_string();
+                            if !attrs.contains(&name) {
+                                attrs.push(name);
+                            }
+                        }
+                    }
+                    continue;
+                }
+                if a.starts_with('!') {
                     return Err(format!(
-                        "'{a}' (the attributes of an object class) is not carried: list the attributes"
+                        "'{a}' (the attributes an object class may not hold) is not carried: list the attributes"
                     ));
                 }
                 if a == "*" {
@@ -860,7 +876,7 @@ mod tests {
             })
             .collect();
         let mut report = Report::default();
-        let r = translate(&inputs, &mut report);
+        let r = translate(&inputs, &schema::Schema::builtin(), &mut report);
         (r, report)
     }
 
@@ -898,6 +914,21 @@ mod tests {
         );
         // manage is reported as carried with a difference.
         assert_eq!(rep.of(Kind::Difference).count(), 1);
+    }
+
+    #[test]
+    fn attributes_of_an_object_class() {
+        let (r, rep) = run(&[
+            "access to attrs=@organizationalUnit,entry by users read",
+            "access to attrs=!person by users read",
+        ]);
+        let attrs = r[0].target.attrs.as_ref().unwrap();
+        for a in ["ou", "objectClass", "telephoneNumber", "entry"] {
+            assert!(attrs.iter().any(|x| x == a), "{a} in {attrs:?}");
+        }
+        assert!(!attrs.iter().any(|x| x == "mail"));
+        assert_eq!(r.len(), 1);
+        assert_eq!(rep.of(Kind::NotCarried).count(), 1);
     }
 
     #[test]

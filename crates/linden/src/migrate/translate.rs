@@ -1289,7 +1289,20 @@ impl Translator<'_> {
                 confine: None,
             });
         }
-        let mut rules = acl::translate(&inputs, self.report);
+        // `attrs=@class` needs the classes: the built-in schema and the bundles enabled.
+        let bundles: Vec<String> = self
+            .out
+            .keys
+            .iter()
+            .find(|(k, _, _)| k == "schemas")
+            .and_then(|(_, v, _)| v.as_array().cloned())
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|v| v.as_str().map(str::to_string))
+            .collect();
+        let schema =
+            schema::Schema::with_bundles(&bundles).unwrap_or_else(|_| schema::Schema::builtin());
+        let mut rules = acl::translate(&inputs, &schema, self.report);
         for s in defaults {
             rules.push(acl::Rule {
                 target: acl::Target {
