@@ -31,6 +31,9 @@ pub enum Command {
     /// the certificate, overlays and replication settings. Exit status 0 when it would start,
     /// 2 with each problem on a line.
     CheckConfig(Box<ServeArgs>),
+    /// Write a Linden configuration from an OpenLDAP slapd.conf or slapd.d (cn=config), and
+    /// report every directive not carried over as it was (file, line, why).
+    Migrate(crate::migrate::MigrateArgs),
     /// Print the configuration keys as the Markdown table of docs/configuration.md.
     #[command(hide = true)]
     ConfigReference,

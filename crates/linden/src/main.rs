@@ -9,6 +9,7 @@
 //! - `man`: `linden man --out DIR`, the manual pages generated from the command line.
 //! - `bulk`: `linden import`, `export`, `backup` and `snapshot`.
 //! - `verify`: `linden verify`, a read-only check of a data directory.
+//! - `migrate`: `linden migrate`, an OpenLDAP slapd configuration as Linden's.
 //! - `schema_cmd`: `linden schema list|show`, the schema bundles in the binary.
 //! - `gen` and `bench` come from the `bench` crate.
 //!
@@ -19,6 +20,7 @@ mod bulk;
 mod cli;
 mod config;
 mod man;
+mod migrate;
 mod notify;
 mod password;
 mod schema_cmd;
@@ -82,6 +84,27 @@ fn main() -> ExitCode {
         Command::Verify(args) => return verify::run(&args),
         Command::Bench(cmd) => cmd.run().map_err(anyhow::Error::new),
         Command::Man(args) => man::run(&args),
+        Command::Migrate(args) => match migrate::run(&args) {
+            Ok(o) if o.problems.is_empty() => {
+                if args.check {
+                    println!("{}: ok", args.out.display());
+                }
+                Ok(())
+            }
+            Ok(o) => {
+                for p in &o.problems {
+                    eprintln!("linden: error: {p}");
+                }
+                eprintln!(
+                    "{}: {} problem{}",
+                    args.out.display(),
+                    o.problems.len(),
+                    if o.problems.len() == 1 { "" } else { "s" }
+                );
+                return ExitCode::from(2);
+            }
+            Err(e) => Err(e),
+        },
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -108,13 +131,7 @@ fn check_config(args: &cli::ServeArgs) -> ExitCode {
         .as_ref()
         .map(|p| p.display().to_string())
         .unwrap_or_else(|| "the settings".into());
-    let problems: Vec<String> = match config::resolve(args) {
-        Err(e) => e.0.lines().map(str::to_string).collect(),
-        Ok(c) => match server::check(&c) {
-            Ok(()) => Vec::new(),
-            Err(p) => p,
-        },
-    };
+    let problems = check_problems(args);
     if problems.is_empty() {
         println!("{what}: ok");
         return ExitCode::SUCCESS;
@@ -128,6 +145,17 @@ fn check_config(args: &cli::ServeArgs) -> ExitCode {
         if problems.len() == 1 { "" } else { "s" }
     );
     ExitCode::from(2)
+}
+
+/// What `linden check-config` finds wrong with the settings (empty: a start would go on).
+pub fn check_problems(args: &cli::ServeArgs) -> Vec<String> {
+    match config::resolve(args) {
+        Err(e) => e.0.lines().map(str::to_string).collect(),
+        Ok(c) => match server::check(&c) {
+            Ok(()) => Vec::new(),
+            Err(p) => p,
+        },
+    }
 }
 
 /// Changes the log filter of a running server (a reload changed `log_level`).

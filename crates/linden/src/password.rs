@@ -33,6 +33,11 @@ pub fn resolve(
     policy: &pwhash::Policy,
 ) -> anyhow::Result<(Vec<u8>, Source)> {
     if let Some(pw) = given {
+        // A `{SCHEME}` hash (slapd's rootpw, as `linden migrate` carries it) is kept as it
+        // is, as slapd keeps its rootpw.
+        if pwhash::is_hashed(pw.as_bytes()) {
+            return Ok((pw.as_bytes().to_vec(), Source::Given));
+        }
         return Ok((policy.hash(pw.as_bytes()), Source::Given));
     }
     let file = data_dir.join(HASH_FILE);
@@ -96,6 +101,18 @@ mod tests {
         assert!(pwhash::is_hashed(&hash));
         assert!(pwhash::verify(&hash, b"secret"));
         assert!(!data.exists());
+    }
+
+    /// slapd's rootpw, as `linden migrate` writes it: the hash is the stored value.
+    #[test]
+    fn given_hash_is_kept_as_it_is() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let given = "{SSHA}mxAcnA9cX4Ct8ErGbRtCJnrSan8GGczn";
+        let (hash, source) =
+            resolve(Some(given), dir.path(), &pwhash::Policy::default()).expect("resolve");
+        assert_eq!(source, Source::Given);
+        assert_eq!(hash, given.as_bytes());
+        assert!(pwhash::verify(&hash, b"secret"));
     }
 
     #[test]

@@ -292,8 +292,9 @@ keys! {
         NonEmpty("suffix"), Restart, flag "DN";
     /// DN of the administrator, who may do anything; it is not an entry in the tree.
     admin_dn: String = "cn=admin,dc=example,dc=com".to_string(), Str, Restart, flag "DN";
-    /// The administrator's password (hashed at once, never written); generated at first start
-    /// and its hash kept in the data directory when none is given.
+    /// The administrator's password (hashed at once, never written; a {SCHEME} hash, as
+    /// slapd's rootpw, is used as it is); generated at first start and its hash kept in the
+    /// data directory when none is given.
     admin_password: Option<Hidden> = None, Opt(Secret), Restart, flag "PW";
     /// Load the demo organisation into an empty directory.
     demo: bool = false, Bool, Restart, flag "BOOL";
