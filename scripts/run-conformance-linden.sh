@@ -15,6 +15,8 @@ size_limit_anonymous = 500
 size_limit = 500
 # The replication provider, as the reference slapd's syncprov overlay (test_syncrepl.py).
 syncprov = true
+# groupOfURLs and memberURL, for [[dynlist]] below (as the reference slapd's dyngroup.schema).
+schemas = ["dyngroup"]
 
 # As the reference slapd's ppolicy overlay (scripts/slapd-reference.sh; test_ppolicy.py): the
 # default policy entry exists only while a test creates it.
@@ -38,6 +40,20 @@ sn = ["eq", "pres", "subinitial"]
 mail = ["eq", "pres", "subany", "subfinal"]
 telephoneNumber = ["eq", "sub"]
 uidNumber = ["eq", "ord"]
+
+# As the reference slapd's dynlist overlay (scripts/slapd-reference.sh; test_dynlist.py):
+# groupOfURLs members from memberURL, with memberOf; dynamic lists on labeledURIObject
+# (groupOfURLs is in the dyngroup bundle: `schemas`, at the top).
+
+[[dynlist]]
+object_class = "groupOfURLs"
+url_attribute = "memberURL"
+member_attribute = "member"
+member_of_attribute = "memberOf"
+
+[[dynlist]]
+object_class = "labeledURIObject"
+url_attribute = "labeledURI"
 
 # As the reference slapd's unique overlay (scripts/slapd-reference.sh; test_unique.py).
 [[unique]]

@@ -120,6 +120,19 @@ moduleload syncprov"
 overlay syncprov
 syncprov-sessionlog 10000"
     fi
+    local extra_schemas=""
+    if [ -e "$MODDIR/dynlist.la" ] || [ -e "$MODDIR/dynlist.so" ]; then
+        # Dynamic groups, as Linden's [[dynlist]] (run-conformance-linden.sh;
+        # test_dynlist.py): groupOfURLs members from memberURL, with memberOf; and dynamic
+        # lists on labeledURIObject entries (the attributes their labeledURI names).
+        modules="$modules
+moduleload dynlist"
+        overlays="$overlays
+overlay dynlist
+dynlist-attrset groupOfURLs memberURL member+memberOf
+dynlist-attrset labeledURIObject labeledURI"
+        extra_schemas="$SCHEMADIR/dyngroup.schema"
+    fi
     if [ -e "$MODDIR/pw-sha2.la" ] || [ -e "$MODDIR/pw-sha2.so" ]; then
         modules="$modules
 moduleload pw-sha2"
@@ -132,7 +145,7 @@ moduleload pw-sha2"
 TLSCertificateKeyFile $SLAPD_TLS_KEY"
         [ -z "${SLAPD_LDAPS_PORT:-}" ] || urls="$urls ldaps://127.0.0.1:$SLAPD_LDAPS_PORT/"
     fi
-    for f in ${SLAPD_SCHEMAS:-$SCHEMADIR/core.schema $SCHEMADIR/cosine.schema $SCHEMADIR/inetorgperson.schema $SCHEMADIR/nis.schema}; do
+    for f in ${SLAPD_SCHEMAS:-$SCHEMADIR/core.schema $SCHEMADIR/cosine.schema $SCHEMADIR/inetorgperson.schema $SCHEMADIR/nis.schema} $extra_schemas; do
         includes="${includes}include     $f
 "
     done

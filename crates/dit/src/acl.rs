@@ -569,6 +569,11 @@ impl EntryAccess<'_> {
         first.map(pick).unwrap_or(Rights::NONE)
     }
 
+    /// The same requester's access to another entry.
+    pub fn other(&self, other: &Entry) -> EntryAccess<'_> {
+        self.view.entry(self.schema, other)
+    }
+
     /// Whether the same requester can see another entry.
     pub fn sees(&self, other: &Entry) -> bool {
         self.view.entry(self.schema, other).visible()

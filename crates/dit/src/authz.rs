@@ -85,9 +85,19 @@ impl AuthzMap {
 
 /// `BASE??SCOPE?FILTER` (attributes ignored), percent-decoded.
 fn parse_url(url: &str) -> Result<(String, Scope, String), String> {
+    parse_url_attrs(url).map(|(base, _, scope, filter)| (base, scope, filter))
+}
+
+/// The part of an LDAP URL (RFC 4516) after `ldap:///`: `BASE?ATTRS?SCOPE?FILTER`,
+/// percent-decoded; the scope is base and the filter `(objectClass=*)` when left out.
+pub fn parse_url_attrs(url: &str) -> Result<(String, Vec<String>, Scope, String), String> {
     let mut parts = url.splitn(4, '?');
     let base = decode(parts.next().unwrap_or(""))?;
-    let _attrs = parts.next();
+    let attrs = decode(parts.next().unwrap_or(""))?
+        .split(',')
+        .filter(|a| !a.is_empty())
+        .map(str::to_string)
+        .collect();
     let scope = match parts.next().unwrap_or("") {
         "" | "base" => Scope::Base,
         "one" => Scope::One,
@@ -98,7 +108,7 @@ fn parse_url(url: &str) -> Result<(String, Scope, String), String> {
         None | Some("") => "(objectClass=*)".to_string(),
         Some(f) => decode(f)?,
     };
-    Ok((base, scope, filter))
+    Ok((base, attrs, scope, filter))
 }
 
 fn decode(s: &str) -> Result<String, String> {

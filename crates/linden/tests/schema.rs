@@ -550,6 +550,33 @@ fn schema_file_errors_name_the_file_and_line() {
     );
     assert!(err.contains("unluckyNumber"), "{err}");
 
+    // An unknown syntax stops the start, naming the file and line, as slapd does
+    // ("a.schema: line 3 attributetype: Syntax not found: \"1.2.3.4.5\"").
+    std::fs::write(dir.path().join("b.ldif"), B_LDIF).expect("b.ldif");
+    std::fs::write(
+        dir.path().join("a.schema"),
+        A_SCHEMA.replace(
+            "SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 )",
+            "SYNTAX 1.2.3.4.5 )",
+        ),
+    )
+    .expect("a.schema");
+    let out = start_fails(&data, &["--config", &config]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(error_lines(&err).len(), 1, "one line: {err}");
+    let path = dir.path().join("a.schema");
+    let line = A_SCHEMA
+        .lines()
+        .position(|l| l.contains("SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 )"))
+        .expect("syntax line")
+        + 1;
+    assert!(
+        err.contains(&format!("{}:{line}: ", path.display())),
+        "names file and line: {err}"
+    );
+    assert!(err.contains("syntax 1.2.3.4.5"), "{err}");
+
     // A missing file.
     let config = write_config(dir.path(), &["a.schema", "nope.schema"]);
     let out = start_fails(&data, &["--config", &config]);

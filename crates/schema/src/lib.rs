@@ -335,8 +335,6 @@ struct LoadOptions {
     skip_identical: bool,
     /// Only attribute types and object classes (no syntaxes, no OID macros).
     types_and_classes_only: bool,
-    /// A SYNTAX this server does not know is refused instead of accepted unchecked.
-    known_syntaxes_only: bool,
     /// Added definitions are appended to `extensions`.
     record: bool,
 }
@@ -464,7 +462,6 @@ impl Schema {
             origin,
             LoadOptions {
                 types_and_classes_only: true,
-                known_syntaxes_only: true,
                 ..LoadOptions::default()
             },
         )

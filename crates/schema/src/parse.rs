@@ -748,13 +748,10 @@ impl Schema {
                         None => (raw, None),
                     };
                     let soid = self.resolve_oid(soid, at)?;
-                    let sid = match self.syntax_index.get(&soid) {
-                        Some(s) => *s,
-                        None if self.mode.known_syntaxes_only => {
-                            return fail(at, format!("syntax {soid} is not known to this server"))
-                        }
-                        // Unknown syntaxes are accepted and check nothing.
-                        None => self.add_syntax(&soid, "", syntax::Check::Any),
+                    // As slapd ("Syntax not found"): a syntax neither built in nor defined
+                    // by an `ldapsyntax` statement before stops the load.
+                    let Some(&sid) = self.syntax_index.get(&soid) else {
+                        return fail(at, format!("syntax {soid} is not known to this server"));
                     };
                     a.syntax = Some(sid);
                     a.syntax_len = len;

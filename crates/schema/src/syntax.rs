@@ -83,6 +83,63 @@ pub(crate) const SYNTAXES: &[(&str, &str, Check)] = &[
     ("1.3.6.1.1.1.0.1", "RFC2307 Boot Parameter", Check::Any),
     ("1.3.6.1.4.1.4203.666.11.2.1", "CSN", Check::Csn),
     ("1.3.6.1.4.1.4203.666.2.7", "OpenLDAP authz", Check::Any),
+    // The rest of slapd's syntax table (schema_init.c), known so that schema files written
+    // for slapd load; values of these syntaxes are not checked. Appended, so that the ids of
+    // the syntaxes above stay as they were.
+    syn!("1", "ACI Item", Check::Any),
+    syn!("2", "Access Point", Check::Any),
+    syn!("20", "DSE Type", Check::Any),
+    syn!("29", "Master And Shadow Access Points", Check::Any),
+    syn!("32", "Mail Preference", Check::Any),
+    syn!("33", "MHS OR Address", Check::Any),
+    syn!("42", "Protocol Information", Check::Any),
+    syn!("45", "SubtreeSpecification", Check::Any),
+    syn!("55", "Modify Rights", Check::Any),
+    syn!("56", "LDAP Schema Definition", Check::Any),
+    syn!("57", "LDAP Schema Description", Check::Any),
+    ("1.2.36.79672281.1.5.0", "RDN", Check::Any),
+    (
+        "1.2.840.113549.1.8.1.1",
+        "PKCS#8 PrivateKeyInfo",
+        Check::Any,
+    ),
+    ("1.3.6.1.1.15.1", "Certificate Exact Assertion", Check::Any),
+    ("1.3.6.1.1.15.2", "Certificate Assertion", Check::Any),
+    (
+        "1.3.6.1.1.15.3",
+        "Certificate Pair Exact Assertion",
+        Check::Any,
+    ),
+    ("1.3.6.1.1.15.4", "Certificate Pair Assertion", Check::Any),
+    (
+        "1.3.6.1.1.15.5",
+        "Certificate List Exact Assertion",
+        Check::Any,
+    ),
+    ("1.3.6.1.1.15.6", "Certificate List Assertion", Check::Any),
+    ("1.3.6.1.1.15.7", "Algorithm Identifier", Check::Any),
+    ("1.3.6.1.4.1.4203.1.1.1", "OpenLDAP void", Check::Any),
+    (
+        "1.3.6.1.4.1.4203.666.11.10.2.1",
+        "X.509 AttributeCertificate",
+        Check::Any,
+    ),
+    (
+        "1.3.6.1.4.1.4203.666.11.10.2.2",
+        "AttributeCertificate Exact Assertion",
+        Check::Any,
+    ),
+    (
+        "1.3.6.1.4.1.4203.666.11.10.2.3",
+        "AttributeCertificate Assertion",
+        Check::Any,
+    ),
+    ("1.3.6.1.4.1.4203.666.11.2.4", "CSN SID", Check::Any),
+    (
+        "1.3.6.1.4.1.4203.666.2.1",
+        "OpenLDAP Experimental ACI",
+        Check::Any,
+    ),
 ];
 
 fn is_printable(b: u8) -> bool {

@@ -222,7 +222,9 @@ attributetype ( myAttrs:2 NAME 'barAttr' SUP fooAttr )
 objectclass ( myOID:2.1 NAME 'fooObject' SUP top AUXILIARY MAY ( fooAttr $ barAttr ) )
 ( 1.3.6.1.4.1.99999.3 NAME 'bareAttr' SYNTAX 1.3.6.1.4.1.1466.115.121.1.26 )
 ( 1.3.6.1.4.1.99999.4 NAME 'bareClass' SUP top STRUCTURAL MUST bareAttr )
-attributetypes: ( 1.3.6.1.4.1.99999.5 NAME 'unknownSyntaxAttr' SYNTAX 1.2.3.4.5 )
+ldapsyntax ( 1.3.6.1.4.1.99999.6 DESC 'a syntax of its own' )
+attributetypes: ( 1.3.6.1.4.1.99999.5 NAME 'ownSyntaxAttr' SYNTAX 1.3.6.1.4.1.99999.6 )
+attributetype ( 1.3.6.1.4.1.99999.7 NAME 'protoInfo' SYNTAX 1.3.6.1.4.1.1466.115.121.1.42 )
 "#;
     s.load_schema_text(text, "test.schema")
         .unwrap_or_else(|e| panic!("{e}"));
@@ -242,8 +244,11 @@ attributetypes: ( 1.3.6.1.4.1.99999.5 NAME 'unknownSyntaxAttr' SYNTAX 1.2.3.4.5 
             .kind,
         ClassKind::Structural
     );
-    let u = id(&s, "unknownSyntaxAttr");
+    // A syntax defined by an `ldapsyntax` statement, and one of slapd's that Linden does not
+    // check, accept any value.
+    let u = id(&s, "ownSyntaxAttr");
     assert!(s.validate(u, b"\xff anything").is_ok());
+    assert!(s.attr_by_name("protoInfo").is_some());
 }
 
 #[test]
@@ -276,7 +281,13 @@ fn load_errors_name_origin_and_line() {
         ("attributetype ( 1.2.3.4 NAME 'x' SUP name USAGE nope )", 1),
         ("objectidentifier onlyname", 1),
         ("attributetype ( 1.2.3.4 NAME 'x' EQUALITY caseIgnoreSubstringsMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 )", 1),
-        ("# x\n# y\n\nobjectclass ( 1.2.3.9 NAME 'y'\n\tSUP top\n\tMAY ( cn $ sn $\n\t\tnosuch ) )", 6),
+        ("# x\n# y\n\nobjectclass ( 1.2.3.9 NAME 'y'\n\tSUP top\n\tMAY ( cn $ sn $\n\t\tnosuch ) )", 6),        // Strict as slapd: an unknown syntax, matching rule, superior type or class, or
+        // MUST/MAY type stops the load at its line.
+        ("# c\nattributetype ( 1.2.3.4 NAME 'x'\n\tSYNTAX 1.2.3.4.5 )", 3),
+        ("attributetype ( 1.2.3.4 NAME 'x'\n\tSYNTAX 1.3.6.1.4.1.1466.115.121.1.15{32} )\nattributetype ( 1.2.3.5 NAME 'y' SYNTAX 1.3.6.1.4.1.1466.115.121.1.99{32} )", 3),
+        ("attributetype ( 1.2.3.4 NAME 'x'\n\tSUP noSuchType )", 2),
+        ("attributetype ( 1.2.3.4 NAME 'x'\n ORDERING noSuchOrderingMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.27 )", 2),
+        ("objectclass ( 1.2.3.4 NAME 'x'\n SUP noSuchClass AUXILIARY )", 2),
     ];
     for (text, line) in cases {
         match s.load_schema_text(text, "t") {

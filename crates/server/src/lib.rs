@@ -70,6 +70,7 @@ pub mod config;
 pub mod connlimit;
 mod controls;
 pub mod credcache;
+pub mod dynlist;
 pub mod figures;
 pub mod incoming;
 pub mod listen;
@@ -273,6 +274,8 @@ impl Server {
             .map(|s| Arc::new(arc_swap::ArcSwap::from_pointee(s.credentials())))
             .collect();
         let incoming = incoming::Budget::new(config.max_incoming_bytes);
+        let dynlist = dynlist::Dynlist::new(&config.dynlist, &schema, config.dynlist_max_entries)
+            .map_err(StartError::Config)?;
         let live = reload::live(&config, tls, readers, authz);
         let shared = Arc::new(Shared {
             dit,
@@ -289,6 +292,7 @@ impl Server {
             figures: figures::ServerFigures::new(),
             persistence,
             ppolicy,
+            dynlist,
             replication,
             consumer_credentials,
             syncprov,
@@ -807,6 +811,9 @@ fn prepare(config: &Config, open_logs: bool) -> Result<Prepared, Vec<String>> {
         if let Err(e) = dit::ppolicy::Ppolicy::new(&config.ppolicy_spec(), &schema, admin.clone()) {
             problems.push(e);
         }
+    }
+    if let Err(e) = dynlist::Dynlist::new(&config.dynlist, &schema, config.dynlist_max_entries) {
+        problems.push(e);
     }
     match (admin, acl, authz, access_log, audit_log) {
         (Some(admin), Some(acl), Some(authz), Some(access_log), Some(audit_log))

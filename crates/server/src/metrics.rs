@@ -297,6 +297,12 @@ impl prometheus_client::collector::Collector for Figures {
             "Search result entries sent.",
             load(&t.entries_sent),
         )?;
+        gauge(
+            &mut e,
+            "write_waits",
+            "Operations waiting now for room in their connection's response buffer (max_buffered_bytes).",
+            load(&t.write_waits) as f64,
+        )?;
         let w = sh.store.stats();
         counter(
             &mut e,

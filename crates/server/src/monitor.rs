@@ -184,6 +184,17 @@ pub(crate) fn tree(shared: &Shared) -> Node {
             Node::counter("Entries", load(&t.entries_sent))
                 .attr("description", "search result entries sent"),
         );
+    // Where slapd's back-monitor shows its threads waiting to write (cn=Write,cn=Waiters).
+    let waiters = Node::container(
+        "Waiters",
+        "Operations waiting now for room to write to their clients.",
+    )
+    .child(
+        Node::counter("Write", load(&t.write_waits)).attr(
+            "description",
+            "operations waiting now for room in their connection's response buffer (max_buffered_bytes): clients that leave responses unread",
+        ),
+    );
     let w = shared.store.stats();
     let writer = Node::container(
         "Writer",
@@ -298,6 +309,7 @@ pub(crate) fn tree(shared: &Shared) -> Node {
         .child(listeners)
         .child(operations)
         .child(statistics)
+        .child(waiters)
         .child(writer)
         .child(snapshots)
         .child(reloads)

@@ -66,6 +66,10 @@ pub(crate) struct Conn {
     /// The last bind found the password reset and to be changed: operations other than
     /// changing it are refused (`ppolicy::restriction`).
     pub(crate) must_change: std::sync::atomic::AtomicBool,
+    /// Wakes the operations waiting for room to write (`send_unless`) after an Abandon or a
+    /// Cancel set a stop flag in `running`, so that a search blocked on a client that reads
+    /// nothing stops at once instead of when the client reads again.
+    pub(crate) stopped: Notify,
 }
 
 /// The last holder of the connection's state is gone (the read loop and every operation it
@@ -151,16 +155,68 @@ pub(crate) struct AccessLine {
     start: std::time::Instant,
 }
 
+/// Counts an operation in `write_waits` while it waits for room to write.
+struct Waiting<'a>(&'a std::sync::atomic::AtomicU64);
+
+impl<'a> Waiting<'a> {
+    fn enter(gauge: &'a std::sync::atomic::AtomicU64) -> Waiting<'a> {
+        gauge.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Waiting(gauge)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
 impl Conn {
     /// Queues response bytes, waiting while the connection's buffer is full; false when the
     /// connection is gone.
     pub async fn send(&self, bytes: Vec<u8>) -> bool {
+        self.send_unless(bytes, &AtomicBool::new(false)).await
+    }
+
+    /// `send`, giving up (false, the bytes dropped) when `stop` is set (Abandon, Cancel)
+    /// while it waits for room; the setter wakes it with `stop_waiters`.
+    pub(crate) async fn send_unless(&self, bytes: Vec<u8>, stop: &AtomicBool) -> bool {
+        use tokio::sync::TryAcquireError;
         let n = kib(bytes.len(), self.shared.config().max_buffered_bytes / 1024);
-        match self.buffered.acquire_many(n).await {
+        match self.buffered.try_acquire_many(n) {
             Ok(p) => p.forget(),
-            Err(_) => return false,
+            Err(TryAcquireError::Closed) => return false,
+            Err(TryAcquireError::NoPermits) => {
+                let _waiting = Waiting::enter(&self.shared.counters.traffic.write_waits);
+                loop {
+                    let stopped = self.stopped.notified();
+                    let mut stopped = std::pin::pin!(stopped);
+                    // Registered before the flag is read, so a stop between the two still wakes.
+                    stopped.as_mut().enable();
+                    if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        return false;
+                    }
+                    tokio::select! {
+                        p = self.buffered.acquire_many(n) => match p {
+                            Ok(p) => {
+                                p.forget();
+                                break;
+                            }
+                            Err(_) => return false,
+                        },
+                        () = stopped => {}
+                    }
+                }
+            }
         }
         self.out.push(bytes, n)
+    }
+
+    /// Sets the stop flag of a running operation (Abandon, Cancel) and wakes it if it waits
+    /// for room to write.
+    pub(crate) fn stop(&self, flag: &AtomicBool) {
+        flag.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.stopped.notify_waiters();
     }
 
     /// `send` without waiting, from any thread (the store's writer answers writes with it):
@@ -180,9 +236,9 @@ impl Conn {
         Ok(())
     }
 
-    /// `send` from a blocking-pool thread (searches run there).
-    pub fn send_blocking(&self, bytes: Vec<u8>) -> bool {
-        tokio::runtime::Handle::current().block_on(self.send(bytes))
+    /// `send_unless` from a blocking-pool thread (searches run there).
+    pub(crate) fn send_blocking(&self, bytes: Vec<u8>, stop: &AtomicBool) -> bool {
+        tokio::runtime::Handle::current().block_on(self.send_unless(bytes, stop))
     }
 
     /// Whether requests are still being worked on (writes awaiting the writer, searches).

@@ -13,7 +13,9 @@
 //! bind (larger → Notice of Disconnection as soon as the header arrives); a request larger than
 //! the connection's own buffer is paid for from the shared budget (`incoming`,
 //! `max_incoming_bytes`) before it is read; `max_outstanding` requests in progress per
-//! connection (the loop stops reading until one ends); `idle_timeout`,
+//! connection (the loop stops reading until one ends); `max_buffered_bytes` of responses
+//! queued (searches wait for room in tasks of their own, so that Abandon and Cancel are still
+//! read; other answers make the loop wait); `idle_timeout`,
 //! `idle_timeout_anonymous` and `pdu_timeout_anonymous` bound the waits for a client.
 
 use std::collections::HashMap;
@@ -274,6 +276,7 @@ where
         cancels: Default::default(),
         bases: Default::default(),
         must_change: Default::default(),
+        stopped: Default::default(),
     });
     let mut identity = Arc::new(Identity::default());
     conn.log_event(
@@ -619,9 +622,11 @@ async fn dispatch(conn: &Arc<Conn>, pdu: &[u8], identity: &mut Arc<Identity>) ->
             conn.psearches.abandon(target);
             if let Ok(map) = conn.running.lock() {
                 if let Some(flag) = map.get(&target) {
-                    flag.store(true, std::sync::atomic::Ordering::Relaxed);
+                    conn.stop(flag);
                 }
             }
+            // A persistent or sync search waiting for room to write stops too.
+            conn.stopped.notify_waiters();
             Next::Continue
         }
         ProtocolOp::BindRequest(ref req) => {

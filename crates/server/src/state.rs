@@ -36,6 +36,9 @@ pub struct Traffic {
     pub bytes_sent: AtomicU64,
     /// Search result entries sent.
     pub entries_sent: AtomicU64,
+    /// Operations waiting now for room in their connection's response buffer
+    /// (`max_buffered_bytes`): clients that leave their responses unread. A gauge.
+    pub write_waits: AtomicU64,
 }
 
 /// A value on a cache line of its own, so that counters bumped by different threads do not
@@ -197,6 +200,8 @@ pub struct Shared {
     pub(crate) persistence: Option<crate::persistence::Persistence>,
     /// The password policy (`ppolicy = true`), shared with its overlay in the write path.
     pub ppolicy: Option<Arc<dit::ppolicy::Ppolicy>>,
+    /// Dynamic groups and lists (`[[dynlist]]`), resolved at start.
+    pub dynlist: crate::dynlist::Dynlist,
     /// The state of each replication consumer (`syncrepl`), in configuration order.
     pub replication: Vec<Arc<repl::consumer::Status>>,
     /// How each consumer authenticates, in the same order: a reload may replace them (the

@@ -675,6 +675,65 @@ impl Kind<Vec<super::UniqueSpec>> for Unique {
     }
 }
 
+/// `[[dynlist]]` tables: `object_class`, `url_attribute`, and optional `member_attribute`
+/// and `member_of_attribute` (slapd's `dynlist-attrset`).
+pub struct Dynlist;
+
+impl Kind<Vec<crate::dynlist::DynlistSpec>> for Dynlist {
+    fn parse(
+        &self,
+        value: &toml::Value,
+        _: &Ctx<'_>,
+    ) -> Result<Vec<crate::dynlist::DynlistSpec>, String> {
+        let items = value
+            .as_array()
+            .ok_or_else(|| format!("expected [[dynlist]] tables, found {}", show_value(value)))?;
+        let mut out = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            let table = item.as_table().ok_or_else(|| {
+                format!("dynlist[{i}]: expected a table, found {}", show_value(item))
+            })?;
+            let mut d = crate::dynlist::DynlistSpec::default();
+            for (k, v) in table {
+                let s = string(v).map_err(|e| format!("dynlist[{i}].{k}: {e}"))?;
+                match k.as_str() {
+                    "object_class" => d.object_class = s,
+                    "url_attribute" => d.url_attribute = s,
+                    "member_attribute" => d.member_attribute = Some(s),
+                    "member_of_attribute" => d.member_of_attribute = Some(s),
+                    _ => {
+                        return Err(format!(
+                            "dynlist[{i}]: unknown field '{k}' (expected object_class, \
+                             url_attribute, member_attribute, member_of_attribute)"
+                        ))
+                    }
+                }
+            }
+            for (field, v) in [
+                ("object_class", &d.object_class),
+                ("url_attribute", &d.url_attribute),
+            ] {
+                if v.is_empty() {
+                    return Err(format!("dynlist[{i}].{field}: required"));
+                }
+            }
+            if d.member_of_attribute.is_some() && d.member_attribute.is_none() {
+                return Err(format!(
+                    "dynlist[{i}].member_of_attribute: needs member_attribute (as slapd's member+memberOf)"
+                ));
+            }
+            out.push(d);
+        }
+        Ok(out)
+    }
+    fn show(&self, v: &Vec<crate::dynlist::DynlistSpec>) -> String {
+        match v.len() {
+            0 => "none".into(),
+            n => format!("{n} rules"),
+        }
+    }
+}
+
 /// `[[authz_map]]` tables: `match` and `replace`.
 pub struct AuthzMap;
 

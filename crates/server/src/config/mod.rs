@@ -265,7 +265,7 @@ macro_rules! keys {
 }
 
 use kind::{
-    Access, Address, Addresses, AuthzMap, Bool, DurabilityKind, FilePaths, Indexes, Int,
+    Access, Address, Addresses, AuthzMap, Bool, DurabilityKind, Dynlist, FilePaths, Indexes, Int,
     LogFormatKind, LogLevel, LogTargetKind, Millis, Mode, Networks, NonEmpty, Opt, PasswordScheme,
     PathKind, Percent, Range, Seconds, Secret, SomeAddresses, Str, Strings, Syncrepl, Unique,
 };
@@ -478,6 +478,12 @@ keys! {
 
     /// Attribute uniqueness rules ([[unique]]: attributes, base), as slapd's unique overlay.
     unique: Vec<UniqueSpec> = Vec::new(), Unique, Restart;
+    /// Dynamic groups and lists ([[dynlist]]: object_class, url_attribute, member_attribute,
+    /// member_of_attribute), as slapd's dynlist overlay (docs/configuration.md, Overlays).
+    dynlist: Vec<crate::dynlist::DynlistSpec> = Vec::new(), Dynlist, Restart;
+    /// The entries one URL of a dynamic group or list may expand to; beyond, the rest is left
+    /// out (and a warning logged).
+    dynlist_max_entries: usize = 10_000, Int::<1>, Restart, flag "N";
     /// Maintain memberOf on the members of groups (slapd's memberof overlay).
     memberof: bool = false, Bool, Restart, flag "BOOL";
     /// The groups memberof follows, as objectClass:memberAttribute pairs.

@@ -5,11 +5,14 @@
 //! that result, so it comes after it, as the RFC asks: success once the search ended
 //! cancelled, tooLate (120) if it ended on its own first.
 //!
+//! A search waiting for room to write (a client that reads nothing) is still running: the read
+//! loop goes on reading (`engine::run`), and `Conn::stop` wakes the wait (`Conn::send_unless`).
+//!
 //! Writes handed to the writer (and Cancel operations themselves) cannot be cancelled
 //! (cannotCancel, 121); any other id — unknown, or an operation that already ended (binds and
 //! StartTLS end before the connection reads its next request) — is noSuchOperation (119).
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use proto::ResultCode;
@@ -92,6 +95,7 @@ pub(crate) async fn handle(op: Op, value: Option<&[u8]>) {
     };
     // A persistent search waits on the change feed: wake it.
     conn.psearches.abandon(target);
+    conn.stopped.notify_waiters();
     let Ok(permit) = conn.permits.clone().acquire_owned().await else {
         return;
     };
@@ -134,7 +138,7 @@ fn register(
     }
     let (tx, rx) = oneshot::channel();
     waiting.insert(target, tx);
-    flag.store(true, Ordering::Relaxed);
+    conn.stop(flag);
     Ok(rx)
 }
 

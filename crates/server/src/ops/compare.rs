@@ -53,7 +53,23 @@ fn compare(
             format!("{}: value invalid per syntax", schema.attr(ty).name()),
         )
     })?;
+    // A dynamic group's member attribute holds the DNs its URLs find, as the requester.
     let mut present = false;
+    if let Some(rule) = shared.dynlist.rule(schema, e) {
+        if rule.member == Some(ty) {
+            present = true;
+            let view = shared.acl.view(schema, &v, who);
+            let sees = |t: &store::Entry| view.reader(schema, t).is_none_or(|a| a.visible());
+            let found = shared.dynlist.expand(shared, &v, rule, e, &sees);
+            if found.iter().any(|f| {
+                schema
+                    .normalize_eq(ty, f.entry.dn_bytes())
+                    .is_ok_and(|n| n == norm)
+            }) {
+                return Ok(true);
+            }
+        }
+    }
     for a in e.attrs_of(schema, ty) {
         present = true;
         if a.find(&norm).is_some() {

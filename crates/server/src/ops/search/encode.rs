@@ -41,9 +41,21 @@ impl Encoder<'_> {
         let (schema, sel) = (self.schema, self.sel);
         let k = &self.shared.known;
         let readable = |ty: AttrId| access.is_none_or(|a| a.can(Some(ty), Rights::READ));
+        // Values dynamic groups and lists add (`dynlist`), with the stored ones of their types.
+        let mut extra = match self.v {
+            Some(v) if !self.shared.dynlist.is_empty() => self.dynamic(v, e, access),
+            _ => Vec::new(),
+        };
         let mut w = proto::EntryWriter::start(out, self.id, e.dn_bytes());
         for a in e.attrs() {
             if !sel.wants_with(schema, a.ty, a.options) || !readable(a.ty) {
+                continue;
+            }
+            if let Some(x) = extra
+                .iter_mut()
+                .find(|x| x.0 == a.ty && a.options.is_empty())
+            {
+                x.1.splice(0..0, a.values().map(<[u8]>::to_vec));
                 continue;
             }
             let name = schema.attr(a.ty).name();
@@ -52,6 +64,22 @@ impl Encoder<'_> {
             } else {
                 let name = format!("{name}{}", a.options);
                 write_selected(&mut w, sel, schema, name.as_bytes(), a.ty, a.values());
+            }
+        }
+        for (ty, values) in &mut extra {
+            let mut seen = std::collections::HashSet::new();
+            values
+                .retain(|v| seen.insert(schema.normalize_eq(*ty, v).unwrap_or_else(|_| v.clone())));
+            if !values.is_empty() {
+                let name = schema.attr(*ty).name().as_bytes();
+                write_selected(
+                    &mut w,
+                    sel,
+                    schema,
+                    name,
+                    *ty,
+                    values.iter().map(Vec::as_slice),
+                );
             }
         }
         if let Some(v) = self.v {
@@ -91,6 +119,72 @@ impl Encoder<'_> {
             }
         }
         w.finish(controls);
+    }
+}
+
+impl Encoder<'_> {
+    /// What dynamic groups and lists add to entry `e` as the requester (`access`) reads it:
+    /// the members of a group (its member attribute), the attributes of a list's entries, and
+    /// the dynamic groups of a member (its memberOf attribute, asked for by name only, as
+    /// slapd 2.6). Types the selection or the access rules leave out are not computed.
+    fn dynamic(
+        &self,
+        v: &Version,
+        e: &Entry,
+        access: Option<&acl::EntryAccess<'_>>,
+    ) -> Vec<(AttrId, Vec<Vec<u8>>)> {
+        let (schema, sel, shared) = (self.schema, self.sel, self.shared);
+        let dl = &shared.dynlist;
+        let readable = |ty: AttrId| access.is_none_or(|a| a.can(Some(ty), Rights::READ));
+        let sees = |t: &Entry| access.is_none_or(|a| a.sees(t));
+        let mut extra: Vec<(AttrId, Vec<Vec<u8>>)> = Vec::new();
+        let mut add = |ty: AttrId, value: &[u8]| match extra.iter_mut().find(|x| x.0 == ty) {
+            Some(x) => x.1.push(value.to_vec()),
+            None => extra.push((ty, vec![value.to_vec()])),
+        };
+        if let Some(rule) = dl.rule(schema, e) {
+            match rule.member {
+                Some(m) => {
+                    if sel.wants(schema, m) && readable(m) {
+                        for f in dl.expand(shared, v, rule, e, &sees) {
+                            add(m, f.entry.dn_bytes());
+                        }
+                    }
+                }
+                None => {
+                    for f in dl.expand(shared, v, rule, e, &sees) {
+                        let theirs = access.map(|a| a.other(f.entry));
+                        for a in f.entry.attrs() {
+                            let listed = match &f.attrs {
+                                Some(list) => list.iter().any(|&t| schema.is_subtype(a.ty, t)),
+                                None => !schema.attr(a.ty).is_operational(),
+                            };
+                            if !listed
+                                || !a.options.is_empty()
+                                || !sel.wants(schema, a.ty)
+                                || !theirs
+                                    .as_ref()
+                                    .is_none_or(|t| t.can(Some(a.ty), Rights::READ))
+                            {
+                                continue;
+                            }
+                            for value in a.values() {
+                                add(a.ty, value);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        for ty in dl.member_of_types() {
+            let named = sel.named.iter().any(|(n, _)| *n == ty);
+            if named && readable(ty) {
+                for g in dl.groups_of(shared, v, ty, e, &sees) {
+                    add(ty, &g);
+                }
+            }
+        }
+        extra
     }
 }
 

@@ -164,6 +164,10 @@ pub(crate) fn prepare(
         },
         &req.filter,
     );
+    // `(member=DN)` also finds the dynamic groups whose URLs find DN, as the requester.
+    let filter = shared.dynlist.rewrite(shared, v, filter, &|e| {
+        view.reader(schema, e).is_none_or(|a| a.visible())
+    });
     let untyped = !view.is_admin() && has_untyped_extensible(&filter);
     Ok(Prepared {
         base,
@@ -671,6 +675,11 @@ impl Ran {
 /// Runs search `p` from `source` on version `v` and answers it: inline in the read loop when
 /// the source says it is small, else on the blocking pool (after a `max_outstanding` permit),
 /// where Abandon and Cancel can stop it.
+///
+/// An inline search queues its entries without waiting. When the connection's buffer
+/// (`max_buffered_bytes`) is full — a client that leaves its responses unread — the entries
+/// that did not fit, and the result, are handed to a task of their own that Abandon and Cancel
+/// can stop, and the read loop goes on reading: it never waits for a client to read.
 pub(crate) async fn run<S: Source + Send + 'static>(
     op: Op,
     v: Arc<Version>,
@@ -680,61 +689,100 @@ pub(crate) async fn run<S: Source + Send + 'static>(
     let mut op = op;
     let mut source = source;
     if source.inline(&p) {
-        let mut pending: Vec<Vec<u8>> = Vec::new();
+        // Entries that found no room in the connection's buffer, in order.
+        let mut overflow: Vec<Vec<u8>> = Vec::new();
+        let conn = op.conn.clone();
         let ran = execute(
-            &op.conn,
+            &conn,
             &v,
             op.id,
             &p,
             &AtomicBool::new(false),
             &mut |b| {
-                pending.push(b);
+                if overflow.is_empty() {
+                    if let Err(b) = conn.try_send(b) {
+                        overflow.push(b);
+                    }
+                } else {
+                    overflow.push(b);
+                }
                 true
             },
             &mut source,
         );
-        for b in pending {
-            op.conn.send(b).await;
-        }
-        if let Some(ran) = ran {
+        let Some(ran) = ran else {
+            return Next::Continue;
+        };
+        if overflow.is_empty() {
             let (pdu, rc, n) = ran.finish(&mut op, source);
             op.finish_with(pdu, rc, Some(n)).await;
+            return Next::Continue;
         }
+        let Some((permit, flag)) = running(&op).await else {
+            return Next::Continue;
+        };
+        tokio::spawn(async move {
+            let conn = op.conn.clone();
+            let mut ran = Some(ran);
+            for b in overflow {
+                if !conn.send_unless(b, &flag).await {
+                    ran = None;
+                    break;
+                }
+            }
+            answer(op, &flag, ran, source).await;
+            drop(permit);
+        });
         return Next::Continue;
     }
-    let Ok(permit) = op.conn.permits.clone().acquire_owned().await else {
+    let Some((permit, flag)) = running(&op).await else {
         return Next::Continue;
     };
-    let flag = Arc::new(AtomicBool::new(false));
-    if let Ok(mut m) = op.conn.running.lock() {
-        m.insert(op.id, flag.clone());
-    }
     let rt = tokio::runtime::Handle::current();
     tokio::task::spawn_blocking(move || {
         let conn = op.conn.clone();
         let id = op.id;
-        let sink = &mut |b| conn.send_blocking(b);
+        let sink = &mut |b| conn.send_blocking(b, &flag);
         let ran = execute(&conn, &v, id, &p, &flag, sink, &mut source);
-        let cancel = cancel::search_ended(&conn, id, &flag);
-        let ended_first = ran.is_some();
-        match (ran, &cancel) {
-            (Some(ran), _) => {
-                let (pdu, rc, n) = ran.finish(&mut op, source);
-                rt.block_on(op.finish_with(pdu, rc, Some(n)));
-            }
-            // Cancelled (RFC 3909): unlike Abandon, a result says so.
-            (None, Some(_)) => {
-                let e = cancel::cancelled();
-                rt.block_on(op.finish(tags::SEARCH_RESULT_DONE, Err(&e), None));
-            }
-            // Abandoned (or the client went away): no result was sent.
-            (None, None) => conn.log_abandoned(op.log.take()),
-        }
-        // After the search's result: the Cancel's answer follows it.
-        if let Some(c) = cancel {
-            let _ = c.send(!ended_first);
-        }
+        rt.block_on(answer(op, &flag, ran, source));
         drop(permit);
     });
     Next::Continue
+}
+
+/// Registers search `op` as running (a `max_outstanding` permit, and its stop flag in
+/// `Conn::running` for Abandon and Cancel); `None` when the connection is closing.
+async fn running(op: &Op) -> Option<(tokio::sync::OwnedSemaphorePermit, Arc<AtomicBool>)> {
+    let permit = op.conn.permits.clone().acquire_owned().await.ok()?;
+    let flag = Arc::new(AtomicBool::new(false));
+    if let Ok(mut m) = op.conn.running.lock() {
+        m.insert(op.id, flag.clone());
+    }
+    Some((permit, flag))
+}
+
+/// Answers running search `op` (stop flag `flag`), whose entries are all queued (`ran`) or
+/// which was stopped (`None`): its result, or canceled (118) for a Cancel, or nothing after an
+/// Abandon; then the Cancel's own answer.
+async fn answer<S: Source>(mut op: Op, flag: &Arc<AtomicBool>, ran: Option<Ran>, source: S) {
+    let conn = op.conn.clone();
+    let cancel = cancel::search_ended(&conn, op.id, flag);
+    let ended_first = ran.is_some();
+    match (ran, &cancel) {
+        (Some(ran), _) => {
+            let (pdu, rc, n) = ran.finish(&mut op, source);
+            op.finish_with(pdu, rc, Some(n)).await;
+        }
+        // Cancelled (RFC 3909): unlike Abandon, a result says so.
+        (None, Some(_)) => {
+            let e = cancel::cancelled();
+            op.finish(tags::SEARCH_RESULT_DONE, Err(&e), None).await;
+        }
+        // Abandoned (or the client went away): no result was sent.
+        (None, None) => conn.log_abandoned(op.log.take()),
+    }
+    // After the search's result: the Cancel's answer follows it.
+    if let Some(c) = cancel {
+        let _ = c.send(!ended_first);
+    }
 }

@@ -134,7 +134,7 @@ async fn follow(
         let walked = tokio::task::spawn_blocking(move || {
             let mut p = p;
             p.plan(&c.shared.schema(), &v);
-            let sink = &mut |b| c.send_blocking(b);
+            let sink = &mut |b| c.send_blocking(b, &flag);
             execute(&c, &v, id, &p, &flag, sink, &mut Plain).map(|r| (r.outcome, r.sent, r.out))
         })
         .await;

@@ -400,7 +400,7 @@ impl Task {
             gone: Vec::new(),
         };
         let conn = &self.conn;
-        let sink = &mut |b| conn.send_blocking(b);
+        let sink = &mut |b| conn.send_blocking(b, &self.stop.flag);
         let ran = execute(conn, v, self.id, &p, &self.stop.flag, sink, &mut source)?;
         Some((ran, source.gone))
     }
