@@ -941,3 +941,77 @@ fn password_reset_and_schema() {
         r.body
     );
 }
+
+#[test]
+fn the_dashboard_reads_cn_monitor_as_the_user() {
+    let srv = Served::start(|_| {});
+    let mut b = srv.browser();
+    assert_eq!(b.login(ALICE, "alice-pw").status, 303);
+    // Alice is not a monitor reader: cn=Monitor is hidden from her, and so are its figures.
+    let r = b.get("/api/monitor");
+    assert_eq!(r.status, 403);
+    assert!(r.body.contains("monitor_readers"), "{}", r.body);
+    assert!(b.get("/dashboard").body.contains("id=\"chart-ops\""));
+    let mut admin = srv.browser();
+    assert_eq!(admin.login(ADMIN_DN, ADMIN_PW).status, 303);
+    let first = admin.get("/api/monitor");
+    assert_eq!(first.status, 200);
+    assert_eq!(first.header("content-type"), Some("application/json"));
+    let v: serde_json::Value = serde_json::from_str(&first.body).expect("JSON");
+    let searches = |v: &serde_json::Value| -> u64 {
+        v["entries"]
+            .as_array()
+            .expect("entries")
+            .iter()
+            .find(|e| e["dn"] == "cn=Search,cn=Operations,cn=Monitor")
+            .and_then(|e| e["a"]["monitorOpCompleted"].as_str())
+            .and_then(|s| s.parse().ok())
+            .expect("searches completed")
+    };
+    let before = searches(&v);
+    // Searches by an LDAP client show in the next reading.
+    let mut c = srv.admin();
+    for _ in 0..5 {
+        c.search(
+            "dc=example,dc=com",
+            Scope::Base,
+            "(objectClass=*)",
+            vec!["1.1"],
+        )
+        .expect("search");
+    }
+    let v: serde_json::Value = serde_json::from_str(&admin.get("/api/monitor").body).expect("JSON");
+    assert!(
+        searches(&v) >= before + 5,
+        "{} then {}",
+        before,
+        searches(&v)
+    );
+    // Not logged in: 401, not a redirect to a page.
+    assert_eq!(srv.browser().get("/api/monitor").status, 401);
+}
+
+#[test]
+fn a_second_login_page_keeps_the_first_form_valid() {
+    // A browser asks for /favicon.ico (and a user may open a second tab) after the login page:
+    // the first page's form must still be accepted.
+    let srv = Served::start(|_| {});
+    let mut b = srv.browser();
+    let first = b.get("/login");
+    assert_eq!(
+        b.get("/favicon.ico").status,
+        404,
+        "not a redirect to a new login page"
+    );
+    assert_eq!(b.get("/login").status, 200);
+    let token = first.hidden("login_token");
+    let r = b.post(
+        "/login",
+        &[
+            ("login_token", &token),
+            ("user", "alice"),
+            ("password", "alice-pw"),
+        ],
+    );
+    assert_eq!(r.status, 303, "{}", r.body);
+}

@@ -167,7 +167,7 @@ impl Console {
             "x-content-type-options",
             HeaderValue::from_static("nosniff"),
         );
-        h.insert("referrer-policy", HeaderValue::from_static("no-referrer"));
+        h.insert("referrer-policy", HeaderValue::from_static("same-origin"));
         h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
         r
     }
@@ -192,6 +192,7 @@ impl Console {
             (&Method::GET, "/assets/console.js") => {
                 return asset("text/javascript; charset=utf-8", JS)
             }
+            (&Method::GET, "/favicon.ico") => return text(StatusCode::NOT_FOUND, "no icon\n"),
             _ => {}
         }
         if method != Method::GET && method != Method::POST && method != Method::HEAD {
@@ -236,7 +237,12 @@ impl Console {
             return if method == Method::POST {
                 self.login(&form, &cookies, peer).await
             } else {
-                self.login_page(query.get("next"), None, StatusCode::OK)
+                self.login_page(
+                    query.get("next"),
+                    None,
+                    StatusCode::OK,
+                    cookies.get(LOGIN_COOKIE),
+                )
             };
         }
         let session = cookies
@@ -314,8 +320,19 @@ impl Console {
         )
     }
 
-    fn login_page(&self, next: Option<&String>, error: Option<&str>, status: StatusCode) -> Resp {
-        let token = sessions::token();
+    /// The login page. The login token stays the one the browser holds, if any (a second
+    /// tab or a stray request must not void the form of the first).
+    fn login_page(
+        &self,
+        next: Option<&String>,
+        error: Option<&str>,
+        status: StatusCode,
+        held: Option<&String>,
+    ) -> Resp {
+        let token = held
+            .filter(|t| t.len() == 32 && t.bytes().all(|b| b.is_ascii_hexdigit()))
+            .cloned()
+            .unwrap_or_else(sessions::token);
         let body = pages::login(&token, next.map(String::as_str).unwrap_or("/"), error);
         let mut r = html(status, pages::layout("Log in", None, &body));
         set_cookie(
@@ -347,6 +364,7 @@ impl Console {
                 next.as_ref(),
                 Some("The login form expired or came from elsewhere: try again."),
                 StatusCode::FORBIDDEN,
+                cookies.get(LOGIN_COOKIE),
             );
         }
         let user = form.get("user").map(|s| s.trim()).unwrap_or("");
@@ -356,6 +374,7 @@ impl Console {
                 next.as_ref(),
                 Some("Give a user name or DN and a password."),
                 StatusCode::UNAUTHORIZED,
+                cookies.get(LOGIN_COOKIE),
             );
         }
         let mut client = Client::open(&self.shared, peer, self.https);
@@ -371,6 +390,7 @@ impl Console {
                     next.as_ref(),
                     Some(&e.to_string()),
                     StatusCode::SERVICE_UNAVAILABLE,
+                    cookies.get(LOGIN_COOKIE),
                 )
             }
         };
@@ -379,6 +399,7 @@ impl Console {
                 next.as_ref(),
                 Some(&format!("Login refused: {}", outcome.describe())),
                 StatusCode::UNAUTHORIZED,
+                cookies.get(LOGIN_COOKIE),
             );
         }
         let dn = match client.whoami().await {

@@ -98,6 +98,8 @@ pub(crate) async fn route(cx: Cx<'_>, path: &str) -> Resp {
         "/group" => group(&cx).await,
         "/password" => password(&cx).await,
         "/schema" => schema_page(&cx).await,
+        "/dashboard" => dashboard(&cx).await,
+        "/api/monitor" => monitor_json(&cx).await,
         _ => html(
             StatusCode::NOT_FOUND,
             layout(
@@ -118,7 +120,8 @@ pub(crate) fn layout(title: &str, session: Option<&Arc<Session>>, body: &str) ->
             "<nav aria-label=\"Console\"><a class=\"brand\" href=\"/tree\">Linden</a>\
              <ul><li><a href=\"/tree\">Tree</a></li><li><a href=\"/search\">Search</a></li>\
              <li><a href=\"/create\">New entry</a></li><li><a href=\"/groups\">Groups</a></li>\
-             <li><a href=\"/password\">Password</a></li><li><a href=\"/schema\">Schema</a></li></ul>\
+             <li><a href=\"/password\">Password</a></li><li><a href=\"/schema\">Schema</a></li>\
+             <li><a href=\"/dashboard\">Dashboard</a></li></ul>\
              <form method=\"post\" action=\"/logout\" class=\"logout\">\
              <input type=\"hidden\" name=\"csrf\" value=\"{}\">\
              <span class=\"who\" title=\"Logged in as\">{}</span> \
@@ -1829,4 +1832,122 @@ async fn schema_page(cx: &Cx<'_>) -> Resp {
         b.push_str("</dl></section>");
     }
     cx.page("Schema", &b)
+}
+
+/// Entries of cn=Monitor read for one dashboard update at most.
+pub const MAX_MONITOR_ENTRIES: usize = 2_000;
+
+/// Escapes a string for a JSON string literal.
+fn json_str(s: &str) -> String {
+    let mut o = String::with_capacity(s.len() + 2);
+    o.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => o.push_str("\\\""),
+            '\\' => o.push_str("\\\\"),
+            c if (c as u32) < 0x20 || c == '<' || c == '>' || c == '&' => {
+                let _ = write!(o, "\\u{:04x}", c as u32);
+            }
+            c => o.push(c),
+        }
+    }
+    o.push('"');
+    o
+}
+
+/// The live dashboard: charts drawn by the console's script from `/api/monitor`, polled every
+/// two seconds.
+async fn dashboard(cx: &Cx<'_>) -> Resp {
+    let b = "<div id=\"dashboard\" data-source=\"/api/monitor\" data-interval=\"2000\">\
+        <p id=\"dash-status\" role=\"status\" aria-live=\"polite\">Loading the figures of cn=Monitor…</p>\
+        <div class=\"charts\">\
+        <figure class=\"chart\"><figcaption>Operations per second, by type: <strong id=\"ops-total-rate\">–</strong> in all</figcaption><svg id=\"chart-ops\" viewBox=\"0 0 600 200\" role=\"img\" aria-label=\"Operations per second by type\"></svg><ul class=\"legend\" id=\"legend-ops\"></ul></figure>\
+        <figure class=\"chart\"><figcaption>Open connections: <strong id=\"conn-now\">–</strong></figcaption><svg id=\"chart-conn\" viewBox=\"0 0 600 200\" role=\"img\" aria-label=\"Open connections\"></svg></figure>\
+        <figure class=\"chart\"><figcaption>Writer batches per second: <strong id=\"batch-rate\">–</strong></figcaption><svg id=\"chart-batches\" viewBox=\"0 0 600 200\" role=\"img\" aria-label=\"Writer batches per second\"></svg></figure>\
+        <figure class=\"chart\"><figcaption>Commit (fsync) latency, µs: p50 <strong id=\"commit-p50\">–</strong>, p99 <strong id=\"commit-p99\">–</strong></figcaption><svg id=\"chart-commit\" viewBox=\"0 0 600 200\" role=\"img\" aria-label=\"Commit latency percentiles\"></svg><ul class=\"legend\" id=\"legend-commit\"></ul></figure>\
+        </div>\
+        <h2>Every figure</h2><p class=\"hint\">Credential cache, snapshots, reloads, disk, memory, replication (per consumer and provider) and the rest, as cn=Monitor shows them to you; updated live.</p>\
+        <table class=\"results\" id=\"figures\"><thead><tr><th scope=\"col\">Entry</th><th scope=\"col\">Figures</th></tr></thead><tbody></tbody></table></div>";
+    cx.page("Dashboard", b)
+}
+
+/// cn=Monitor as JSON, read as the session's identity (so only the administrator and the
+/// `monitor_readers` see it): `{"t": ms, "entries": [{"dn": …, "a": {name: value}}]}`.
+async fn monitor_json(cx: &Cx<'_>) -> Resp {
+    let r = cx
+        .session
+        .client
+        .lock()
+        .await
+        .search(&Query {
+            base: "cn=Monitor",
+            scope: Scope::Subtree,
+            filter: every(),
+            // The figures (monitorOpCompleted, …) are operational attributes, as in slapd.
+            attrs: &["*", "+"],
+            page: 0,
+            cookie: b"",
+            max_entries: MAX_MONITOR_ENTRIES,
+        })
+        .await;
+    let found = match r {
+        Ok(f) => f,
+        Err(e) => {
+            return respond(
+                StatusCode::BAD_GATEWAY,
+                "application/json",
+                format!("{{\"error\":{}}}", json_str(&e.to_string())),
+            )
+        }
+    };
+    if !found.outcome.ok() {
+        let why = if found.outcome.code == proto::ResultCode::NoSuchObject {
+            "your identity may not read cn=Monitor (the administrator and monitor_readers may)"
+                .to_string()
+        } else {
+            found.outcome.describe()
+        };
+        return respond(
+            StatusCode::FORBIDDEN,
+            "application/json",
+            format!("{{\"error\":{}}}", json_str(&why)),
+        );
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or(0);
+    let mut o = format!("{{\"t\":{now},\"entries\":[");
+    for (i, e) in found.entries.iter().enumerate() {
+        if i > 0 {
+            o.push(',');
+        }
+        let _ = write!(o, "{{\"dn\":{},\"a\":{{", json_str(&e.dn));
+        let mut first = true;
+        for (name, values) in &e.attrs {
+            const NOT_FIGURES: &[&str] = &[
+                "objectClass",
+                "cn",
+                "hasSubordinates",
+                "subschemaSubentry",
+                "structuralObjectClass",
+                "entryDN",
+            ];
+            if NOT_FIGURES.iter().any(|n| name.eq_ignore_ascii_case(n)) {
+                continue;
+            }
+            let v: Vec<String> = values
+                .iter()
+                .map(|v| String::from_utf8_lossy(v).into_owned())
+                .collect();
+            if !first {
+                o.push(',');
+            }
+            first = false;
+            let _ = write!(o, "{}:{}", json_str(name), json_str(&v.join("; ")));
+        }
+        o.push_str("}}");
+    }
+    o.push_str("]}");
+    respond(StatusCode::OK, "application/json", o)
 }
