@@ -1015,3 +1015,33 @@ fn a_second_login_page_keeps_the_first_form_valid() {
     );
     assert_eq!(r.status, 303, "{}", r.body);
 }
+
+#[test]
+fn the_configuration_page_hides_secrets_and_needs_monitor_rights() {
+    let srv = Served::start(|c| {
+        c.admin_password = Some(server::config::Hidden("cleartext-secret".into()))
+    });
+    let mut alice = srv.browser();
+    assert_eq!(alice.login(ALICE, "alice-pw").status, 303);
+    let r = alice.get("/config");
+    assert_eq!(r.status, 403);
+    assert!(!r.body.contains("console_idle_timeout"));
+    let mut admin = srv.browser();
+    assert_eq!(admin.login(ADMIN_DN, ADMIN_PW).status, 303);
+    let r = admin.get("/config");
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(
+        r.body
+            .contains("<code>console_idle_timeout</code></td><td>900</td><td>live</td>"),
+        "{}",
+        r.body
+    );
+    assert!(
+        r.body
+            .contains("<code>admin_password</code></td><td>(hidden)</td>"),
+        "{}",
+        r.body
+    );
+    assert!(!r.body.contains("cleartext-secret"));
+    assert!(r.body.contains("id=\"last-reload\""));
+}

@@ -99,6 +99,7 @@ pub(crate) async fn route(cx: Cx<'_>, path: &str) -> Resp {
         "/password" => password(&cx).await,
         "/schema" => schema_page(&cx).await,
         "/dashboard" => dashboard(&cx).await,
+        "/config" => config_page(&cx).await,
         "/api/monitor" => monitor_json(&cx).await,
         _ => html(
             StatusCode::NOT_FOUND,
@@ -121,7 +122,7 @@ pub(crate) fn layout(title: &str, session: Option<&Arc<Session>>, body: &str) ->
              <ul><li><a href=\"/tree\">Tree</a></li><li><a href=\"/search\">Search</a></li>\
              <li><a href=\"/create\">New entry</a></li><li><a href=\"/groups\">Groups</a></li>\
              <li><a href=\"/password\">Password</a></li><li><a href=\"/schema\">Schema</a></li>\
-             <li><a href=\"/dashboard\">Dashboard</a></li></ul>\
+             <li><a href=\"/dashboard\">Dashboard</a></li><li><a href=\"/config\">Configuration</a></li></ul>\
              <form method=\"post\" action=\"/logout\" class=\"logout\">\
              <input type=\"hidden\" name=\"csrf\" value=\"{}\">\
              <span class=\"who\" title=\"Logged in as\">{}</span> \
@@ -1950,4 +1951,85 @@ async fn monitor_json(cx: &Cx<'_>) -> Resp {
     }
     o.push_str("]}");
     respond(StatusCode::OK, "application/json", o)
+}
+
+/// The configuration in force (every key as `linden check-config` would show it: secrets
+/// hidden, tables summarized) and the last reload. Shown to the identities that may read
+/// cn=Monitor (the administrator and `monitor_readers`): the gate is a read of cn=Monitor's
+/// last-reload entry as the session's identity.
+async fn config_page(cx: &Cx<'_>) -> Resp {
+    let read = cx
+        .session
+        .client
+        .lock()
+        .await
+        .read("cn=Last,cn=Reloads,cn=Monitor", &["*", "+"])
+        .await;
+    let last = match read {
+        Ok((Some(e), _)) => Some(e),
+        Ok((None, o)) if o.code == proto::ResultCode::NoSuchObject && o.matched.eq_ignore_ascii_case("cn=Reloads,cn=Monitor") => None,
+        Ok((None, _)) => {
+            return html(
+                StatusCode::FORBIDDEN,
+                layout(
+                    "Configuration",
+                    Some(cx.session),
+                    "<p class=\"error\" role=\"alert\">Your identity may not see the server's configuration (the administrator and monitor_readers may: the same rule as cn=Monitor).</p>",
+                ),
+            )
+        }
+        Err(e) => return cx.broken(e),
+    };
+    let mut b = String::new();
+    b.push_str("<h2>Last reload</h2>");
+    match &last {
+        Some(e) => {
+            b.push_str("<table class=\"attrs\" id=\"last-reload\"><tbody>");
+            for (n, v) in &e.attrs {
+                if [
+                    "objectClass",
+                    "cn",
+                    "hasSubordinates",
+                    "subschemaSubentry",
+                    "structuralObjectClass",
+                    "entryDN",
+                ]
+                .iter()
+                .any(|x| n.eq_ignore_ascii_case(x))
+                {
+                    continue;
+                }
+                let v: Vec<String> = v
+                    .iter()
+                    .map(|v| String::from_utf8_lossy(v).into_owned())
+                    .collect();
+                let _ = write!(
+                    b,
+                    "<tr><th scope=\"row\">{}</th><td>{}</td></tr>",
+                    esc(n),
+                    esc(&v.join("; "))
+                );
+            }
+            b.push_str("</tbody></table>");
+        }
+        None => b.push_str("<p id=\"last-reload\">No reload since the server started.</p>"),
+    }
+    let config = cx.console.shared.config();
+    let mut section = "";
+    b.push_str("<h2>Settings in force</h2><p class=\"hint\">Secrets are hidden; tables are summarized. docs/configuration.md describes each key.</p><table class=\"results\" id=\"settings\">");
+    for k in crate::config::KEYS {
+        if k.section != section {
+            section = k.section;
+            let _ = write!(b, "<tr><th colspan=\"3\" scope=\"colgroup\">{}</th></tr><tr><th scope=\"col\">key</th><th scope=\"col\">value</th><th scope=\"col\">reload</th></tr>", esc(section));
+        }
+        let _ = write!(
+            b,
+            "<tr><td><code>{}</code></td><td>{}</td><td>{}</td></tr>",
+            esc(k.name),
+            esc(&k.show(&config)),
+            k.reload.name()
+        );
+    }
+    b.push_str("</table>");
+    cx.page("Configuration", &b)
 }
