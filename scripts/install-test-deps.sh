@@ -4,6 +4,7 @@
 #   - python-ldap for the python3 first on PATH (Debian python3-ldap if importable,
 #     otherwise `pip install python-ldap`, building against libldap-dev/libsasl2-dev)
 #   - pytest for that python3
+#   - chromium, chromium-driver and selenium (the web console's browser test)
 set -euo pipefail
 
 export DEBIAN_FRONTEND=noninteractive
@@ -96,6 +97,22 @@ if ! "$PY" -m pytest --version >/dev/null 2>&1; then
             || { tail -30 /tmp/install-test-deps.pip.log >&2; die "pip install pytest failed"; }
     fi
     "$PY" -m pytest --version >/dev/null 2>&1 || die "pytest still not runnable by $PY"
+fi
+
+# The web console's browser test (tests/console/browser_test.py): Debian's headless Chromium and
+# its WebDriver, driven by selenium.
+apt_install chromium chromium-driver
+if ! "$PY" -c 'import selenium' >/dev/null 2>&1; then
+    if ! "$PY" -m pip --version >/dev/null 2>&1; then
+        [ "$(command -v "$PY")" = "/usr/bin/python3" ] || die "$PY has no pip; install pip for it"
+        apt_install python3-pip
+    fi
+    log "pip install selenium for $(command -v "$PY")"
+    pip_flags=(-q --disable-pip-version-check)
+    [ "$(command -v "$PY")" = "/usr/bin/python3" ] && pip_flags+=(--break-system-packages)
+    "$PY" -m pip install "${pip_flags[@]}" selenium >/tmp/install-test-deps.pip.log 2>&1 \
+        || { tail -30 /tmp/install-test-deps.pip.log >&2; die "pip install selenium failed"; }
+    "$PY" -c 'import selenium' >/dev/null 2>&1 || die "selenium still not importable by $PY"
 fi
 
 command -v slapd >/dev/null || [ -x /usr/sbin/slapd ] || die "slapd binary not found after install"

@@ -48,6 +48,10 @@ fi
 echo "== conformance suite (python-ldap) against Linden"
 ./scripts/run-conformance-linden.sh
 
+echo "== web console in headless Chromium (tests/console/browser_test.py)"
+cargo build -p linden --quiet
+python3 tests/console/browser_test.py --linden target/debug/linden
+
 echo "== interop with OpenLDAP slapd (replication)"
 ./scripts/run-interop.sh
 

@@ -189,6 +189,16 @@ fn bind_all(config: &server::Config) -> anyhow::Result<Bound> {
         tracing::info!("serving /metrics, /healthz and /readyz on http://{a}");
         listeners.metrics.push(l);
     }
+    if let Some(addr) = config.console_listen {
+        let (l, a) = bind(addr, backlog, " (console)")?;
+        let scheme = if config.console_plain_http {
+            "http"
+        } else {
+            "https"
+        };
+        tracing::info!("serving the web console on {scheme}://{a}/");
+        listeners.console.push(l);
+    }
     #[cfg(unix)]
     if let Some(path) = &config.ldapi {
         listeners.ldapi = Some(bind_local(path, config.ldapi_mode)?);

@@ -68,6 +68,7 @@ pub mod audit;
 pub mod bulk;
 pub mod config;
 pub mod connlimit;
+pub mod console;
 mod controls;
 pub mod credcache;
 pub mod dynlist;
@@ -453,6 +454,9 @@ impl Server {
         for l in listeners.metrics {
             tasks.push(tokio::spawn(metrics::serve(self.shared.clone(), l)));
         }
+        for l in listeners.console {
+            tasks.push(tokio::spawn(console::serve(self.shared.clone(), l)));
+        }
         tasks.extend(replica::start(&self.shared));
         shutdown.await;
         for t in tasks {
@@ -474,6 +478,8 @@ pub struct Listeners {
     pub ldapi: Option<tokio::net::UnixListener>,
     /// HTTP: `/metrics`, `/healthz`, `/readyz` (`metrics`).
     pub metrics: Vec<TcpListener>,
+    /// The web console (`console`): HTTPS, or HTTP with `console_plain_http`.
+    pub console: Vec<TcpListener>,
 }
 
 /// Out of file descriptors and the like: back off instead of spinning.

@@ -115,6 +115,54 @@ pub(crate) async fn run_local(shared: Arc<Shared>, stream: tokio::net::UnixStrea
     }
 }
 
+/// Serves the web console's in-process connection (`console::client`): the same read loop as
+/// a TCP client's, over one end of a duplex stream, as if from `peer` (the browser's address,
+/// for the failed-bind throttle and the logs); `encrypted` when the browser's connection is
+/// HTTPS. Counted against the connection limits as a TCP client from `peer` is.
+pub(crate) async fn run_in_process(
+    shared: Arc<Shared>,
+    stream: tokio::io::DuplexStream,
+    peer: SocketAddr,
+    encrypted: bool,
+) {
+    let c = shared.config();
+    let admitted = match crate::connlimit::Connections::admit(
+        &shared.connections,
+        peer.ip(),
+        c.max_connections,
+        c.max_connections_per_ip,
+    ) {
+        Ok(a) => a,
+        Err(why) => {
+            drop(c);
+            tracing::debug!(%peer, "console connection refused: {why:?} limit reached");
+            let mut stream = stream;
+            let msg = match why {
+                crate::connlimit::Refused::Total => "too many connections (max_connections)",
+                crate::connlimit::Refused::PerIp => {
+                    "too many connections from this address (max_connections_per_ip)"
+                }
+            };
+            let _ = stream
+                .write_all(&notice_of_disconnection(ResultCode::Busy, msg))
+                .await;
+            return;
+        }
+    };
+    drop(c);
+    Counters::bump(&shared.counters.connections);
+    let (rd, wr) = tokio::io::split(stream);
+    let info = encrypted.then_some(TlsInfo {
+        client_subject: None,
+        local: None,
+        encrypted: true,
+    });
+    // The write task writes every response: a duplex stream's write may wait for the reader.
+    let out = Arc::new(Outbox::new());
+    let _ = serve(shared, rd, wr, peer, info, out, false).await;
+    drop(admitted);
+}
+
 async fn handshake<S>(
     shared: &Shared,
     stream: S,

@@ -545,6 +545,21 @@ keys! {
     /// Seconds a replication consumer may be behind its provider for /readyz to answer
     /// ready.
     ready_max_lag: u64 = 30, Int::<0>, Live, flag "SECONDS";
+
+    section "Web console";
+
+    /// Address of the web console (docs/console.md; off unless set): HTTPS with the server's
+    /// certificate (tls_cert, or the generated one).
+    console_listen: Option<SocketAddr> = None, Opt(Address("127.0.0.1:8443")), Restart,
+        flag "ADDR:PORT";
+    /// Serve the console over plain HTTP instead, allowed only when console_listen is a
+    /// loopback address.
+    console_plain_http: bool = false, Bool, Restart, flag "BOOL";
+    /// Seconds a console session may stay unused before it ends (and its LDAP connection is
+    /// closed).
+    console_idle_timeout: u64 = 900, Int::<1>, Live, flag "SECONDS";
+    /// Console sessions open at once; a new login beyond it ends the one idle longest.
+    console_max_sessions: usize = 100, Int::<1>, Live, flag "N";
 }
 
 impl Config {
@@ -568,6 +583,16 @@ impl Config {
                  largest size allowed could never be received",
                 self.max_incoming_bytes, self.max_pdu_size
             ));
+        }
+        if let Some(a) = self.console_listen {
+            if self.console_plain_http && !a.ip().is_loopback() {
+                return Err(format!(
+                    "console_listen: {a} is not a loopback address, and console_plain_http \
+                     would send passwords and session cookies in clear over the network: \
+                     serve HTTPS (remove console_plain_http) or listen on a loopback address \
+                     such as 127.0.0.1"
+                ));
+            }
         }
         if self.max_incoming_bytes > tokio::sync::Semaphore::MAX_PERMITS {
             return Err(format!(
