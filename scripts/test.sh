@@ -50,7 +50,7 @@ echo "== conformance suite (python-ldap) against Linden"
 
 echo "== web console in headless Chromium (tests/console/browser_test.py)"
 cargo build -p linden --quiet
-python3 tests/console/browser_test.py --linden target/debug/linden
+python3 tests/console/browser_test.py --linden "${CARGO_TARGET_DIR:-target}/debug/linden"
 
 echo "== interop with OpenLDAP slapd (replication)"
 ./scripts/run-interop.sh
