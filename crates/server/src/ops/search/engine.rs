@@ -7,6 +7,13 @@
 //! a buffer every `FLUSH_BYTES`; `run` answers it: the last entries and the SearchResultDone
 //! with the source's response controls.
 //!
+//! Entries that stand for others (`dit::standin`: aliases, referral objects) are met in one
+//! place: `Emitter::bases` (an alias on the way to the base, a referral object at or above
+//! it, the default referral) and `Emitter::walk`, which leaves them out of the scope's walk
+//! and then sends what they bring (`stand_ins`). `Prepared::stand_ins` decides once whether
+//! the search meets any: a search that asks for nothing, or whose version holds none, walks
+//! as before.
+//!
 //! The sources: every matching entry of the scope (`Plain`), a page of them (`paged`), sorted
 //! or a window of the sorted list (`sorted`), the entries the server holds itself (`held`), and
 //! the refresh of a sync search (`sync`). A new search feature is a new source.
