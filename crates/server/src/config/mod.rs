@@ -714,6 +714,23 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_default_referral_takes_ldap_urls_only() {
+        let mut c = Config {
+            referral: vec![
+                "ldap://root.example.com/".into(),
+                "LDAPS://r.example:636".into(),
+            ],
+            ..Config::default()
+        };
+        assert_eq!(c.check(), Ok(()));
+        c.referral = vec!["root.example.com".into()];
+        assert_eq!(
+            c.check(),
+            Err("referral: 'root.example.com' is not an LDAP URL (ldap://host[:port]/, ldaps:// or ldapi://)".into())
+        );
+    }
+
+    #[test]
     fn every_key_once_and_shown() {
         let mut names: Vec<&str> = KEYS.iter().map(|k| k.name).collect();
         let n = names.len();

@@ -806,7 +806,7 @@ impl<'s> Emitter<'s> {
             _ => store::Scope::Subtree,
         };
         while let Some(a) = queue.pop() {
-            if followed.contains(&a.id) {
+            if followed.contains(&a.id) || !p.sees(schema, &a) {
                 continue;
             }
             followed.push(a.id);
