@@ -25,6 +25,7 @@ echo "== tests that need programs from outside the workspace (#[ignore]d in the 
 # install-test-deps.sh installed slapd and libfaketime: their tests run now, opted in.
 LINDEN_TEST_SLAPD=1 cargo test -p server --test syncrepl_slapd -- --ignored
 LINDEN_TEST_SLAPD=1 cargo test -p linden --test migrate -- --ignored
+LINDEN_TEST_SLAPD=1 cargo test -p server --test partitions -- --ignored
 LINDEN_TEST_FAKETIME=1 cargo test -p linden --test clock -- --ignored
 # No package ships OpenLDAP's load balancer lloadd: its tests run where one is found.
 if [ -n "${LLOADD:-}" ] || command -v lloadd >/dev/null || [ -x /usr/sbin/lloadd ] || [ -x /usr/local/libexec/lloadd ]; then

@@ -5,7 +5,7 @@
 //! `modrdn`), bulk import and export (`bulk`), entryCSN values and time stamps (`csn`), the
 //! server-held virtual entries (`entries`: the root DSE, cn=Subschema; `monitor`: the
 //! cn=Monitor tree and the registry others add figures and readiness gates to), attribute
-//! selection (`select`), EXTERNAL identity mapping (`authz`), password policy (`ppolicy`), values in
+//! selection (`select`), aliases and referral objects (`standin`), EXTERNAL identity mapping (`authz`), password policy (`ppolicy`), values in
 //! linear time (`values`) and the error every operation returns (`error`).
 //!
 //! A change is prepared from a request (`modify::prepare`, `modrdn::prepare`, `add::build`),
@@ -47,6 +47,7 @@ pub mod monitor;
 pub mod overlays;
 pub mod ppolicy;
 pub mod select;
+pub mod standin;
 pub mod values;
 pub mod write;
 
@@ -74,6 +75,12 @@ pub struct Known {
     pub num_subordinates: AttrId,
     pub subschema_subentry: AttrId,
     pub entry_csn: AttrId,
+    /// `ref` (RFC 3296) and `aliasedObjectName` (RFC 4512 §2.6): what stand-ins name.
+    pub ref_: AttrId,
+    pub aliased_object_name: AttrId,
+    /// The equality forms of the object classes `alias` and `referral` (`standin`).
+    pub alias_class: Vec<u8>,
+    pub referral_class: Vec<u8>,
 }
 
 impl Known {
@@ -82,6 +89,12 @@ impl Known {
             schema
                 .attr_by_name(n)
                 .ok_or_else(|| format!("built-in schema lacks attribute type '{n}'"))
+        };
+        let class = |n: &str| {
+            let oc = get("objectClass")?;
+            schema
+                .normalize_eq(oc, n.as_bytes())
+                .map_err(|e| format!("object class '{n}': {e}"))
         };
         Ok(Known {
             object_class: get("objectClass")?,
@@ -97,6 +110,10 @@ impl Known {
             num_subordinates: get("numSubordinates")?,
             subschema_subentry: get("subschemaSubentry")?,
             entry_csn: get("entryCSN")?,
+            ref_: get("ref")?,
+            aliased_object_name: get("aliasedObjectName")?,
+            alias_class: class("alias")?,
+            referral_class: class("referral")?,
         })
     }
 }

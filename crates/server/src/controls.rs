@@ -30,8 +30,8 @@ pub(crate) struct PagedRequest {
 /// controls are not here (ignored, as RFC 4511 asks).
 #[derive(Debug, Default)]
 pub(crate) struct RequestControls {
-    /// ManageDsaIT (RFC 3296): accepted; Linden stores no referral objects, so it changes
-    /// nothing yet.
+    /// ManageDsaIT (RFC 3296): referral objects are plain entries for this operation (no
+    /// referral, no continuation reference: `dit::standin`).
     pub manage_dsa_it: bool,
     pub paged: Option<PagedRequest>,
     /// Assertion (RFC 4528): the operation runs only if its target entry matches.

@@ -626,6 +626,7 @@ async fn dispatch(conn: &Arc<Conn>, pdu: &[u8], identity: &mut Arc<Identity>) ->
         },
     };
     let proxied = controls.proxied.is_some();
+    let refer = referred(shared, &controls, &msg.op);
     // The context of the operation, for the connection's identity as it is when it starts.
     let op = |identity: &Arc<Identity>| {
         let log = conn.log_start(id, identity, |l| {
@@ -652,6 +653,15 @@ async fn dispatch(conn: &Arc<Conn>, pdu: &[u8], identity: &mut Arc<Identity>) ->
         if op.controls.ppolicy {
             op.response.push(crate::ppolicy::restriction_control());
         }
+        if let Some(tag) = t.response_tag() {
+            op.finish(tag, Err(&e), None).await;
+        }
+        return Next::Continue;
+    }
+    // An operation on an entry at or below a referral object, or outside every naming
+    // context with a default referral, is referred (RFC 3296, RFC 4511 §4.1.10).
+    if let Some(e) = refer {
+        let op = op(identity);
         if let Some(tag) = t.response_tag() {
             op.finish(tag, Err(&e), None).await;
         }
@@ -695,6 +705,66 @@ async fn dispatch(conn: &Arc<Conn>, pdu: &[u8], identity: &mut Arc<Identity>) ->
     }
 }
 
+/// The referral that answers a compare, add, delete, modify or modify DN (unless ManageDsaIT
+/// asks to treat referral objects as plain entries): a referral object at the target or at its
+/// nearest existing ancestor (`Dit::find`), with its URLs rewritten for the target; else, for
+/// a target outside every naming context, the default referral (`referral`). Searches decide
+/// this themselves (`search::engine`); binds and extended operations are not referred, as
+/// slapd's are not. Costs one index lookup when no referral object exists and no default
+/// referral is set.
+fn referred(
+    shared: &crate::state::Shared,
+    controls: &crate::controls::RequestControls,
+    op: &ProtocolOp<'_>,
+) -> Option<LdapError> {
+    use dit::standin::{rewrite, Kinds, Miss, Target};
+    let raw: &[u8] = match op {
+        ProtocolOp::CompareRequest(r) => &r.dn,
+        ProtocolOp::AddRequest(r) => &r.dn,
+        ProtocolOp::DelRequest(dn) => dn,
+        ProtocolOp::ModifyRequest(r) => &r.dn,
+        ProtocolOp::ModifyDnRequest(r) => &r.dn,
+        _ => return None,
+    };
+    let v = shared.store.read();
+    let kinds = shared.holds(
+        &v,
+        Kinds {
+            alias: false,
+            referral: !controls.manage_dsa_it,
+        },
+    );
+    let default = !shared.config().referral.is_empty();
+    if !kinds.referral && !default {
+        return None;
+    }
+    // A DN that does not parse is the operation's own error to report.
+    let dn = std::str::from_utf8(raw).ok()?;
+    let ndn = shared.parse_ndn(raw).ok()?;
+    if kinds.referral {
+        if let Err(Miss::Referred(e)) = shared.find(&v, &ndn.norm, dn, None, kinds) {
+            return Some(e);
+        }
+    }
+    let held = ndn.is_root()
+        || ndn.norm == shared.subschema().ndn_str()
+        || dit::monitor::is_monitor_dn(&ndn.norm);
+    if default && !held && shared.suffix_of(&ndn.norm).is_none() {
+        let target = Target::Result {
+            base: None,
+            dn,
+            scope: None,
+        };
+        let urls = shared.config().referral.clone();
+        let urls = urls
+            .iter()
+            .filter_map(|u| rewrite(u.as_bytes(), target))
+            .collect();
+        return Some(LdapError::referral(urls));
+    }
+    None
+}
+
 /// The access-log description of a request (after the time, connection, operation, client
 /// and bound DN).
 fn describe(l: &mut crate::logs::Line, t: OpType, op: &ProtocolOp<'_>) {
@@ -720,6 +790,12 @@ fn describe(l: &mut crate::logs::Line, t: OpType, op: &ProtocolOp<'_>) {
                     proto::Scope::Subtree => "sub",
                 },
             );
+            match req.deref {
+                proto::DerefAliases::Never => {}
+                proto::DerefAliases::InSearching => l.word("deref", "search"),
+                proto::DerefAliases::FindingBase => l.word("deref", "find"),
+                proto::DerefAliases::Always => l.word("deref", "always"),
+            }
             l.quoted("filter", req.filter.to_string().as_bytes());
             let attrs: Vec<&[u8]> = req.attributes.iter().map(|a| &**a).collect();
             l.quoted("attrs", &attrs.join(&b' '));

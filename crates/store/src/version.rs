@@ -462,6 +462,25 @@ impl Version {
             .then(|| self.eq_postings(ty, norm).is_some_and(|p| p.contains(id)))
     }
 
+    /// Whether any entry may hold a value of type `ty` whose equality form is `norm`, by the
+    /// equality index alone (`true` when `ty` has none): one lookup, no allocation.
+    pub fn may_hold_any(&self, ty: AttrId, norm: &[u8]) -> bool {
+        !self.is_indexed(ty) || self.eq_postings(ty, norm).is_some_and(|p| p.count() > 0)
+    }
+
+    /// The entries that may hold a value of type `ty` whose equality form is `norm`, by the
+    /// equality index (a superset: keys may collide); `None` when `ty` has none.
+    pub fn holders(&self, ty: AttrId, norm: &[u8]) -> Option<RoaringBitmap> {
+        if !self.is_indexed(ty) {
+            return None;
+        }
+        let mut out = RoaringBitmap::new();
+        if let Some(p) = self.eq_postings(ty, norm) {
+            p.union_into(&mut out);
+        }
+        Some(out)
+    }
+
     pub(crate) fn eq_postings(&self, ty: AttrId, norm: &[u8]) -> Option<PostingRef<'_>> {
         self.eq.get(index_key(ty, norm))
     }

@@ -520,6 +520,9 @@ keys! {
     syncrepl: Vec<repl::consumer::ConsumerSpec> = Vec::new(), Syncrepl, Restart;
     /// LDAP URLs a read-only replica refers writes to.
     updateref: Vec<String> = Vec::new(), Strings, Live, flag "URL";
+    /// Default referral (slapd's global referral): LDAP URLs an operation on a DN outside
+    /// every naming context is referred to, with its DN (and a search's scope) put in.
+    referral: Vec<String> = Vec::new(), Strings, Live, flag "URL";
     /// Take writes although this server has consumers, resolving conflicts by CSN (slapd's
     /// multiprovider); needs syncprov and a non-zero server_id.
     multi_provider: bool = false, Bool, Restart, flag "BOOL";
@@ -569,6 +572,14 @@ impl Config {
             .cost
             .check()
             .map_err(|e| format!("key {e}"))?;
+        for url in &self.referral {
+            let scheme = url.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
+            if !matches!(scheme.as_deref(), Some("ldap" | "ldaps" | "ldapi")) {
+                return Err(format!(
+                    "referral: '{url}' is not an LDAP URL (ldap://host[:port]/, ldaps:// or ldapi://)"
+                ));
+            }
+        }
         // The budget counts bytes in a semaphore, one request taking at most u32::MAX.
         if self.max_pdu_size > u32::MAX as usize {
             return Err(format!(
@@ -733,6 +744,23 @@ impl IndexSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_default_referral_takes_ldap_urls_only() {
+        let mut c = Config {
+            referral: vec![
+                "ldap://root.example.com/".into(),
+                "LDAPS://r.example:636".into(),
+            ],
+            ..Config::default()
+        };
+        assert_eq!(c.check(), Ok(()));
+        c.referral = vec!["root.example.com".into()];
+        assert_eq!(
+            c.check(),
+            Err("referral: 'root.example.com' is not an LDAP URL (ldap://host[:port]/, ldaps:// or ldapi://)".into())
+        );
+    }
 
     #[test]
     fn every_key_once_and_shown() {

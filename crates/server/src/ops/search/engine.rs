@@ -7,6 +7,13 @@
 //! a buffer every `FLUSH_BYTES`; `run` answers it: the last entries and the SearchResultDone
 //! with the source's response controls.
 //!
+//! Entries that stand for others (`dit::standin`: aliases, referral objects) are met in one
+//! place: `Emitter::bases` (an alias on the way to the base, a referral object at or above
+//! it, the default referral) and `Emitter::walk`, which leaves them out of the scope's walk
+//! and then sends what they bring (`stand_ins`). `Prepared::stand_ins` decides once whether
+//! the search meets any: a search that asks for nothing, or whose version holds none, walks
+//! as before.
+//!
 //! The sources: every matching entry of the scope (`Plain`), a page of them (`paged`), sorted
 //! or a window of the sorted list (`sorted`), the entries the server holds itself (`held`), and
 //! the refresh of a sync search (`sync`). A new search feature is a new source.
@@ -78,6 +85,26 @@ pub(crate) struct Prepared {
     /// The dereference control's specs: each entry returned carries the entries its
     /// DN-valued attributes name (`deref_control`).
     pub(crate) deref: Option<Vec<crate::controls::DerefSpec>>,
+    /// How aliases and referral objects are met (`stand_ins`); all off unless the version
+    /// holds some and the request asks.
+    pub(crate) meet: Meet,
+}
+
+/// How a search meets entries that stand for others (`dit::standin`), decided once.
+#[derive(Default)]
+pub(crate) struct Meet {
+    /// Aliases met in the scope are followed (derefInSearching, derefAlways) and referral
+    /// objects answer with continuation references (no ManageDsaIT).
+    pub(crate) walk: dit::standin::Kinds,
+    /// Aliases on the way to the base are followed (derefFindingBaseObj, derefAlways).
+    pub(crate) finding: bool,
+    /// The request's scope and base DN as sent, for referral URLs: kept only when a
+    /// referral may answer.
+    pub(crate) scope: Option<proto::Scope>,
+    pub(crate) dn: Option<Box<str>>,
+    /// A default referral is set and the base lies outside every naming context (or no entry
+    /// at or above it exists).
+    pub(crate) default: bool,
 }
 
 pub(crate) fn prepare(
@@ -184,10 +211,56 @@ pub(crate) fn prepare(
         cands: None,
         assertion: None,
         deref: None,
+        meet: Meet::default(),
     })
 }
 
 impl Prepared {
+    /// Decides how the search meets aliases and referral objects (`Meet`): from its
+    /// derefAliases and ManageDsaIT, what version `v` holds and the default referral. Costs
+    /// two index lookups when the version holds neither.
+    pub(crate) fn stand_ins(
+        &mut self,
+        shared: &Shared,
+        v: &Version,
+        req: &SearchRequest<'_>,
+        manage_dsa_it: bool,
+    ) {
+        use proto::DerefAliases as D;
+        if self.held.is_some() {
+            return;
+        }
+        let asked = dit::standin::Kinds {
+            alias: matches!(req.deref, D::InSearching | D::Always),
+            referral: !manage_dsa_it,
+        };
+        let walk = shared.holds(v, asked);
+        let finding = matches!(req.deref, D::FindingBase | D::Always)
+            && shared
+                .holds(
+                    v,
+                    dit::standin::Kinds {
+                        alias: true,
+                        referral: false,
+                    },
+                )
+                .alias;
+        // As slapd: outside every naming context, or where not even an entry above the base
+        // exists (an empty naming context).
+        let default = !self.root
+            && !shared.config().referral.is_empty()
+            && (shared.suffix_of(&self.base.norm).is_none()
+                || (v.lookup(&self.base).is_none() && v.matched(&self.base).is_none()));
+        let refers = walk.referral || default;
+        self.meet = Meet {
+            walk,
+            finding,
+            scope: refers.then_some(req.scope),
+            dn: refers.then(|| String::from_utf8_lossy(&req.base).into()),
+            default,
+        };
+    }
+
     /// The requester's access to entry `e`; `None` for the administrator, who sees everything.
     pub(crate) fn access<'a>(
         &'a self,
@@ -294,6 +367,56 @@ impl Prepared {
         let e = stripped.as_ref().unwrap_or(e);
         acl::mask_filter(&self.filter, &|t| hide.contains(&t)).eval(schema, e) == Tri::True
     }
+}
+
+/// The entries of object class `class` (its equality form) within `scope` of `base`: from the
+/// objectClass index, or by walking the scope when objectClass has none.
+fn of_class(
+    v: &Version,
+    known: &dit::Known,
+    class: &[u8],
+    base: &Arc<Entry>,
+    scope: store::Scope,
+) -> Vec<Arc<Entry>> {
+    let oc = known.object_class;
+    let mut out = Vec::new();
+    match v.holders(oc, class) {
+        Some(ids) => {
+            for id in &ids {
+                if let Some(e) = v.get(id) {
+                    if v.in_scope(base, scope, e) && e.has_value(oc, class) {
+                        out.push(e.clone());
+                    }
+                }
+            }
+        }
+        None => {
+            let mut take = |e: &Arc<Entry>| {
+                if v.in_scope(base, scope, e) && e.has_value(oc, class) {
+                    out.push(e.clone());
+                }
+                ControlFlow::Continue(())
+            };
+            match scope {
+                store::Scope::Base => {
+                    let _ = take(base);
+                }
+                store::Scope::One => {
+                    if let Some(kids) = v.children(base.id) {
+                        for id in kids {
+                            if let Some(e) = v.get(id) {
+                                let _ = take(e);
+                            }
+                        }
+                    }
+                }
+                store::Scope::Subtree => {
+                    let _ = v.walk(base, &mut take);
+                }
+            }
+        }
+    }
+    out
 }
 
 fn has_untyped_extensible(f: &Filter) -> bool {
@@ -484,6 +607,14 @@ impl<'s> Emitter<'s> {
                     .filter_map(|s| v.lookup(s).cloned())
                     .collect(),
             )
+        } else if p.meet.finding || p.meet.walk.referral || p.meet.default {
+            match self.find_base() {
+                Ok(e) => Bases::One(e),
+                Err(e) => {
+                    self.fail(e);
+                    return None;
+                }
+            }
         } else {
             match v.lookup(&p.base) {
                 Some(e) if p.sees(self.schema, e) => Bases::One(e.clone()),
@@ -506,54 +637,218 @@ impl<'s> Emitter<'s> {
         Some(bases)
     }
 
+    /// The base entry of a search that may meet a stand-in on the way (`Meet`): aliases
+    /// followed when finding, a referral object at or above it answering referral, the
+    /// default referral outside every naming context (`Dit::find`).
+    fn find_base(&self) -> LdapResult<Arc<Entry>> {
+        use dit::standin::{rewrite, Kinds, Miss, Target};
+        let (shared, v, p) = (self.shared, self.v, self.p);
+        let dn = p.meet.dn.as_deref().unwrap_or_default();
+        let kinds = Kinds {
+            alias: p.meet.finding,
+            referral: p.meet.walk.referral,
+        };
+        match shared.find(v, &p.base.norm, dn, p.meet.scope, kinds) {
+            Ok(e) if p.sees(self.schema, &e) => Ok(e),
+            Ok(_) | Err(Miss::Absent) => {
+                if p.meet.default {
+                    let target = Target::Result {
+                        base: None,
+                        dn,
+                        scope: p.meet.scope,
+                    };
+                    let urls = shared.config().referral.clone();
+                    let urls = urls
+                        .iter()
+                        .filter_map(|u| rewrite(u.as_bytes(), target))
+                        .collect();
+                    return Err(LdapError::referral(urls));
+                }
+                Err(shared.no_such_object_for(v, &p.base, &p.view))
+            }
+            Err(Miss::Referred(e) | Miss::Alias(e)) => Err(e),
+        }
+    }
+
     /// Walks the search's scope under `bases`, handing `visit` each matching entry the
-    /// requester may see (with their access to it).
+    /// requester may see (with their access to it); then what the stand-ins in the scope
+    /// bring (`stand_ins`).
     pub(crate) fn walk(&mut self, bases: &[Arc<Entry>], visit: &mut Visit<'_, 's>) -> Walked {
-        let (schema, v, p, abandoned) = (self.schema, self.v, self.p, self.abandoned);
-        let mut scope = p.scope;
-        if p.root && scope == store::Scope::One {
+        let mut scope = self.p.scope;
+        if self.p.root && scope == store::Scope::One {
             scope = store::Scope::Base;
         }
         for base in bases {
-            let mut stopped = false;
-            let mut check = |e: &Arc<Entry>| -> ControlFlow<()> {
-                // Hidden entries are skipped before the visitor sees them, so that a limit
-                // reached never hints at entries the requester may not see.
-                let Some(access) = p.admit(schema, e) else {
-                    return ControlFlow::Continue(());
-                };
-                let r = visit(self, e, access);
-                stopped |= r.is_break();
-                r
-            };
-            let mut timed_out = false;
-            let tick = || {
-                if abandoned.load(Ordering::Relaxed) {
-                    return ControlFlow::Break(());
-                }
-                if p.deadline.is_some_and(|d| Instant::now() > d) {
-                    timed_out = true;
-                    return ControlFlow::Break(());
-                }
-                ControlFlow::Continue(())
-            };
-            v.search_planned(
-                schema,
-                base,
-                scope,
-                &p.filter,
-                p.cands.as_ref(),
-                &mut check,
-                tick,
-            );
-            if timed_out {
-                return Walked::TimedOut;
+            match self.walk_scope(base, scope, None, visit) {
+                Walked::Done => {}
+                w => return w,
             }
-            if stopped || abandoned.load(Ordering::Relaxed) {
-                return Walked::Stopped;
+            if self.p.meet.walk.any() && scope != store::Scope::Base {
+                match self.stand_ins(base, scope, visit) {
+                    Walked::Done => {}
+                    w => return w,
+                }
             }
         }
         Walked::Done
+    }
+
+    /// Walks `scope` under `base`. Entries that stand for others (as the search meets them)
+    /// are left to `stand_ins`, but for the base itself. `besides`: the walk of an alias's
+    /// target, which skips what the search's own scope (base, scope) holds and what earlier
+    /// targets sent (the set, which it adds to): each entry is returned once.
+    fn walk_scope(
+        &mut self,
+        base: &Arc<Entry>,
+        scope: store::Scope,
+        mut besides: Option<(&Entry, store::Scope, &mut store::RoaringBitmap)>,
+        visit: &mut Visit<'_, 's>,
+    ) -> Walked {
+        let (shared, schema, v, p, abandoned) =
+            (self.shared, self.schema, self.v, self.p, self.abandoned);
+        let meet = p.meet.walk;
+        let mut stopped = false;
+        let mut check = |e: &Arc<Entry>| -> ControlFlow<()> {
+            if meet.any() && e.id != base.id && shared.stand_in(e, meet).is_some() {
+                return ControlFlow::Continue(());
+            }
+            if let Some((b, s, sent)) = besides.as_mut() {
+                if v.in_scope(b, *s, e) || !sent.insert(e.id) {
+                    return ControlFlow::Continue(());
+                }
+            }
+            // Hidden entries are skipped before the visitor sees them, so that a limit
+            // reached never hints at entries the requester may not see.
+            let Some(access) = p.admit(schema, e) else {
+                return ControlFlow::Continue(());
+            };
+            let r = visit(self, e, access);
+            stopped |= r.is_break();
+            r
+        };
+        let mut timed_out = false;
+        let tick = || {
+            if abandoned.load(Ordering::Relaxed) {
+                return ControlFlow::Break(());
+            }
+            if p.deadline.is_some_and(|d| Instant::now() > d) {
+                timed_out = true;
+                return ControlFlow::Break(());
+            }
+            ControlFlow::Continue(())
+        };
+        v.search_planned(
+            schema,
+            base,
+            scope,
+            &p.filter,
+            p.cands.as_ref(),
+            &mut check,
+            tick,
+        );
+        if timed_out {
+            return Walked::TimedOut;
+        }
+        if stopped || abandoned.load(Ordering::Relaxed) {
+            return Walked::Stopped;
+        }
+        Walked::Done
+    }
+
+    /// What the stand-ins within `scope` of `base` bring (RFC 4511 §4.5.3, §4.5.1.3): a
+    /// continuation reference for each referral object the requester may see, whatever the
+    /// filter; the entries each alias names (for a one-level search) or their subtrees (for a
+    /// subtree search, following the aliases met there too), each entry once. An alias that
+    /// loops or names nothing is passed over, as slapd does.
+    fn stand_ins(
+        &mut self,
+        base: &Arc<Entry>,
+        scope: store::Scope,
+        visit: &mut Visit<'_, 's>,
+    ) -> Walked {
+        use dit::standin::{rewrite, Target};
+        let (shared, schema, v, p) = (self.shared, self.schema, self.v, self.p);
+        let known = &shared.known;
+        if p.meet.walk.referral {
+            let asked = p.meet.scope.unwrap_or(proto::Scope::Subtree);
+            for r in of_class(v, known, &known.referral_class, base, scope) {
+                if r.id == base.id || !p.sees(schema, &r) {
+                    continue;
+                }
+                let urls: Vec<String> = r
+                    .attr(known.ref_)
+                    .map(|a| {
+                        a.values()
+                            .filter_map(|u| {
+                                rewrite(
+                                    u,
+                                    Target::Continuation {
+                                        base: r.dn(),
+                                        scope: asked,
+                                    },
+                                )
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                if !urls.is_empty() && self.reference(&urls).is_break() {
+                    return Walked::Stopped;
+                }
+            }
+        }
+        if !p.meet.walk.alias {
+            return Walked::Done;
+        }
+        let mut queue: Vec<Arc<Entry>> = of_class(v, known, &known.alias_class, base, scope)
+            .into_iter()
+            .filter(|a| a.id != base.id)
+            .collect();
+        let mut followed: Vec<store::EntryId> = Vec::new();
+        let mut sent = store::RoaringBitmap::new();
+        let target_scope = match scope {
+            store::Scope::One => store::Scope::Base,
+            _ => store::Scope::Subtree,
+        };
+        while let Some(a) = queue.pop() {
+            if followed.contains(&a.id) || !p.sees(schema, &a) {
+                continue;
+            }
+            followed.push(a.id);
+            let Ok(t) = shared.deref(v, &a) else {
+                continue;
+            };
+            if !p.sees(schema, &t) {
+                continue;
+            }
+            match self.walk_scope(&t, target_scope, Some((base, scope, &mut sent)), visit) {
+                Walked::Done => {}
+                w => return w,
+            }
+            if target_scope == store::Scope::Subtree {
+                queue.extend(
+                    of_class(v, known, &known.alias_class, &t, store::Scope::Subtree)
+                        .into_iter()
+                        .filter(|x| !v.in_scope(base, scope, x)),
+                );
+            }
+        }
+        Walked::Done
+    }
+
+    /// Sends a continuation reference (SearchResultReference) with `urls`; the size limit
+    /// counts entries only, as slapd's.
+    fn reference(&mut self, urls: &[String]) -> ControlFlow<()> {
+        let msg = proto::LdapMessage {
+            id: self.enc.id.unwrap_or(0),
+            op: proto::ProtocolOp::SearchResultReference(
+                urls.iter()
+                    .map(|u| std::borrow::Cow::Borrowed(u.as_bytes()))
+                    .collect(),
+            ),
+            controls: vec![],
+        };
+        msg.encode(&mut self.out);
+        self.flush_if_full()
     }
 
     /// Whether the search sent as many entries as its size limit allows; if so its outcome is
@@ -579,6 +874,12 @@ impl<'s> Emitter<'s> {
         }
         encode(&mut self.out);
         self.sent += 1;
+        self.flush_if_full()
+    }
+
+    /// Hands the buffer to the connection once it holds `FLUSH_BYTES`. Break: the connection
+    /// is gone or the search was abandoned.
+    fn flush_if_full(&mut self) -> ControlFlow<()> {
         if self.out.len() >= FLUSH_BYTES {
             // Abandoned while the sink waited for a slow reader: checked now rather than up
             // to a walk's tick later.

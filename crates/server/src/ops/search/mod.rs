@@ -72,6 +72,7 @@ pub(crate) async fn handle(mut op: Op, req: &SearchRequest<'_>) -> Next {
             return Next::Continue;
         }
     };
+    p.stand_ins(&shared, &v, req, op.controls.manage_dsa_it);
     p.assertion = op.take_assertion();
     p.deref = op.controls.deref_specs.take();
     if let Some(items) = op.controls.values_return.take() {
