@@ -55,6 +55,11 @@ pub struct RestoreArgs {
     /// result) and, without --archive, its `archive`.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// Keep the data's replication identity: consumers holding cookies from before the restore
+    /// then refresh from their cookie instead of fully (only for a node whose peers hold
+    /// nothing it lacks; see docs/backup-and-restore.md).
+    #[arg(long)]
+    pub keep_identity: bool,
 }
 
 fn target(
@@ -146,7 +151,10 @@ pub fn restore(args: &RestoreArgs) -> anyhow::Result<()> {
     let target = target(args.archive.as_deref(), args.config.as_deref())?;
     let schema = crate::config::from_file(args.config.as_deref())
         .and_then(|c| crate::config::configured_schema(&c))?;
-    let rep = archive::restore(&*target, &args.data, &point, &schema)?;
+    let opts = archive::RestoreOptions {
+        new_identity: !args.keep_identity,
+    };
+    let rep = archive::restore(&*target, &args.data, &point, &schema, &opts)?;
     println!(
         "restored {} from {} to {point}: {} and {} log batches, up to batch {} ({}); {} entries; verify: ok",
         args.data.display(),
@@ -159,6 +167,13 @@ pub fn restore(args: &RestoreArgs) -> anyhow::Result<()> {
         time(rep.last_time),
         rep.entries,
     );
+    if let Some(marks) = &rep.marked {
+        println!(
+            "new replication identity: contextCSN and the tombstones' floor raised to {} (batch {}): consumers with older cookies refresh fully",
+            marks.join(", "),
+            rep.last_seq + 1
+        );
+    }
     println!(
         "restore took {:.3} s: {:.3} s fetching and writing, {:.3} s verifying",
         t.elapsed().as_secs_f64(),

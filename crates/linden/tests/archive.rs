@@ -268,3 +268,66 @@ fn restore_after_kill_9_holds_every_archived_write() {
     let (_r, got) = serve_restored(root, "r");
     assert_eq!(got, want);
 }
+
+/// A provider restored to an earlier moment: its consumer, whose cookie names changes the
+/// restored provider no longer has (an add, a modify and a delete after the point), does a
+/// full refresh and converges to the restored content (without the new identity the
+/// consumer's cookie is "up to date" and it keeps the entries the provider lost).
+#[test]
+fn a_consumer_of_a_restored_provider_converges_to_the_restored_content() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let root = tmp.path();
+    let mut p = Node::new(root, "p");
+    p.configure_with(
+        1,
+        true,
+        false,
+        &[],
+        &format!(
+            "archive = \"{}\"\narchive_interval = 1\n",
+            archive_url(root)
+        ),
+    );
+    p.start();
+    let mut c = Node::new(root, "c");
+    c.configure(2, false, false, &[(1, &p)]);
+    c.start();
+    let mut w = p.admin();
+    base_units(&mut w);
+    for i in 0..4 {
+        ok(add_person(&mut w, &format!("u{i}"), PEOPLE, "v0"), "add");
+    }
+    let before = p.contents();
+    let point = newest_csn(&before);
+    // After the point: a new entry, a modify, a delete.
+    ok(add_person(&mut w, "late", PEOPLE, "v0"), "add late");
+    ok(
+        set_desc(&mut w, &format!("uid=u1,{PEOPLE}"), "v9"),
+        "modify",
+    );
+    ok(w.delete(&format!("uid=u2,{PEOPLE}")), "delete");
+    converge("consumer before the restore", &[&p, &c]);
+    wait_archived(&p, 1);
+    p.kill();
+
+    // The provider's directory is replaced by the archive's state at the point.
+    std::fs::rename(p.dir.join("data"), p.dir.join("data.lost")).expect("move");
+    let out = restore(root, &p.dir.join("data"), &["--to-csn", &point]);
+    assert!(out.contains("new replication identity"), "{out}");
+    p.start();
+    // The restore stamps every entry anew (entryCSN): the rest is the content at the point.
+    let without_csn = |mut c: Contents| {
+        for attrs in c.values_mut() {
+            attrs.remove("entrycsn");
+        }
+        c
+    };
+    let before = without_csn(before);
+    assert_eq!(without_csn(p.contents()), before, "the restored provider");
+    let (_, got) = converge("consumer after the restore", &[&p, &c]);
+    assert_eq!(
+        without_csn(got),
+        before,
+        "the consumer holds the restored content"
+    );
+}

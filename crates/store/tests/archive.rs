@@ -100,7 +100,7 @@ fn restores_exactly_the_batches_up_to_the_point() {
     ];
     for (i, (point, want)) in cases.iter().enumerate() {
         let dest = tmp.path().join(format!("r{i}"));
-        let rep = archive::restore(&target, &dest, point, &schema)
+        let rep = archive::restore(&target, &dest, point, &schema, &Default::default())
             .unwrap_or_else(|e| panic!("{point}: {e}"));
         assert_eq!(rep.last_seq, *want as u64, "{point}");
         assert_eq!(
@@ -118,11 +118,23 @@ fn restores_exactly_the_batches_up_to_the_point() {
     );
 
     // A point past the archive, and a directory that is not empty, are refused.
-    let e = archive::restore(&target, &tmp.path().join("x"), &Point::Batch(12), &schema)
-        .expect_err("past the end");
+    let e = archive::restore(
+        &target,
+        &tmp.path().join("x"),
+        &Point::Batch(12),
+        &schema,
+        &Default::default(),
+    )
+    .expect_err("past the end");
     assert!(e.to_string().contains("holds batches up to 9"), "{e}");
-    let e = archive::restore(&target, &tmp.path().join("r0"), &Point::Latest, &schema)
-        .expect_err("not empty");
+    let e = archive::restore(
+        &target,
+        &tmp.path().join("r0"),
+        &Point::Latest,
+        &schema,
+        &Default::default(),
+    )
+    .expect_err("not empty");
     assert!(e.to_string().contains("not empty"), "{e}");
 }
 

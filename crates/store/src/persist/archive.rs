@@ -469,9 +469,19 @@ pub fn catalog(target: &dyn ArchiveTarget) -> Result<Catalog, ArchiveError> {
     Ok(out)
 }
 
+/// How a restore is done.
+#[derive(Debug, Clone, Default)]
+pub struct RestoreOptions {
+    /// Give the restored data a new replication identity (`mark_restored`).
+    pub new_identity: bool,
+}
+
 /// What a restore did.
 #[derive(Debug, Clone)]
 pub struct RestoreReport {
+    /// With `RestoreOptions::new_identity`, when the data held replication state: the CSNs
+    /// it was marked with (one per server id), in one more batch after the point.
+    pub marked: Option<Vec<String>>,
     pub snapshot: Option<String>,
     /// The last batch the restored directory holds.
     pub last_seq: u64,
@@ -536,6 +546,171 @@ fn csn_step(b: &Batch, c: &str) -> Step {
     step
 }
 
+/// The CSN of server id `sid` (three hex digits) at `micros` since the epoch.
+fn csn_at(micros: u64, sid: &str) -> String {
+    let t: String = rfc3339_micros(micros)
+        .chars()
+        .filter(|c| c.is_ascii_digit() || *c == '.')
+        .collect();
+    format!("{t}Z#000000#{sid}#000000")
+}
+
+/// Gives the restored data in `dir` (whose last batch is `last`) a new replication identity,
+/// so that a consumer holding a cookie from before the restore, which may name changes this
+/// data no longer has, does a full refresh (present phase) instead of keeping entries the
+/// restored provider does not hold: one more batch raises the contextCSN of every naming
+/// context that has one, and the tombstones' floor, to the restore's time, for every server
+/// id the data knows. A cookie older than the floor means "deletes since may have been
+/// forgotten" to the provider (docs/replication.md), and a restore forgets exactly those.
+/// Data without replication state (no contextCSN, no floor) is left as it is (`None`).
+fn mark_restored(
+    dir: &Path,
+    last: u64,
+    schema: &Schema,
+) -> Result<Option<Vec<String>>, ArchiveError> {
+    let rec = super::recover(&FsIo, dir, schema)?;
+    let names = &rec.schema;
+    let roots: Vec<super::StoredEntry> = rec
+        .entries
+        .iter()
+        .filter(|e| e.parent.is_none())
+        .map(|e| super::StoredEntry::from_entry(e, names))
+        .filter(|e| {
+            e.attrs
+                .iter()
+                .any(|a| a.name.eq_ignore_ascii_case("contextCSN"))
+        })
+        .collect();
+    let floor: Vec<String> = rec
+        .tombstones
+        .floor()
+        .iter()
+        .map(|f| f.to_string())
+        .collect();
+    let mut known: Vec<String> = floor.clone();
+    for r in &roots {
+        for a in r
+            .attrs
+            .iter()
+            .filter(|a| a.name.eq_ignore_ascii_case("contextCSN"))
+        {
+            known.extend(
+                a.values
+                    .iter()
+                    .filter_map(|v| String::from_utf8(v.clone()).ok()),
+            );
+        }
+    }
+    let sid = |c: &str| c.split('#').nth(2).map(str::to_string);
+    let mut sids: Vec<String> = known.iter().filter_map(|c| sid(c)).collect();
+    sids.sort();
+    sids.dedup();
+    if sids.is_empty() {
+        return Ok(None);
+    }
+    let now = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+        .unwrap_or(0);
+    // One CSN per server id: the restore's time, or just after the newest CSN of that id the
+    // data holds if that is later (a clock behind).
+    let marks: Vec<String> = sids
+        .iter()
+        .map(|s| {
+            let newest = known
+                .iter()
+                .filter(|c| sid(c).as_deref() == Some(s.as_str()))
+                .max()
+                .cloned()
+                .unwrap_or_default();
+            let mut m = csn_at(now, s);
+            if newest >= m {
+                let t = newest
+                    .get(..21)
+                    .and_then(parse_csn_time)
+                    .unwrap_or(now);
+                m = csn_at(t.saturating_add(1), s);
+            }
+            m
+        })
+        .collect();
+    // Every entry is stamped with the mark of its entryCSN's server id: consumers resolve
+    // conflicts by entryCSN and keep a copy newer than what they are sent, so the restored
+    // entries must be newer than anything they saw before the restore.
+    let mark_of = |csn: &[u8]| -> Option<&String> {
+        let csn = std::str::from_utf8(csn).ok()?;
+        let s = sid(csn)?;
+        marks.iter().find(|m| sid(m).as_deref() == Some(s.as_str()))
+    };
+    let mut changes = Vec::new();
+    let root_ids: Vec<_> = roots.iter().map(|r| r.id).collect();
+    for mut r in roots {
+        for a in r.attrs.iter_mut() {
+            if a.name.eq_ignore_ascii_case("contextCSN") {
+                a.values = marks.iter().map(|m| m.as_bytes().to_vec()).collect();
+            }
+        }
+        restamp(&mut r, &mark_of);
+        changes.push(Change::Put(r));
+    }
+    for e in rec.entries.iter().filter(|e| !root_ids.contains(&e.id)) {
+        let mut se = super::StoredEntry::from_entry(e, names);
+        if restamp(&mut se, &mark_of) {
+            changes.push(Change::Put(se));
+        }
+    }
+    let opts = super::LogOptions::default();
+    let mut w = super::LogWriter::open(std::sync::Arc::new(FsIo), dir, last + 1, opts)?;
+    // In batches of `MARK_BATCH` entries; the floor comes with the last.
+    let mut seq = last + 1;
+    let mut rest = changes;
+    loop {
+        let tail = rest.split_off(rest.len().min(MARK_BATCH));
+        let done = tail.is_empty();
+        if done {
+            rest.push(Change::TombstoneFloor(marks.clone()));
+        }
+        w.append_batch(seq, &rest)?;
+        if done {
+            break;
+        }
+        rest = tail;
+        seq += 1;
+    }
+    Ok(Some(marks))
+}
+
+/// Entries per batch of the restore's mark.
+const MARK_BATCH: usize = 10_000;
+
+/// Replaces the entryCSN of `e` by the mark of its server id; whether it had one.
+fn restamp<'m>(e: &mut super::StoredEntry, mark_of: &dyn Fn(&[u8]) -> Option<&'m String>) -> bool {
+    let mut did = false;
+    for a in e.attrs.iter_mut() {
+        if a.name.eq_ignore_ascii_case("entryCSN") {
+            if let Some(m) = a.values.first().and_then(|v| mark_of(v)) {
+                a.values = vec![m.as_bytes().to_vec()];
+                did = true;
+            }
+        }
+    }
+    did
+}
+
+/// `YYYYmmddHHMMSS.ffffff` (a CSN's time without its `Z`) as microseconds since the epoch.
+fn parse_csn_time(t: &str) -> Option<u64> {
+    let iso = format!(
+        "{}-{}-{}T{}:{}:{}Z",
+        t.get(0..4)?,
+        t.get(4..6)?,
+        t.get(6..8)?,
+        t.get(8..10)?,
+        t.get(10..12)?,
+        t.get(12..)?
+    );
+    parse_rfc3339(&iso)
+}
+
 /// Writes `data` to `path` and makes it durable.
 fn write_durably(path: &Path, data: &[u8]) -> Result<(), ArchiveError> {
     let io = FsIo;
@@ -555,6 +730,7 @@ pub fn restore(
     dest: &Path,
     point: &Point,
     schema: &Schema,
+    opts: &RestoreOptions,
 ) -> Result<RestoreReport, ArchiveError> {
     let t = Instant::now();
     let io = FsIo;
@@ -695,6 +871,11 @@ pub fn restore(
         )));
     }
     io.sync_dir(dest).map_err(dest_err)?;
+    let marked = if opts.new_identity {
+        mark_restored(dest, have, schema)?
+    } else {
+        None
+    };
     let fetch_seconds = t.elapsed().as_secs_f64();
 
     // 4. Check it as `linden verify` does.
@@ -717,6 +898,7 @@ pub fn restore(
     }
     let entries = report.recovery.as_ref().map_or(0, |r| r.0);
     Ok(RestoreReport {
+        marked,
         snapshot: snap.map(|s| s.1.name.clone()),
         last_seq: have,
         last_time,
