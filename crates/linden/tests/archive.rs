@@ -331,3 +331,75 @@ fn a_consumer_of_a_restored_provider_converges_to_the_restored_content() {
         "the consumer holds the restored content"
     );
 }
+
+/// An archive that cannot be written (its path is a file) fails, is counted in cn=Monitor and
+/// retried, and the server goes on taking writes; a snapshot meanwhile keeps the log files the
+/// archive does not hold; once the path is usable, the archive catches up, and the latest
+/// restore point holds every write.
+#[test]
+fn an_unusable_archive_is_retried_and_nothing_is_lost() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let root = tmp.path();
+    std::fs::write(root.join("archive"), "not a directory").expect("block the archive");
+    let mut a = archiving_node(root, "a", "");
+    a.start();
+    let mut c = a.admin();
+    base_units(&mut c);
+    ok(add_person(&mut c, "early", PEOPLE, "v0"), "add");
+    let at_early = a.contents();
+    let early = newest_csn(&at_early);
+    // Failures are counted while writes go on.
+    let start = Instant::now();
+    while archive_counter(&mut c, "Failures").unwrap_or(0) < 2 {
+        assert!(
+            start.elapsed() < ARCHIVE_DEADLINE,
+            "no failure counted; log:\n{}",
+            a.log()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    ok(
+        add_person(&mut c, "during", PEOPLE, "v0"),
+        "add while failing",
+    );
+    // Once the log file holding these writes is sealed (a newer one follows), a snapshot
+    // could prune it: it must stay until it is archived.
+    let logs = || {
+        std::fs::read_dir(a.dir.join("data"))
+            .expect("data dir")
+            .filter(|e| {
+                e.as_ref()
+                    .is_ok_and(|e| e.file_name().to_string_lossy().ends_with(".lnl"))
+            })
+            .count()
+    };
+    let start = Instant::now();
+    while logs() < 2 {
+        assert!(start.elapsed() < ARCHIVE_DEADLINE, "no log file sealed");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (code, out, err) = linden(&[
+        "snapshot",
+        "--url",
+        &a.url(),
+        "--bind-dn",
+        ADMIN,
+        "--password",
+        "secret",
+    ]);
+    assert_eq!(code, 0, "snapshot: {out}{err}");
+    assert!(a.log().contains("archiving failed"), "{}", a.log());
+    std::fs::remove_file(root.join("archive")).expect("unblock the archive");
+    ok(add_person(&mut c, "after", PEOPLE, "v0"), "add after");
+    let want = a.contents();
+    wait_archived(&a, 1);
+    a.kill();
+    restore(root, &root.join("r/data"), &[]);
+    let (_r, got) = serve_restored(root, "r");
+    assert_eq!(got, want);
+    // The batches before the snapshot reached the archive too (the snapshot did not prune
+    // them before they were archived).
+    restore(root, &root.join("e/data"), &["--to-csn", &early]);
+    let (_e, got) = serve_restored(root, "e");
+    assert_eq!(got, at_early);
+}

@@ -385,8 +385,8 @@ impl Inner {
     }
 
     /// Removes the snapshots retention lets go (beyond `archive_keep_snapshots`, or older
-    /// than `archive_keep_seconds`; never the newest), and the log files whose every batch
-    /// the oldest snapshot kept already holds.
+    /// than `archive_keep_seconds`; never the newest), and the log files that end before the
+    /// oldest snapshot kept.
     fn retention(&self) -> Result<(), ArchiveError> {
         if self.keep_snapshots == 0 && self.keep_age.is_none() {
             return Ok(());
@@ -426,10 +426,12 @@ impl Inner {
             .filter_map(|f| parse_log_name(&f.name).map(|s| (s, f)))
             .collect();
         logs.sort_by_key(|s| s.0);
+        // The log file holding the snapshot's own batch stays: it gives the batch's time,
+        // so that a restore to a time or CSN can start from that snapshot.
         for (i, (_, f)) in logs.iter().enumerate() {
             if logs
                 .get(i + 1)
-                .is_some_and(|(next, _)| *next <= oldest_kept + 1)
+                .is_some_and(|(next, _)| *next <= oldest_kept)
             {
                 gone.push(f.name.clone());
             }

@@ -625,10 +625,7 @@ fn mark_restored(
                 .unwrap_or_default();
             let mut m = csn_at(now, s);
             if newest >= m {
-                let t = newest
-                    .get(..21)
-                    .and_then(parse_csn_time)
-                    .unwrap_or(now);
+                let t = newest.get(..21).and_then(parse_csn_time).unwrap_or(now);
                 m = csn_at(t.saturating_add(1), s);
             }
             m
@@ -796,9 +793,15 @@ pub fn restore(
         // goes to the last logged batch within it.
         _ => match (last, &first_past) {
             (Some(l), _) => l,
-            // The point is before the first archived batch: only a state just before it
-            // (a snapshot of the batch before, or the empty start) can be given.
-            (None, Some((s, _))) => s.saturating_sub(1),
+            // The point is before the first archived batch: only the empty start can be
+            // placed before it (a snapshot of the batch before has no known time).
+            (None, Some((1, _))) => 0,
+            (None, Some((s, _))) => {
+                return Err(ArchiveError::Restore(format!(
+                    "{point} is before batch {s}, the oldest archived batch whose time is known: this archive cannot restore to it (the oldest restore points are batch {} with --to-batch, and the times of `linden archive list`)",
+                    snaps.first().map_or(*s, |x| x.0)
+                )))
+            }
             (None, None) => newest_snap.unwrap_or(0),
         },
     };
