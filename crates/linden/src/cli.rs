@@ -59,6 +59,14 @@ pub enum Command {
     ///
     /// Exit status 0 when usable (a torn last batch after a crash is normal), 1 when corrupt.
     Verify(crate::verify::VerifyArgs),
+    /// What a point-in-time archive holds (`archive list`): snapshots, log files, the range
+    /// of moments it can restore.
+    Archive(crate::archive_cmd::ArchiveArgs),
+    /// Build a new data directory from an archive as of a moment (--to TIME, --to-csn CSN,
+    /// --to-batch N; by default the latest archived), checked as `verify` does.
+    ///
+    /// Start a server on the new directory to serve it; it prints how long each step took.
+    Restore(crate::archive_cmd::RestoreArgs),
     /// Write the manual pages (linden(8), linden-serve(8), …) to a directory.
     #[command(hide = true)]
     Man(crate::man::ManArgs),

@@ -15,6 +15,7 @@
 //!
 //! Exit status: 0 after a clean shutdown, 2 for unusable settings (flags or file), 1 otherwise.
 
+mod archive_cmd;
 mod args;
 mod bulk;
 mod cli;
@@ -82,6 +83,8 @@ fn main() -> ExitCode {
         }
         // Verify has its own exit statuses (1 corrupt, 2 no such directory).
         Command::Verify(args) => return verify::run(&args),
+        Command::Archive(args) => archive_cmd::list(&args),
+        Command::Restore(args) => archive_cmd::restore(&args),
         Command::Bench(cmd) => cmd.run().map_err(anyhow::Error::new),
         Command::Man(args) => man::run(&args),
         Command::Migrate(args) => match migrate::run(&args) {

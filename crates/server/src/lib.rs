@@ -52,6 +52,8 @@
 //! - `lowprio`: threads below the server's CPU priority, for what must not take the cores from
 //!   the connections: slow password hashes (of binds and of changes: one pool).
 //! - `audit`, `logs`: the audit and access logs (text or JSON lines).
+//! - `archive`: the archiver (snapshots and sealed log files copied to `archive`, checked,
+//!   retention), behind `persistence`.
 //! - `monitor`: cn=Monitor (the tree of the server's figures, who may read it);
 //!   `metrics`: the HTTP listener with `/metrics` (Prometheus/OpenMetrics), `/healthz` and
 //!   `/readyz`. Both read the same figures: `state::Counters`, the listeners, the store's
@@ -64,6 +66,7 @@
 //! Use: `Server::start(config)?` builds everything (no sockets), then
 //! `server.serve(listener, shutdown).await` serves until `shutdown` resolves.
 
+pub mod archive;
 pub mod audit;
 pub mod bulk;
 pub mod config;

@@ -30,6 +30,25 @@ use tokio::net::TcpListener;
 
 use crate::state::{OpType, Shared};
 
+/// With `archive_ready_max_lag`, not ready while the archive lags more than that.
+fn archive_ready(shared: &Shared) -> Result<(), String> {
+    let max = shared.config().archive_ready_max_lag;
+    let Some(a) = shared
+        .persistence
+        .as_ref()
+        .and_then(|p| p.archiver.as_ref())
+    else {
+        return Ok(());
+    };
+    let lag = a.status().lag_seconds(std::time::SystemTime::now());
+    if max > 0 && lag > max as f64 {
+        return Err(format!(
+            "the archive is {lag:.0} s behind (archive_ready_max_lag = {max})"
+        ));
+    }
+    Ok(())
+}
+
 /// HTTP connections served at once; more wait in the kernel's accept queue.
 pub const MAX_CONNECTIONS: usize = 64;
 /// The longest one HTTP connection is kept (headers, scrape and keep-alive included).
@@ -105,7 +124,11 @@ fn respond(shared: &Arc<Shared>, method: &Method, path: &str) -> Response<Full<B
         "/healthz" => reply(StatusCode::OK, TEXT, "ok\n".into()),
         "/readyz" => {
             let max_lag = Duration::from_secs(shared.config().ready_max_lag);
-            match shared.monitor.readiness(max_lag) {
+            match shared
+                .monitor
+                .readiness(max_lag)
+                .and_then(|()| archive_ready(shared))
+            {
                 Ok(()) => reply(StatusCode::OK, TEXT, "ready\n".into()),
                 Err(why) => reply(
                     StatusCode::SERVICE_UNAVAILABLE,
@@ -407,6 +430,45 @@ impl prometheus_client::collector::Collector for Figures {
                     last.bytes as f64,
                 )?;
             }
+        }
+        if let Some(a) = sh.persistence.as_ref().and_then(|p| p.archiver.as_ref()) {
+            let s = a.status();
+            gauge(
+                &mut e,
+                "archive_last_batch",
+                "The newest batch the archive holds.",
+                s.last_batch as f64,
+            )?;
+            gauge(
+                &mut e,
+                "archive_lag_batches",
+                "Batches written that the archive does not hold yet.",
+                sh.store.read().seq.saturating_sub(s.last_batch) as f64,
+            )?;
+            gauge(
+                &mut e,
+                "archive_lag_seconds",
+                "Age of the oldest batch not archived yet (0: none waits).",
+                s.lag_seconds(std::time::SystemTime::now()),
+            )?;
+            counter(
+                &mut e,
+                "archive_files",
+                "Files archived and checked since start.",
+                s.files,
+            )?;
+            counter(
+                &mut e,
+                "archive_bytes",
+                "Bytes archived since start.",
+                s.bytes,
+            )?;
+            counter(
+                &mut e,
+                "archive_failures",
+                "Failed archiving attempts since start.",
+                s.failures,
+            )?;
         }
         let r = sh.reloads.stats();
         counter(

@@ -14,6 +14,9 @@
 //!   cn=Writer                      cn=Batches, cn=Operations, cn=Queue Depth (monitorCounter),
 //!                                  cn=Batch Size, cn=Commit Latency (histograms: lindenP50 …)
 //!   cn=Snapshots                   cn=Taken, cn=Failed, cn=Last (monitorTimestamp, lindenSum …)
+//!   cn=Archive                     (with `archive`) cn=Last Batch, cn=Lag Batches, cn=Lag
+//!                                  Seconds, cn=Files, cn=Failures (monitorCounter), cn=Last
+//!                                  CSN, cn=Last Error (monitoredInfo)
 //!   cn=Reloads                     cn=Applied, cn=Refused, cn=Last (monitorTimestamp, outcome)
 //!   cn=Disk                        cn=Free, cn=Log Reserve (bytes), cn=Writes (accepted or
 //!                                  refused for a full disk; batches refused)
@@ -36,6 +39,57 @@ use store::Entry;
 
 use crate::state::{OpType, Shared};
 use dit::identity::Identity;
+
+/// cn=Archive: what the archiver has done (`crate::archive`).
+fn archive_node(s: &crate::archive::ArchiveStatus, seq: u64) -> Node {
+    let now = SystemTime::now();
+    let mut n = Node::container(
+        "Archive",
+        "Continuous archiving of snapshots and sealed transaction-log files (archive): the \
+         newest batch archived, how far the archive is behind, files archived and failures \
+         since start.",
+    )
+    .attr("monitoredInfo", &s.url)
+    .child(
+        Node::counter("Last Batch", s.last_batch)
+            .attr("description", "the newest batch the archive holds"),
+    )
+    .child(
+        Node::counter("Lag Batches", seq.saturating_sub(s.last_batch)).attr(
+            "description",
+            "batches written that the archive does not hold yet",
+        ),
+    )
+    .child(
+        Node::counter("Lag Seconds", s.lag_seconds(now) as u64).attr(
+            "description",
+            "age in seconds of the oldest batch not archived yet (0: none waits)",
+        ),
+    )
+    .child(
+        Node::counter("Files", s.files)
+            .attr("description", "files archived and checked since start"),
+    )
+    .child(
+        Node::counter("Failures", s.failures)
+            .attr("description", "failed archiving attempts since start"),
+    );
+    if let Some(c) = &s.last_csn {
+        n = n.child(
+            Node::new("Last CSN", "monitoredObject")
+                .attr("description", "the newest CSN of the archived logs")
+                .attr("monitoredInfo", c),
+        );
+    }
+    if let Some(e) = &s.last_error {
+        n = n.child(
+            Node::new("Last Error", "monitoredObject")
+                .attr("description", "the last archiving failure")
+                .attr("monitoredInfo", e),
+        );
+    }
+    n
+}
 
 /// Whether `who` may read cn=Monitor: the administrator and the `monitor_readers`.
 pub(crate) fn may_read(shared: &Shared, who: &Identity) -> bool {
@@ -233,6 +287,11 @@ pub(crate) fn tree(shared: &Shared) -> Node {
             );
         }
     }
+    let archive = shared
+        .persistence
+        .as_ref()
+        .and_then(|p| p.archiver.as_ref())
+        .map(|a| archive_node(&a.status(), shared.store.read().seq));
     let r = shared.reloads.stats();
     let mut reloads = Node::container(
         "Reloads",
@@ -312,6 +371,7 @@ pub(crate) fn tree(shared: &Shared) -> Node {
         .child(waiters)
         .child(writer)
         .child(snapshots)
+        .children(archive)
         .child(reloads)
         .child(disk)
         .child(memory)

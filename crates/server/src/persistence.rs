@@ -38,6 +38,8 @@ pub(crate) struct Persistence {
     failed_at: Mutex<Option<Instant>>,
     /// What the snapshots written since start did, for monitoring.
     pub stats: Mutex<SnapshotStats>,
+    /// Copies snapshots and sealed log files to the archive (`archive`), if one is set.
+    pub archiver: Option<crate::archive::Archiver>,
 }
 
 /// Why a snapshot is written, as its log lines say.
@@ -193,7 +195,16 @@ pub(crate) fn open(
             "durability = \"nosync\": writes are acknowledged before they reach the disk and can be lost in a crash (for benchmarks only)"
         );
     }
-    let store = Store::with_journal(version, Box::new(LogJournal::new(log)));
+    let journal = LogJournal::new(log);
+    let archiver = if config.archive.is_empty() {
+        None
+    } else {
+        Some(
+            crate::archive::Archiver::start(config, &dir, journal.seal_handle())
+                .map_err(|e| StartError::Config(format!("archive: {e}")))?,
+        )
+    };
+    let store = Store::with_journal(version, Box::new(journal));
     // Log volume counts from zero at start: the logs on disk are all newer than the newest
     // snapshot's covered part (a snapshot prunes the rest), so a server that restarts often
     // still snapshots once they add up.
@@ -206,6 +217,7 @@ pub(crate) fn open(
         busy: Mutex::new(()),
         failed_at: Mutex::new(None),
         stats: Mutex::new(SnapshotStats::default()),
+        archiver,
     };
     Ok((store, p))
 }
@@ -363,7 +375,13 @@ impl Persistence {
                 entries: info.entries,
             });
         }
-        let removed = persist::prune(&*self.io, &self.dir, v.seq).map_err(|e| {
+        // Files the archive does not hold yet stay until it does (a later snapshot prunes
+        // them).
+        let keep = |name: &str| self.archiver.as_ref().is_some_and(|a| a.keeps(name));
+        if let Some(a) = &self.archiver {
+            a.nudge();
+        }
+        let removed = persist::prune_keeping(&*self.io, &self.dir, v.seq, &keep).map_err(|e| {
             Failure::Other(format!(
                 "{cause}: {} written, but removing the files it covers failed: {e}",
                 info.name

@@ -63,10 +63,12 @@ pub trait Journal: Send {
     /// batch applied, in order (`Txn::extend_schema`; `version.schema()` includes them);
     /// `touched` lists every entry the batch changed; those present in `version` were added or
     /// modified, the others deleted. `tombstones` says what the batch did to the tombstones
-    /// (`Txn::put_tombstone` …), read from `version` likewise.
+    /// (`Txn::put_tombstone` …), read from `version` likewise. `time` is the batch's time (the
+    /// one its operations were stamped with, `Txn::now`).
     fn commit(
         &mut self,
         seq: u64,
+        time: SystemTime,
         version: &Version,
         schema: &[String],
         touched: &[EntryId],
@@ -381,7 +383,14 @@ fn writer_loop(
                 tombstones.touched.sort_unstable();
                 tombstones.touched.dedup();
                 let t = std::time::Instant::now();
-                let r = j.commit(work.seq, &work, &schema_changes, &touched, &tombstones);
+                let r = j.commit(
+                    work.seq,
+                    txn_now,
+                    &work,
+                    &schema_changes,
+                    &touched,
+                    &tombstones,
+                );
                 stats
                     .commit_micros
                     .record(u64::try_from(t.elapsed().as_micros()).unwrap_or(u64::MAX));

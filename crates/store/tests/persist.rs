@@ -673,14 +673,16 @@ fn a_batch_from_the_version_writes_the_same_bytes_as_its_changes() {
         )
         .expect("open")
     };
+    let when = std::time::SystemTime::now();
     open(&a)
-        .append_batch(
+        .append_batch_at(
             1,
+            when,
             &store::persist::batch_changes(&version, &ext, &touched, &tombstones),
         )
         .expect("append");
     open(&b)
-        .append_version_batch(1, &version, &ext, &touched, &tombstones)
+        .append_version_batch(1, when, &version, &ext, &touched, &tombstones)
         .expect("append");
     let read = |io: &SimIo| {
         io.read(&Path::new(DIR).join(log_file_name(1)))

@@ -5,6 +5,7 @@
 //! records). `v4` holds a version 4 snapshot (packed entries of layout 2: no RDN block,
 //! shorter attribute headers) whose entries name an import's stamps by interned number. `v5`
 //! holds a version 5 snapshot (a tombstone section) and a version 3 log (tombstone records).
+//! `v6` holds a version 4 log (batch times).
 //!
 //! The fixtures were made once by `cargo test -p store --test persist_compat -- --ignored`
 //! (`write_v1_fixtures` when version 1 was current, `write_v2_fixtures` for version 2); never
@@ -452,4 +453,47 @@ fn v1_fixtures_load() {
         report.files[1].status,
         FileStatus::TornTail { .. }
     ));
+}
+
+fn v6_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/v6")
+}
+
+/// 2026-11-28T00:00:01Z and 00:00:02Z, the times of the v6 fixture's batches.
+const V6_TIMES: [u64; 2] = [1_795_824_001_000_000, 1_795_824_002_000_000];
+
+#[test]
+#[ignore = "writes the committed v6 fixtures; run by hand only for a new format version"]
+fn write_v6_fixtures() {
+    let dir = v6_dir();
+    FsIo.create_dir_all(&dir).expect("dir");
+    // Log (version 4) from batch 1: each batch with its time.
+    let mut w = LogWriter::open(Arc::new(FsIo), &dir, 1, LogOptions::default()).expect("log");
+    let at = |m: u64| std::time::UNIX_EPOCH + std::time::Duration::from_micros(m);
+    w.append_batch_at(1, at(V6_TIMES[0]), &[Change::Put(root())])
+        .expect("append");
+    w.append_batch_at(2, at(V6_TIMES[1]), &[Change::Put(person(2, "Two"))])
+        .expect("append");
+}
+
+/// Version 4 log: batches carry their times; older logs' batches have none.
+#[test]
+fn v6_fixtures_load() {
+    let schema = Schema::builtin();
+    let rec = recover(&FsIo, &v6_dir(), &schema).expect("v6 fixtures recover");
+    assert_eq!(rec.last_seq, 2);
+    assert_eq!(
+        stored(&schema, &rec.entries),
+        vec![root(), person(2, "Two")]
+    );
+    let name = "log-00000000000000000001.lnl";
+    let bytes = std::fs::read(v6_dir().join(name)).expect("read");
+    let log = store::persist::read_log(name, &bytes).expect("log");
+    assert_eq!(log.version, 4);
+    let times: Vec<_> = log.batches.iter().map(|b| b.time_micros).collect();
+    assert_eq!(times, V6_TIMES.map(Some).to_vec());
+    let name = "log-00000000000000000003.lnl";
+    let bytes = std::fs::read(v5_dir().join(name)).expect("read");
+    let log = store::persist::read_log(name, &bytes).expect("v3 log");
+    assert!(log.batches.iter().all(|b| b.time_micros.is_none()));
 }

@@ -323,6 +323,23 @@ keys! {
     /// has less free space than this (0: no check).
     min_free_bytes: u64 = DEFAULT_MIN_FREE_BYTES, Int::<0>, Restart, flag "BYTES";
 
+    section "Archive";
+
+    /// Where snapshots and sealed transaction-log files are copied (and verified) in the
+    /// background, for point-in-time restore: `file:///path` ("": no archive).
+    archive: String = String::new(), Str, Restart, flag "URL";
+    /// Seconds after which the transaction-log file holding a batch is sealed and archived
+    /// (the most a lost machine loses).
+    archive_interval: u64 = 60, Int::<1>, Restart, flag "SECONDS";
+    /// Snapshots kept in the archive, the newest ones (0: no limit by count); logs older
+    /// than the oldest kept snapshot go with them.
+    archive_keep_snapshots: u64 = 7, Int::<0>, Restart, flag "COUNT";
+    /// Seconds an archived snapshot is kept (0: no limit by age); the newest is always kept.
+    archive_keep_seconds: u64 = 0, Int::<0>, Restart, flag "SECONDS";
+    /// /readyz answers "not ready" while the archive lags more than this many seconds behind
+    /// the newest write (0: the archive does not count for readiness).
+    archive_ready_max_lag: u64 = 0, Int::<0>, Live, flag "SECONDS";
+
     section "Schema and indexes";
 
     /// Schema bundles shipped in the binary, enabled by name (`linden schema list`).
@@ -604,6 +621,9 @@ impl Config {
                      such as 127.0.0.1"
                 ));
             }
+        }
+        if !self.archive.is_empty() {
+            crate::archive::open_target(&self.archive).map_err(|e| format!("archive: {e}"))?;
         }
         if self.max_incoming_bytes > tokio::sync::Semaphore::MAX_PERMITS {
             return Err(format!(

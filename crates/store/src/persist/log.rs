@@ -13,8 +13,11 @@ use super::{crc, parse_seq_name, PersistError};
 
 pub const LOG_MAGIC: [u8; 8] = *b"LNDNLOG\0";
 /// The version written. Version 2 added the schema record (tag 0x03), version 3 the tombstone
-/// records (tags 0x04 to 0x06); version 1 and 2 files (which cannot hold them) are still read.
-pub const LOG_VERSION: u32 = 3;
+/// records (tags 0x04 to 0x06), version 4 the batch's time (what a point-in-time restore goes
+/// by); files of versions 1 to 3 are still read (their batches have no time).
+pub const LOG_VERSION: u32 = 4;
+/// The first version whose batches carry their time.
+pub const LOG_VERSION_TIMED: u32 = 4;
 /// magic, u32 version, u64 first batch seq.
 pub const LOG_HEADER_LEN: usize = 20;
 /// u32 payload length, u32 crc32c of the payload.
@@ -37,8 +40,13 @@ pub fn parse_log_name(name: &str) -> Option<u64> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Batch {
     pub seq: u64,
+    /// When the writer committed it: microseconds since the Unix epoch (version 4 and
+    /// later; strictly increasing within a file), `None` in older files.
+    pub time_micros: Option<u64>,
     /// Byte offset of the batch's length field in its file.
     pub offset: u64,
+    /// Byte offset just after the batch (where the next one starts).
+    pub end: u64,
     pub changes: Vec<Change>,
 }
 
@@ -54,6 +62,8 @@ pub struct TornTail {
 pub struct LogContents {
     /// Seq of the file's first batch, from its header.
     pub first_seq: u64,
+    /// The file's format version.
+    pub version: u32,
     pub batches: Vec<Batch>,
     pub torn_tail: Option<TornTail>,
 }
@@ -145,6 +155,7 @@ pub fn read_log(name: &str, bytes: &[u8]) -> Result<LogContents, PersistError> {
                 }
                 return Ok(LogContents {
                     first_seq,
+                    version,
                     batches,
                     torn_tail: Some(TornTail {
                         offset: o as u64,
@@ -162,6 +173,11 @@ pub fn read_log(name: &str, bytes: &[u8]) -> Result<LogContents, PersistError> {
                 format!("batch {seq} where batch {expected} was expected"),
             ));
         }
+        let time_micros = if version >= LOG_VERSION_TIMED {
+            Some(p.u64_le("batch time").map_err(at)?)
+        } else {
+            None
+        };
         let count = p.u32_le("record count").map_err(at)? as usize;
         let mut changes = Vec::with_capacity(count.min(p.remaining()));
         for _ in 0..count {
@@ -189,7 +205,9 @@ pub fn read_log(name: &str, bytes: &[u8]) -> Result<LogContents, PersistError> {
         }
         batches.push(Batch {
             seq,
+            time_micros,
             offset: o as u64,
+            end: end as u64,
             changes,
         });
         expected += 1;
@@ -197,6 +215,7 @@ pub fn read_log(name: &str, bytes: &[u8]) -> Result<LogContents, PersistError> {
     }
     Ok(LogContents {
         first_seq,
+        version,
         batches,
         torn_tail: None,
     })
@@ -253,6 +272,11 @@ pub struct LogWriter {
     /// Set by the first failed write or sync; from then on every append is refused.
     poisoned: Option<String>,
     buf: Vec<u8>,
+    /// Time of the last batch written (microseconds since the epoch): each batch's time is
+    /// after it, so times are strictly increasing even when the clock steps back.
+    last_time: u64,
+    /// When the first batch of the current file was written (`seal_due`).
+    first_in_file: Option<std::time::Instant>,
 }
 
 impl LogWriter {
@@ -281,6 +305,8 @@ impl LogWriter {
             opts,
             poisoned: None,
             buf: Vec::new(),
+            last_time: 0,
+            first_in_file: None,
         })
     }
 
@@ -316,7 +342,17 @@ impl LogWriter {
     /// same `seq` may be tried again. Any other write or sync failure poisons the writer: this
     /// and every later call fail.
     pub fn append_batch(&mut self, seq: u64, changes: &[Change]) -> Result<(), PersistError> {
-        self.append_with(seq, changes.len(), |out| {
+        self.append_batch_at(seq, std::time::SystemTime::now(), changes)
+    }
+
+    /// `append_batch` with the batch's time given (or just after the previous batch's).
+    pub fn append_batch_at(
+        &mut self,
+        seq: u64,
+        time: std::time::SystemTime,
+        changes: &[Change],
+    ) -> Result<(), PersistError> {
+        self.append_with(seq, time, changes.len(), |out| {
             for c in changes {
                 c.encode(out);
             }
@@ -333,6 +369,7 @@ impl LogWriter {
     pub fn append_version_batch(
         &mut self,
         seq: u64,
+        time: std::time::SystemTime,
         version: &crate::Version,
         schema: &[String],
         touched: &[crate::EntryId],
@@ -341,7 +378,7 @@ impl LogWriter {
         let names = version.schema();
         let count =
             schema.len() + touched.len() + tombstones.touched.len() + usize::from(tombstones.floor);
-        self.append_with(seq, count, |out| {
+        self.append_with(seq, time, count, |out| {
             for text in schema {
                 super::codec::encode_schema_change(text, out);
             }
@@ -364,10 +401,12 @@ impl LogWriter {
         })
     }
 
-    /// Frames and appends one batch of `count` changes, which `body` encodes.
+    /// Frames and appends one batch of `count` changes, which `body` encodes, stamped with
+    /// `time` (or just after the previous batch's time, if that is later).
     fn append_with(
         &mut self,
         seq: u64,
+        time: std::time::SystemTime,
         count: usize,
         body: impl FnOnce(&mut Vec<u8>),
     ) -> Result<(), PersistError> {
@@ -384,7 +423,13 @@ impl LogWriter {
             .map_err(|_| PersistError::Usage(format!("{count} changes in one batch")))?;
         self.buf.clear();
         self.buf.extend_from_slice(&[0; BATCH_HEADER_LEN]);
+        let micros = time
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+            .unwrap_or(0)
+            .max(self.last_time.saturating_add(1));
         self.buf.extend_from_slice(&seq.to_le_bytes());
+        self.buf.extend_from_slice(&micros.to_le_bytes());
         self.buf.extend_from_slice(&count.to_le_bytes());
         body(&mut self.buf);
         let len = self.buf.len() - BATCH_HEADER_LEN;
@@ -430,7 +475,17 @@ impl LogWriter {
         }
         self.size += len;
         self.next_seq += 1;
+        self.last_time = micros;
+        if self.first_in_file.is_none() {
+            self.first_in_file = Some(std::time::Instant::now());
+        }
         Ok(())
+    }
+
+    /// Whether the current file holds a batch written `interval` ago or earlier: then
+    /// `rotate` seals it so that it can be archived (`archive_interval`).
+    pub fn seal_due(&self, interval: std::time::Duration) -> bool {
+        self.first_in_file.is_some_and(|t| t.elapsed() >= interval)
     }
 
     /// Makes sure the current file has space allocated for `len` more bytes after `size`,
@@ -492,6 +547,7 @@ impl LogWriter {
                 self.name = name;
                 self.size = LOG_HEADER_LEN as u64;
                 self.reserved = 0;
+                self.first_in_file = None;
                 Ok(())
             }
             // `start_file` removed what it had created: nothing changed.

@@ -15,6 +15,7 @@
 //! Nothing here deletes or rewrites a file that recovery would need: a torn last batch is
 //! reported and left in place, and the writer continues in a new log file.
 
+pub mod archive;
 pub mod codec;
 pub mod dir;
 pub mod io;
@@ -23,13 +24,15 @@ pub mod recover;
 pub mod snapshot;
 
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 
 pub use codec::{Change, StoredAttr, StoredEntry};
 pub use dir::{remove_stale_tmp, DirLock, StaleTmp, LOCK_FILE};
 pub use io::{is_no_space, FsIo, Io, IoFile, IoRead, Keep, MemRead, SimIo};
 pub use log::{read_log, Batch, LogContents, LogOptions, LogWriter, TornTail};
 pub use recover::{
-    prune, recover, verify, FileKind, FileReport, FileStatus, Recovered, VerifyReport,
+    prune, prune_keeping, recover, verify, FileKind, FileReport, FileStatus, Recovered,
+    VerifyReport,
 };
 pub use snapshot::{
     estimate_snapshot_bytes, read_snapshot, read_snapshot_from, write_snapshot,
@@ -177,13 +180,45 @@ pub fn batch_changes(
 
 /// The writer's journal backed by the transaction log: each batch is appended with one write
 /// and (with `LogOptions::sync`) one fsync before the writer publishes it.
+///
+/// The log writer is shared with a `LogSeal` (under a mutex that only the archiver's sealing,
+/// at most once per `archive_interval`, takes besides the writer thread) so that a file can be
+/// sealed while no write comes.
 pub struct LogJournal {
-    log: LogWriter,
+    log: Arc<Mutex<LogWriter>>,
 }
 
 impl LogJournal {
     pub fn new(log: LogWriter) -> LogJournal {
-        LogJournal { log }
+        LogJournal {
+            log: Arc::new(Mutex::new(log)),
+        }
+    }
+
+    /// A handle that seals the log file being written (for the archiver).
+    pub fn seal_handle(&self) -> LogSeal {
+        LogSeal {
+            log: self.log.clone(),
+        }
+    }
+}
+
+/// Seals the transaction log file being written, so that it can be archived.
+#[derive(Clone)]
+pub struct LogSeal {
+    log: Arc<Mutex<LogWriter>>,
+}
+
+impl LogSeal {
+    /// Starts a new log file if the current one holds a batch written `interval` ago or
+    /// earlier. `Ok(true)` when a file was sealed.
+    pub fn seal_if_due(&self, interval: std::time::Duration) -> Result<bool, PersistError> {
+        let mut log = self.log.lock().unwrap_or_else(|p| p.into_inner());
+        if !log.seal_due(interval) {
+            return Ok(false);
+        }
+        log.rotate()?;
+        Ok(true)
     }
 }
 
@@ -191,13 +226,16 @@ impl crate::writer::Journal for LogJournal {
     fn commit(
         &mut self,
         seq: u64,
+        time: std::time::SystemTime,
         version: &crate::Version,
         schema: &[String],
         touched: &[crate::EntryId],
         tombstones: &crate::TombstoneChanges,
     ) -> Result<(), crate::JournalError> {
         self.log
-            .append_version_batch(seq, version, schema, touched, tombstones)
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .append_version_batch(seq, time, version, schema, touched, tombstones)
             .map_err(|e| match e {
                 PersistError::NoSpace { .. } => crate::JournalError::Full(format!(
                     "{e}; writes resume by themselves once space is freed"

@@ -422,6 +422,17 @@ pub fn verify(io: &dyn Io, dir: &Path, schema: &Schema) -> Result<VerifyReport, 
 /// entirely and older snapshots, then syncs the directory. Returns the names removed. The log
 /// file being appended to is never covered (no later file starts), see `LogWriter::rotate`.
 pub fn prune(io: &dyn Io, dir: &Path, snapshot_seq: u64) -> Result<Vec<String>, PersistError> {
+    prune_keeping(io, dir, snapshot_seq, &|_| false)
+}
+
+/// `prune`, but the files for which `keep` says true stay (files not archived yet, when an
+/// archive is configured: a later prune removes them once they are).
+pub fn prune_keeping(
+    io: &dyn Io,
+    dir: &Path,
+    snapshot_seq: u64,
+    keep: &dyn Fn(&str) -> bool,
+) -> Result<Vec<String>, PersistError> {
     let files = list_files(io, dir)?;
     let have = files.snapshots.iter().any(|(s, _)| *s == snapshot_seq);
     if !have {
@@ -445,6 +456,7 @@ pub fn prune(io: &dyn Io, dir: &Path, snapshot_seq: u64) -> Result<Vec<String>, 
             gone.push(name.clone());
         }
     }
+    gone.retain(|n| !keep(n));
     for name in &gone {
         let p = dir.join(name);
         io.remove(&p).map_err(|e| PersistError::io(p, e))?;

@@ -1,0 +1,184 @@
+//! `linden archive list` (the restore points an archive holds) and `linden restore` (a new
+//! data directory as of a moment), over the archive a server fills (`archive`;
+//! docs/backup-and-restore.md).
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{bail, Context};
+use clap::{Args, Subcommand};
+use store::persist::archive::{self, Point};
+
+#[derive(Debug, Args)]
+pub struct ArchiveArgs {
+    #[command(subcommand)]
+    pub command: ArchiveCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ArchiveCommand {
+    /// List what an archive holds: its snapshots, its log files (batches and times), and the
+    /// range of moments it can restore.
+    List(ListArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// The archive (file:///path); by default the `archive` of --config.
+    #[arg(long, value_name = "URL")]
+    pub archive: Option<String>,
+    /// A `linden serve` configuration file (its `archive` key).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct RestoreArgs {
+    /// The archive (file:///path); by default the `archive` of --config.
+    #[arg(long, value_name = "URL")]
+    pub archive: Option<String>,
+    /// The new data directory (absent or empty; never a running server's).
+    #[arg(long = "data", value_name = "DIR")]
+    pub data: PathBuf,
+    /// Restore every batch committed at or before this time (RFC 3339, e.g.
+    /// 2026-11-28T10:14:00Z).
+    #[arg(long, value_name = "RFC3339", conflicts_with_all = ["to_csn", "to_batch"])]
+    pub to: Option<String>,
+    /// Restore up to the change stamped with this CSN (an entryCSN): that change and
+    /// everything before it, nothing after.
+    #[arg(long, value_name = "CSN", conflicts_with = "to_batch")]
+    pub to_csn: Option<String>,
+    /// Restore every batch up to and including this batch number.
+    #[arg(long, value_name = "N")]
+    pub to_batch: Option<u64>,
+    /// The `linden serve` configuration file: its `schema_files` (for the check of the
+    /// result) and, without --archive, its `archive`.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Keep the data's replication identity: consumers holding cookies from before the restore
+    /// then refresh from their cookie instead of fully (only for a node whose peers hold
+    /// nothing it lacks; see docs/backup-and-restore.md).
+    #[arg(long)]
+    pub keep_identity: bool,
+}
+
+fn target(
+    url: Option<&str>,
+    config: Option<&std::path::Path>,
+) -> anyhow::Result<Box<dyn archive::ArchiveTarget>> {
+    let url = match url {
+        Some(u) => u.to_string(),
+        None => {
+            let c = crate::config::from_file(config)?;
+            if c.archive.is_empty() {
+                bail!(
+                    "no archive given: pass --archive URL (or --config FILE with an `archive` key)"
+                );
+            }
+            c.archive
+        }
+    };
+    Ok(server::archive::open_target(&url)?)
+}
+
+fn time(t: Option<u64>) -> String {
+    t.map_or_else(|| "time unknown".to_string(), archive::rfc3339_micros)
+}
+
+pub fn list(args: &ArchiveArgs) -> anyhow::Result<()> {
+    let ArchiveCommand::List(a) = &args.command;
+    let target = target(a.archive.as_deref(), a.config.as_deref())?;
+    let cat = archive::catalog(&*target)?;
+    println!("archive {}", target.describe());
+    for (seq, name, bytes) in &cat.snapshots {
+        println!(
+            "{name}  snapshot  batch {seq} ({})  {bytes} bytes",
+            time(cat.time_of(*seq))
+        );
+    }
+    for l in &cat.logs {
+        match l.last_seq {
+            Some(last) => println!(
+                "{}  log  batches {}..={last} ({} batches)  {} .. {}{}",
+                l.name,
+                l.first_seq,
+                l.batches,
+                time(l.first_time),
+                time(l.last_time),
+                l.newest_csn
+                    .as_deref()
+                    .map(|c| format!("  newest CSN {c}"))
+                    .unwrap_or_default()
+            ),
+            None => println!("{}  log  from batch {} (no batches)", l.name, l.first_seq),
+        }
+    }
+    match (cat.first_point(), cat.last_point()) {
+        (Some(a), Some(b)) => {
+            let first_time = cat
+                .logs
+                .iter()
+                .find(|l| l.last_seq.is_some_and(|s| s > a))
+                .and_then(|l| l.first_time);
+            println!(
+                "restore points: batch {a} to batch {b}; times {} to {} ({} snapshots, {} log files)",
+                time(first_time),
+                time(cat.time_of(b).or(cat.logs.iter().rev().find_map(|l| l.last_time))),
+                cat.snapshots.len(),
+                cat.logs.len()
+            );
+        }
+        _ => println!("restore points: none (no snapshot, and no log from batch 1)"),
+    }
+    Ok(())
+}
+
+pub fn restore(args: &RestoreArgs) -> anyhow::Result<()> {
+    let t = Instant::now();
+    let point = match (&args.to, &args.to_csn, args.to_batch) {
+        (Some(s), _, _) => Point::Time(archive::parse_rfc3339(s).with_context(|| {
+            format!("--to {s}: not an RFC 3339 time (e.g. 2026-11-28T10:14:00Z)")
+        })?),
+        (_, Some(c), _) => {
+            if dit::csn::parse(c).is_none() {
+                bail!("--to-csn {c}: not a CSN (e.g. 20261128101400.000000Z#000000#000#000000)");
+            }
+            Point::Csn(c.clone())
+        }
+        (_, _, Some(n)) => Point::Batch(n),
+        _ => Point::Latest,
+    };
+    let target = target(args.archive.as_deref(), args.config.as_deref())?;
+    let schema = crate::config::from_file(args.config.as_deref())
+        .and_then(|c| crate::config::configured_schema(&c))?;
+    let opts = archive::RestoreOptions {
+        new_identity: !args.keep_identity,
+    };
+    let rep = archive::restore(&*target, &args.data, &point, &schema, &opts)?;
+    println!(
+        "restored {} from {} to {point}: {} and {} log batches, up to batch {} ({}); {} entries; verify: ok",
+        args.data.display(),
+        target.describe(),
+        rep.snapshot
+            .as_deref()
+            .map_or("no snapshot (from an empty directory)".to_string(), |s| format!("snapshot {s}")),
+        rep.batches,
+        rep.last_seq,
+        time(rep.last_time),
+        rep.entries,
+    );
+    if let Some(marks) = &rep.marked {
+        println!(
+            "new replication identity: contextCSN and the tombstones' floor raised to {} (batch {}): consumers with older cookies refresh fully",
+            marks.join(", "),
+            rep.last_seq + 1
+        );
+    }
+    println!(
+        "restore took {:.3} s: {:.3} s fetching and writing, {:.3} s verifying",
+        t.elapsed().as_secs_f64(),
+        rep.fetch_seconds,
+        rep.verify_seconds
+    );
+    Ok(())
+}
