@@ -24,58 +24,20 @@
 mod common;
 
 use std::collections::{BTreeSet, HashSet};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
 use common::{TestServer, ADMIN_DN, ADMIN_PW};
 use ldap3::{LdapConn, Mod, Scope};
 
-const SLAPD: &str = "/usr/sbin/slapd";
-const MODULES: &str = "/usr/lib/ldap";
+use common::slapd::MODULES;
 const ROOT: &str = "dc=example,dc=com";
 /// People per partition.
 const PEOPLE: usize = 20;
 
-/// Whether the test runs: opted in with `LINDEN_TEST_SLAPD=1`, and then slapd must be there.
-fn slapd_opted_in(test: &str) -> bool {
-    if !common::opted_in("LINDEN_TEST_SLAPD", test) {
-        return false;
-    }
-    for p in [
-        Path::new(SLAPD).to_path_buf(),
-        Path::new(MODULES).join("back_meta.so"),
-        Path::new(MODULES).join("back_ldap.so"),
-    ] {
-        assert!(
-            p.exists(),
-            "LINDEN_TEST_SLAPD=1 but {} is missing: install Debian's slapd (scripts/install-test-deps.sh)",
-            p.display()
-        );
-    }
-    true
-}
-
 /// slapd as the proxy, killed when dropped.
 struct Proxy {
-    child: Child,
+    _process: common::slapd::Slapd,
     url: String,
     _dir: tempfile::TempDir,
-}
-
-impl Drop for Proxy {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// back-meta over the partitions: the root's target excludes the subtrees the others hold
@@ -101,34 +63,13 @@ fn proxy(root: &str, parts: &[(&str, &str)]) -> Proxy {
         conf.push_str(&format!("uri \"{url}/{suffix}\"\n{idassert}"));
     }
     std::fs::write(d.join("slapd.conf"), conf).unwrap();
-    let url = format!("ldap://127.0.0.1:{}", free_port());
-    let child = Command::new(SLAPD)
-        .args(["-d", "0", "-h", &format!("{url}/"), "-f"])
-        .arg(d.join("slapd.conf"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let p = Proxy {
-        child,
+    let url = format!("ldap://127.0.0.1:{}", common::free_port());
+    let process = common::slapd::Slapd::start(&d.join("slapd.conf"), &format!("{url}/"), &url);
+    Proxy {
+        _process: process,
         url,
         _dir: dir,
-    };
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Ok(mut c) = LdapConn::new(&p.url) {
-            if c.simple_bind(ADMIN_DN, ADMIN_PW).is_ok_and(|r| r.rc == 0) {
-                break;
-            }
-        }
-        assert!(
-            Instant::now() < deadline,
-            "slapd did not start on {}",
-            p.url
-        );
-        std::thread::sleep(Duration::from_millis(50));
     }
-    p
 }
 
 fn add(c: &mut LdapConn, dn: &str, attrs: Vec<(&str, HashSet<&str>)>) {
@@ -162,7 +103,10 @@ fn all_dns(c: &mut LdapConn) -> Vec<String> {
 #[test]
 #[ignore = "needs slapd with back-meta (Debian's slapd) and ldapsearch; run with LINDEN_TEST_SLAPD=1"]
 fn partitions_behind_back_meta_and_for_clients_that_chase_referrals() {
-    if !slapd_opted_in("partitions_behind_back_meta_and_for_clients_that_chase_referrals") {
+    if !common::slapd::opted_in(
+        "partitions_behind_back_meta_and_for_clients_that_chase_referrals",
+        &["back_meta.so", "back_ldap.so"],
+    ) {
         return;
     }
     let root = TestServer::start(false);

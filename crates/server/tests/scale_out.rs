@@ -279,16 +279,6 @@ fn lloadd(test: &str) -> Option<PathBuf> {
     found
 }
 
-/// A free loopback port: bound, then released for lloadd to take. Should another process take
-/// it first, lloadd exits with "Address already in use" and `Lloadd::start` tries another.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// lloadd (its standalone daemon) in front of some Linden servers, on a loopback port; its
 /// log (`-d stats`) goes to a file; stopped when dropped.
 struct Lloadd {
@@ -350,8 +340,10 @@ impl Lloadd {
         let conf_path = dir.path().join("lloadd.conf");
         std::fs::write(&conf_path, conf).unwrap();
         let log = dir.path().join("lloadd.log");
+        // Should another process take the free port first, lloadd exits with "Address already
+        // in use" and the next round tries another.
         for _ in 0..3 {
-            let url = format!("ldap://127.0.0.1:{}", free_port());
+            let url = format!("ldap://127.0.0.1:{}", common::free_port());
             let mut child = std::process::Command::new(bin)
                 .arg("-d")
                 .arg("stats")

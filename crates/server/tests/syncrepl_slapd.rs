@@ -21,47 +21,22 @@ mod common;
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::{TestServer, ADMIN_DN, ADMIN_PW, BASE};
 use ldap3::{LdapConn, Mod, Scope, SearchEntry};
 
-const SLAPD: &str = "/usr/sbin/slapd";
-const SLAPADD: &str = "/usr/sbin/slapadd";
-const MODULES: &str = "/usr/lib/ldap";
+use common::slapd::{MODULES, SLAPADD};
 const SCHEMA: &str = "/etc/ldap/schema";
 /// Entries loaded into the provider before the consumer starts.
 const INITIAL: usize = 3000;
 /// How long a step may take to converge.
 const CONVERGE: Duration = Duration::from_secs(120);
 
-/// Whether test `test` runs: opted in with `LINDEN_TEST_SLAPD=1`, and then slapd must be there.
-fn slapd_opted_in(test: &str) -> bool {
-    if !common::opted_in("LINDEN_TEST_SLAPD", test) {
-        return false;
-    }
-    let missing: Vec<String> = [
-        PathBuf::from(SLAPD),
-        PathBuf::from(SLAPADD),
-        Path::new(MODULES).join("syncprov.so"),
-        Path::new(MODULES).join("back_mdb.so"),
-    ]
-    .into_iter()
-    .filter(|p| !p.exists())
-    .map(|p| p.display().to_string())
-    .collect();
-    assert!(
-        missing.is_empty(),
-        "LINDEN_TEST_SLAPD=1 but {} missing: install Debian's slapd (scripts/install-test-deps.sh)",
-        missing.join(", ")
-    );
-    true
-}
-
 /// slapd in the foreground on a loopback port, killed when dropped.
 struct Slapd {
-    child: Child,
+    _process: common::slapd::Slapd,
     url: String,
     /// With TLS: the LDAPS listener's URL.
     ldaps_url: String,
@@ -89,21 +64,6 @@ fn make_certs(dir: &Path, name: &str) -> (PathBuf, PathBuf, PathBuf) {
     std::fs::write(&paths.1, cert.pem()).unwrap();
     std::fs::write(&paths.2, key.serialize_pem()).unwrap();
     paths
-}
-
-impl Drop for Slapd {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 fn person_ldif(i: usize) -> String {
@@ -179,46 +139,21 @@ syncprov-sessionlog 1000
             "slapadd: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        let port = free_port();
+        let port = common::free_port();
         let url = format!("ldap://127.0.0.1:{port}");
-        let ldaps_url = format!("ldaps://127.0.0.1:{}", free_port());
+        let ldaps_url = format!("ldaps://127.0.0.1:{}", common::free_port());
         let listeners = if tls.is_some() {
             format!("{url}/ {ldaps_url}/")
         } else {
             format!("{url}/")
         };
-        let child = Command::new(SLAPD)
-            .arg("-d")
-            .arg("0")
-            .arg("-h")
-            .arg(listeners)
-            .arg("-f")
-            .arg(d.join("slapd.conf"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let s = Slapd {
-            child,
+        let process = common::slapd::Slapd::start(&d.join("slapd.conf"), &listeners, &url);
+        Slapd {
+            _process: process,
             url,
             ldaps_url,
             _dir: dir,
-        };
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            if let Ok(mut c) = LdapConn::new(&s.url) {
-                if c.simple_bind(ADMIN_DN, ADMIN_PW).is_ok_and(|r| r.rc == 0) {
-                    break;
-                }
-            }
-            assert!(
-                Instant::now() < deadline,
-                "slapd did not start on {}",
-                s.url
-            );
-            std::thread::sleep(Duration::from_millis(50));
         }
-        s
     }
 
     fn admin(&self) -> LdapConn {
@@ -422,7 +357,10 @@ fn changes(p: &mut LdapConn, round: usize) {
 #[test]
 #[ignore = "needs slapd with syncprov (Debian's slapd); run with LINDEN_TEST_SLAPD=1"]
 fn slapd_provider_linden_consumer() {
-    if !slapd_opted_in("slapd_provider_linden_consumer") {
+    if !common::slapd::opted_in(
+        "slapd_provider_linden_consumer",
+        &["syncprov.so", "back_mdb.so"],
+    ) {
         return;
     }
     let provider = Slapd::start(None);
@@ -477,7 +415,10 @@ fn slapd_provider_linden_consumer() {
 #[test]
 #[ignore = "needs slapd with syncprov (Debian's slapd); run with LINDEN_TEST_SLAPD=1"]
 fn refresh_only_over_starttls_and_ldaps_checks_the_ca() {
-    if !slapd_opted_in("refresh_only_over_starttls_and_ldaps_checks_the_ca") {
+    if !common::slapd::opted_in(
+        "refresh_only_over_starttls_and_ldaps_checks_the_ca",
+        &["syncprov.so", "back_mdb.so"],
+    ) {
         return;
     }
     let certs = tempfile::tempdir().unwrap();

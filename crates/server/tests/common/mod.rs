@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod raw;
+pub mod slapd;
 
 use std::net::SocketAddr;
 use std::process::Command;
@@ -243,6 +244,15 @@ pub fn search(
         res.matched,
         rs.into_iter().map(ldap3::SearchEntry::construct).collect(),
     )
+}
+
+/// A free loopback port: bound, then released for a server process (slapd, lloadd) to take.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port()
 }
 
 /// Whether a test that needs a program from outside the workspace (slapd, lloadd) was asked
