@@ -25,8 +25,7 @@ struct Served {
     url: String,
     console: SocketAddr,
     server: Arc<server::Server>,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    _running: common::Running,
     _data: tempfile::TempDir,
 }
 
@@ -42,44 +41,19 @@ impl Served {
             ..server::Config::default()
         };
         tweak(&mut config);
-        let srv = Arc::new(server::Server::start(config).expect("server starts"));
-        let (tx, rx) = std::sync::mpsc::channel();
-        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-        let s2 = srv.clone();
-        let thread = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .expect("runtime");
-            rt.block_on(async move {
-                let l = tokio::net::TcpListener::bind("127.0.0.1:0")
-                    .await
-                    .expect("bind");
-                let c = tokio::net::TcpListener::bind("127.0.0.1:0")
-                    .await
-                    .expect("bind");
-                tx.send((l.local_addr().expect("addr"), c.local_addr().expect("addr")))
-                    .expect("send");
-                let listeners = server::Listeners {
-                    ldap: vec![l],
-                    console: vec![c],
-                    ..server::Listeners::default()
-                };
-                let _ = s2
-                    .serve_listeners(listeners, async {
-                        let _ = stop_rx.await;
-                    })
-                    .await;
-            });
-        });
-        let (addr, console) = rx.recv().expect("addresses");
+        let running = common::Running::start(
+            config,
+            common::Extra {
+                console: true,
+                ..common::Extra::default()
+            },
+        );
+        let (addr, console) = (running.ldap, running.console.expect("the console listener"));
         let s = Served {
             url: format!("ldap://{addr}"),
             console,
-            server: srv,
-            stop: Some(stop_tx),
-            thread: Some(thread),
+            server: running.server.clone(),
+            _running: running,
             _data: data,
         };
         s.populate();
@@ -155,17 +129,6 @@ impl Served {
         Browser {
             addr: self.console,
             cookies: HashMap::new(),
-        }
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        if let Some(s) = self.stop.take() {
-            let _ = s.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
         }
     }
 }

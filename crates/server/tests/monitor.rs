@@ -23,8 +23,7 @@ struct Monitored {
     url: String,
     metrics: SocketAddr,
     server: Arc<server::Server>,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    _running: common::Running,
     _data: tempfile::TempDir,
 }
 
@@ -39,44 +38,19 @@ impl Monitored {
             ..server::Config::default()
         };
         tweak(&mut config);
-        let srv = Arc::new(server::Server::start(config).expect("server starts"));
-        let (tx, rx) = std::sync::mpsc::channel();
-        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-        let s2 = srv.clone();
-        let thread = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .expect("runtime");
-            rt.block_on(async move {
-                let l = tokio::net::TcpListener::bind("127.0.0.1:0")
-                    .await
-                    .expect("bind");
-                let m = tokio::net::TcpListener::bind("127.0.0.1:0")
-                    .await
-                    .expect("bind");
-                tx.send((l.local_addr().expect("addr"), m.local_addr().expect("addr")))
-                    .expect("send");
-                let listeners = server::Listeners {
-                    ldap: vec![l],
-                    metrics: vec![m],
-                    ..server::Listeners::default()
-                };
-                let _ = s2
-                    .serve_listeners(listeners, async {
-                        let _ = stop_rx.await;
-                    })
-                    .await;
-            });
-        });
-        let (addr, metrics) = rx.recv().expect("addresses");
+        let running = common::Running::start(
+            config,
+            common::Extra {
+                metrics: true,
+                ..common::Extra::default()
+            },
+        );
+        let (addr, metrics) = (running.ldap, running.metrics.expect("the metrics listener"));
         Monitored {
             url: format!("ldap://{addr}"),
             metrics,
-            server: srv,
-            stop: Some(stop_tx),
-            thread: Some(thread),
+            server: running.server.clone(),
+            _running: running,
             _data: data,
         }
     }
@@ -92,17 +66,6 @@ impl Monitored {
 
     fn admin(&self) -> LdapConn {
         self.bind(ADMIN_DN, ADMIN_PW)
-    }
-}
-
-impl Drop for Monitored {
-    fn drop(&mut self) {
-        if let Some(s) = self.stop.take() {
-            let _ = s.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
     }
 }
 

@@ -35,16 +35,121 @@ pub fn open_read_policy() -> Vec<dit::acl::RuleSpec> {
     ]
 }
 
+/// Which listeners `Running::start` opens besides the LDAP one, each on 127.0.0.1:0.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Extra {
+    /// LDAPS (TLS from the first byte, the self-signed certificate).
+    pub ldaps: bool,
+    /// HTTP: `/metrics`, `/healthz`, `/readyz`.
+    pub metrics: bool,
+    /// The web console.
+    pub console: bool,
+}
+
+/// A started server serving its listeners on a runtime of its own (two workers, on its own
+/// thread) until dropped: the drop stops it and waits for the thread.
+pub struct Running {
+    pub server: Arc<server::Server>,
+    pub ldap: SocketAddr,
+    pub ldaps: Option<SocketAddr>,
+    pub metrics: Option<SocketAddr>,
+    pub console: Option<SocketAddr>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Running {
+    pub fn start(config: server::Config, extra: Extra) -> Running {
+        let srv = Arc::new(server::Server::start(config).expect("server starts"));
+        type Addrs = (
+            SocketAddr,
+            Option<SocketAddr>,
+            Option<SocketAddr>,
+            Option<SocketAddr>,
+        );
+        let (addr_tx, addr_rx) = std::sync::mpsc::channel::<Addrs>();
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let s2 = srv.clone();
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .expect("runtime");
+            rt.block_on(async move {
+                let bind = || async {
+                    tokio::net::TcpListener::bind("127.0.0.1:0")
+                        .await
+                        .expect("bind")
+                };
+                let some = |wanted: bool| async move {
+                    match wanted {
+                        true => Some(bind().await),
+                        false => None,
+                    }
+                };
+                let ldap = bind().await;
+                let ldaps = some(extra.ldaps).await;
+                let metrics = some(extra.metrics).await;
+                let console = some(extra.console).await;
+                let addr = |l: &Option<tokio::net::TcpListener>| {
+                    l.as_ref().map(|l| l.local_addr().expect("addr"))
+                };
+                addr_tx
+                    .send((
+                        ldap.local_addr().expect("addr"),
+                        addr(&ldaps),
+                        addr(&metrics),
+                        addr(&console),
+                    ))
+                    .expect("send addresses");
+                let listeners = server::Listeners {
+                    ldap: vec![ldap],
+                    ldaps: ldaps.into_iter().collect(),
+                    metrics: metrics.into_iter().collect(),
+                    console: console.into_iter().collect(),
+                    ..server::Listeners::default()
+                };
+                let _ = s2
+                    .serve_listeners(listeners, async {
+                        let _ = stop_rx.await;
+                    })
+                    .await;
+            });
+        });
+        let (ldap, ldaps, metrics, console) = addr_rx.recv().expect("server addresses");
+        Running {
+            server: srv,
+            ldap,
+            ldaps,
+            metrics,
+            console,
+            stop: Some(stop_tx),
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
 pub struct TestServer {
     pub addr: SocketAddr,
     pub url: String,
     /// The LDAPS listener (TLS from the first byte, self-signed certificate).
     pub ldaps_url: String,
     pub server: Arc<server::Server>,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    /// The server's data directory, removed when the handle drops.
+    running: Running,
+    /// The server's data directory, removed when the handle drops (after the server stops).
     pub data: tempfile::TempDir,
-    thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl TestServer {
@@ -63,45 +168,22 @@ impl TestServer {
             ..server::Config::default()
         };
         tweak(&mut config);
-        let srv = Arc::new(server::Server::start(config).expect("server starts"));
-        let (addr_tx, addr_rx) = std::sync::mpsc::channel::<(SocketAddr, SocketAddr)>();
-        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-        let s2 = srv.clone();
-        let thread = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .expect("runtime");
-            rt.block_on(async move {
-                let l = tokio::net::TcpListener::bind("127.0.0.1:0")
-                    .await
-                    .expect("bind");
-                let tls = tokio::net::TcpListener::bind("127.0.0.1:0")
-                    .await
-                    .expect("bind");
-                addr_tx
-                    .send((
-                        l.local_addr().expect("addr"),
-                        tls.local_addr().expect("addr"),
-                    ))
-                    .expect("send addr");
-                let _ = s2
-                    .serve_with_ldaps(l, Some(tls), async {
-                        let _ = stop_rx.await;
-                    })
-                    .await;
-            });
-        });
-        let (addr, ldaps) = addr_rx.recv().expect("server address");
+        let running = Running::start(
+            config,
+            Extra {
+                ldaps: true,
+                ..Extra::default()
+            },
+        );
+        let addr = running.ldap;
+        let ldaps = running.ldaps.expect("the LDAPS listener");
         TestServer {
             addr,
             url: format!("ldap://{addr}"),
             ldaps_url: format!("ldaps://{ldaps}"),
-            server: srv,
-            stop: Some(stop_tx),
+            server: running.server.clone(),
+            running,
             data,
-            thread: Some(thread),
         }
     }
 
@@ -130,17 +212,6 @@ impl TestServer {
     /// The result code of a simple bind on a new connection.
     pub fn bind_rc(&self, dn: &str, pw: &str) -> u32 {
         self.anon().simple_bind(dn, pw).expect("bind request").rc
-    }
-}
-
-impl Drop for TestServer {
-    fn drop(&mut self) {
-        if let Some(s) = self.stop.take() {
-            let _ = s.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
     }
 }
 
