@@ -20,14 +20,7 @@ use std::sync::Arc;
 use schema::{AttrId, ClassId, Schema};
 use store::{Entry, Filter, Scope, Version};
 
-/// One `[[dynlist]]` table, as configured.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct DynlistSpec {
-    pub object_class: String,
-    pub url_attribute: String,
-    pub member_attribute: Option<String>,
-    pub member_of_attribute: Option<String>,
-}
+pub use crate::config::DynlistSpec;
 
 /// One rule, resolved against the schema.
 pub(crate) struct Rule {

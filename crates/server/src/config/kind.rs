@@ -679,12 +679,8 @@ impl Kind<Vec<super::UniqueSpec>> for Unique {
 /// and `member_of_attribute` (slapd's `dynlist-attrset`).
 pub struct Dynlist;
 
-impl Kind<Vec<crate::dynlist::DynlistSpec>> for Dynlist {
-    fn parse(
-        &self,
-        value: &toml::Value,
-        _: &Ctx<'_>,
-    ) -> Result<Vec<crate::dynlist::DynlistSpec>, String> {
+impl Kind<Vec<super::DynlistSpec>> for Dynlist {
+    fn parse(&self, value: &toml::Value, _: &Ctx<'_>) -> Result<Vec<super::DynlistSpec>, String> {
         let items = value
             .as_array()
             .ok_or_else(|| format!("expected [[dynlist]] tables, found {}", show_value(value)))?;
@@ -693,7 +689,7 @@ impl Kind<Vec<crate::dynlist::DynlistSpec>> for Dynlist {
             let table = item.as_table().ok_or_else(|| {
                 format!("dynlist[{i}]: expected a table, found {}", show_value(item))
             })?;
-            let mut d = crate::dynlist::DynlistSpec::default();
+            let mut d = super::DynlistSpec::default();
             for (k, v) in table {
                 let s = string(v).map_err(|e| format!("dynlist[{i}].{k}: {e}"))?;
                 match k.as_str() {
@@ -726,7 +722,7 @@ impl Kind<Vec<crate::dynlist::DynlistSpec>> for Dynlist {
         }
         Ok(out)
     }
-    fn show(&self, v: &Vec<crate::dynlist::DynlistSpec>) -> String {
+    fn show(&self, v: &Vec<super::DynlistSpec>) -> String {
         match v.len() {
             0 => "none".into(),
             n => format!("{n} rules"),

@@ -36,6 +36,15 @@ pub enum Durability {
 
 pub use dit::overlays::unique::UniqueSpec;
 
+/// One `[[dynlist]]` table, as configured (resolved against the schema when the server starts).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DynlistSpec {
+    pub object_class: String,
+    pub url_attribute: String,
+    pub member_attribute: Option<String>,
+    pub member_of_attribute: Option<String>,
+}
+
 /// Default of `credential_cache_entries`: 100,000 verified credentials, about 10 MB.
 pub const DEFAULT_CREDENTIAL_CACHE_ENTRIES: usize = 100_000;
 
@@ -497,7 +506,7 @@ keys! {
     unique: Vec<UniqueSpec> = Vec::new(), Unique, Restart;
     /// Dynamic groups and lists ([[dynlist]]: object_class, url_attribute, member_attribute,
     /// member_of_attribute), as slapd's dynlist overlay (docs/configuration.md, Overlays).
-    dynlist: Vec<crate::dynlist::DynlistSpec> = Vec::new(), Dynlist, Restart;
+    dynlist: Vec<DynlistSpec> = Vec::new(), Dynlist, Restart;
     /// The entries one URL of a dynamic group or list may expand to; beyond, the rest is left
     /// out (and a warning logged).
     dynlist_max_entries: usize = 10_000, Int::<1>, Restart, flag "N";
