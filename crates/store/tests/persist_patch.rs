@@ -441,6 +441,7 @@ fn patch_records_round_trip_through_a_log_file() {
         attrs: vec![
             PatchAttr::Keep(0),
             PatchAttr::Delta {
+                at: 2,
                 name: "member".into(),
                 removed: vec![b"uid=a".to_vec(), b"uid=b".to_vec()],
                 added: vec![b"uid=c".to_vec()],
@@ -528,13 +529,14 @@ fn a_patch_that_does_not_fit_is_a_damaged_log() {
             ),
         ],
     };
-    let delta = |id: u32, removed: &[&str], added: &[&str]| {
+    let delta_at = |at: usize, id: u32, removed: &[&str], added: &[&str]| {
         Change::Patch(StoredPatch {
             id,
             before: 2,
             attrs: vec![
-                PatchAttr::Keep(0),
+                PatchAttr::Keep(1 - at),
                 PatchAttr::Delta {
+                    at,
                     name: "member".into(),
                     removed: removed.iter().map(|v| v.as_bytes().to_vec()).collect(),
                     added: added.iter().map(|v| v.as_bytes().to_vec()).collect(),
@@ -542,7 +544,12 @@ fn a_patch_that_does_not_fit_is_a_damaged_log() {
             ],
         })
     };
+    let delta = |id: u32, removed: &[&str], added: &[&str]| delta_at(1, id, removed, added);
     let cases: Vec<(Change, &str)> = vec![
+        (
+            delta_at(0, 2, &[], &["uid=c,dc=example,dc=com"]),
+            "changes attribute 0 as 'member', but the entry's attribute 0 is 'objectClass'",
+        ),
         (
             delta(3, &[], &["uid=c,dc=example,dc=com"]),
             "entry 3, which does not exist",
@@ -655,4 +662,123 @@ fn a_patch_record_in_a_version_4_log_is_corrupt() {
         }
         other => panic!("expected Corrupt, got {other:?}"),
     }
+}
+
+/// A reference entry (`linden gen`'s inetOrgPerson with the server's stamps) before and
+/// after an ordinary modify (description replaced, entryCSN and modifyTimestamp stamped; the
+/// rewritten attributes go to the end, as `dit::modify` puts them).
+fn ordinary_modify(schema: &Schema) -> (Entry, Entry) {
+    let mut se = StoredEntry {
+        id: 1234,
+        parent: Some(3),
+        dn: "uid=user.1234,ou=people,dc=example,dc=com".into(),
+        attrs: vec![
+            sattr(
+                "objectClass",
+                &["top", "person", "organizationalPerson", "inetOrgPerson"],
+            ),
+            sattr("uid", &["user.1234"]),
+            sattr("cn", &["Aaren Atp"]),
+            sattr("sn", &["Atp"]),
+            sattr("givenName", &["Aaren"]),
+            sattr("mail", &["user.1234@example.com"]),
+            sattr("telephoneNumber", &["+1 685 622 6202"]),
+            sattr("employeeNumber", &["1234"]),
+            sattr(
+                "userPassword",
+                &["{SSHA}tG8cHJxQ6Xq1ZzFhA8bV0y1bZ5kq3o0aXk2Lw=="],
+            ),
+            sattr("description", &["before"]),
+            sattr("structuralObjectClass", &["inetOrgPerson"]),
+            sattr("entryUUID", &["6f1c4ad2-6c0e-4b6a-9f57-0d7c3b1f0a11"]),
+            sattr("creatorsName", &["cn=admin,dc=example,dc=com"]),
+            sattr("createTimestamp", &["20261128000000Z"]),
+            sattr("entryCSN", &["20261128000000.000000Z#000000#000#000000"]),
+            sattr("modifiersName", &["cn=admin,dc=example,dc=com"]),
+            sattr("modifyTimestamp", &["20261128000000Z"]),
+        ],
+    };
+    let old = entry(schema, &se);
+    let rewritten = [
+        "description",
+        "entryCSN",
+        "modifyTimestamp",
+        "modifiersName",
+    ];
+    let mut kept: Vec<_> = se
+        .attrs
+        .iter()
+        .filter(|a| !rewritten.contains(&a.name.as_str()))
+        .cloned()
+        .collect();
+    kept.push(sattr("description", &["after"]));
+    kept.push(sattr(
+        "entryCSN",
+        &["20261128101010.123456Z#000000#000#000000"],
+    ));
+    kept.push(sattr("modifyTimestamp", &["20261128101010Z"]));
+    kept.push(sattr("modifiersName", &["cn=admin,dc=example,dc=com"]));
+    se.attrs = kept;
+    (old, entry(schema, &se))
+}
+
+/// What the log encoding costs per entry, Put against the writer's choice (a Patch here),
+/// for an ordinary modify and for one member added to a group of 100,000. Timings; run in
+/// release by hand:
+///
+///     cargo test --release -p store --test persist_patch -- --ignored --nocapture
+#[test]
+#[ignore = "timings, printed; run by hand in release"]
+fn encoding_cost_of_an_ordinary_modify_and_a_big_group() {
+    let schema = Schema::builtin();
+    store::intern::set_schema_types(&schema);
+    let time = |what: &str, n: u32, f: &mut dyn FnMut(&mut Vec<u8>)| {
+        let mut out = Vec::with_capacity(1 << 23);
+        let mut runs = Vec::new();
+        for _ in 0..5 {
+            let t = std::time::Instant::now();
+            for _ in 0..n {
+                out.clear();
+                f(&mut out);
+            }
+            runs.push(t.elapsed().as_nanos() as f64 / f64::from(n));
+        }
+        runs.sort_by(f64::total_cmp);
+        eprintln!(
+            "{what}: {} bytes, {:.0} ns (median of 5 runs of {n})",
+            out.len(),
+            runs[2]
+        );
+    };
+    let (old, new) = ordinary_modify(&schema);
+    time("ordinary modify, Put", 200_000, &mut |out| {
+        store::persist::codec::encode_put(&new, &schema, out)
+    });
+    time("ordinary modify, writer's choice", 200_000, &mut |out| {
+        encode_entry_change(Some(&old), &new, &schema, out)
+    });
+    let group = |n: std::ops::Range<u32>| {
+        let m: Vec<String> = n.map(member).collect();
+        let m: Vec<&str> = m.iter().map(String::as_str).collect();
+        entry(
+            &schema,
+            &StoredEntry {
+                id: 9,
+                parent: Some(1),
+                dn: GROUP.into(),
+                attrs: vec![
+                    sattr("objectClass", &["top", "groupOfNames"]),
+                    sattr("cn", &["big"]),
+                    sattr("member", &m),
+                ],
+            },
+        )
+    };
+    let (old, new) = (group(0..100_000), group(0..100_001));
+    time("group of 100,000 + 1, Put", 20, &mut |out| {
+        store::persist::codec::encode_put(&new, &schema, out)
+    });
+    time("group of 100,000 + 1, writer's choice", 20, &mut |out| {
+        encode_entry_change(Some(&old), &new, &schema, out)
+    });
 }

@@ -6,9 +6,10 @@
 //!
 //! ```text
 //! op := 0x00 index                       Keep: attribute `index` of the entry before, unchanged
-//!     | 0x01 len name, count (len value)*, count (len value)*
-//!                                        Delta: that attribute of the entry before, without the
-//!                                        first values (each held), with the second appended
+//!     | 0x01 index, len name, count (len value)*, count (len value)*
+//!                                        Delta: attribute `index` of the entry before (of that
+//!                                        name), without the first values (each held), with the
+//!                                        second appended
 //!     | 0x02 len name, count (len value)*
 //!                                        Set: an attribute with these values (at least one)
 //! patch := id | count attrs before | count ops | op*
@@ -56,10 +57,12 @@ pub struct StoredPatch {
 pub enum PatchAttr {
     /// Attribute `i` (stored order, from 0) of the entry before, unchanged.
     Keep(usize),
-    /// The attribute of this name (canonical type name and options, as `StoredAttr::name`) of
-    /// the entry before, without the values `removed` (raw, each held), with `added` appended
-    /// (each held by none of the values that stay).
+    /// Attribute `at` of the entry before, whose name (canonical type name and options, as
+    /// `StoredAttr::name`) is `name` (the index says which, the name is checked and read by
+    /// tools), without the values `removed` (raw, each held), with `added` appended (each held
+    /// by none of the values that stay).
     Delta {
+        at: usize,
         name: String,
         removed: Vec<Vec<u8>>,
         added: Vec<Vec<u8>>,
@@ -114,11 +117,13 @@ impl PatchAttr {
                 put_varint(out, *i as u64);
             }
             PatchAttr::Delta {
+                at,
                 name,
                 removed,
                 added,
             } => {
                 out.push(OP_DELTA);
+                put_varint(out, *at as u64);
                 put_bytes(out, name.as_bytes());
                 for list in [removed, added] {
                     put_varint(out, list.len() as u64);
@@ -200,6 +205,7 @@ impl StoredPatch {
                         PatchAttr::Keep(j)
                     } else {
                         let delta = PatchAttr::Delta {
+                            at: j,
                             name: name.clone(),
                             removed,
                             added,
@@ -245,10 +251,12 @@ impl StoredPatch {
             attrs.push(match r.u8("patch operation")? {
                 OP_KEEP => PatchAttr::Keep(r.u32_varint("attribute index")? as usize),
                 OP_DELTA => {
+                    let at = r.u32_varint("attribute index")? as usize;
                     let name = r.string("attribute name")?;
                     let removed = values(r, "removed value")?;
                     let added = values(r, "added value")?;
                     PatchAttr::Delta {
+                        at,
                         name,
                         removed,
                         added,
@@ -319,20 +327,20 @@ impl StoredPatch {
                     Resolved::Keep(*i)
                 }
                 PatchAttr::Delta {
+                    at: j,
                     name,
                     removed,
                     added,
                 } => {
+                    let j = *j;
                     let (ty, options) = resolve(schema, name, dn)?;
-                    let j = olds
-                        .iter()
-                        .position(|b| b.ty == ty && *b.options == *options)
-                        .ok_or_else(|| {
-                            damaged(format!(
-                                "changes attribute '{name}', which the entry does not hold"
-                            ))
-                        })?;
                     claim(j, &format!("the change of '{name}'"))?;
+                    if olds[j].ty != ty || *olds[j].options != *options {
+                        return Err(damaged(format!(
+                            "changes attribute {j} as '{name}', but the entry's attribute {j} is '{}'",
+                            attr_name(olds[j].ty, olds[j].options, schema)
+                        )));
+                    }
                     let (drop, add) = delta(schema, &olds[j], ty, name, removed, added, dn)
                         .map_err(|e| match e {
                             PatchError::Damaged(m) => damaged(m),
@@ -531,12 +539,14 @@ fn encode_attr(
     }
     let added_bytes: usize = a.values().skip(kept).map(bytes_len).sum();
     let head = 1 + varint_len(name) + name;
-    let delta = head + varint_len(gone) + gone_bytes + varint_len(added) + added_bytes;
+    let delta =
+        head + varint_len(j) + varint_len(gone) + gone_bytes + varint_len(added) + added_bytes;
     let set = head + varint_len(a.len()) + set_values();
     if delta >= set {
         return encode_set(out, schema, a);
     }
     out.push(OP_DELTA);
+    put_varint(out, j as u64);
     put_name(out, a, schema);
     put_varint(out, gone as u64);
     greedy(b.values(), a.values(), |x| put_bytes(out, x));
