@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use store::persist::{FileKind, FileReport, FileStatus, FsIo, PersistError};
+use store::persist::{FileKind, FileReport, FileStatus, FsIo, PersistError, RecordKinds};
 
 #[derive(Debug, Args)]
 pub struct VerifyArgs {
@@ -85,8 +85,10 @@ fn file_line(f: &FileReport) -> String {
         ),
         FileKind::Log => match (f.first_seq, f.last_seq) {
             (Some(a), Some(b)) => format!(
-                "batches {a}..={b} ({} batches, {} records)",
-                f.batches, f.records
+                "batches {a}..={b} ({} batches, {} records: {})",
+                f.batches,
+                f.records,
+                kinds(&f.kinds)
             ),
             (Some(a), None) if f.batches == 0 => format!("from batch {a}"),
             _ => format!("{} batches, {} records", f.batches, f.records),
@@ -102,6 +104,26 @@ fn file_line(f: &FileReport) -> String {
         FileStatus::Ignored => "ignored".to_string(),
     };
     format!("{}  {kind}  {contents}  {status}", f.name)
+}
+
+/// A log file's records by kind: `3 put, 8 patch, 1 delete` (kinds it has none of left out).
+fn kinds(k: &RecordKinds) -> String {
+    let all = [
+        (k.puts, "put"),
+        (k.patches, "patch"),
+        (k.deletes, "delete"),
+        (k.other, "other"),
+    ];
+    let some: Vec<String> = all
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, what)| format!("{n} {what}"))
+        .collect();
+    if some.is_empty() {
+        "none".to_string()
+    } else {
+        some.join(", ")
+    }
 }
 
 /// Turns `"<file>: corrupt at byte N: reason; advice"` (the store's error text) into

@@ -105,6 +105,7 @@ fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
 }
 
 /// A cursor over a buffer this module wrote (so well formed: a malformed one is a bug here).
+#[derive(Clone)]
 struct Cur<'a> {
     b: &'a [u8],
     i: usize,
@@ -700,7 +701,8 @@ impl fmt::Debug for Entry {
     }
 }
 
-/// The attributes of an entry.
+/// The attributes of an entry (cloned, it goes on from where it is).
+#[derive(Clone)]
 pub struct Attrs<'a> {
     c: Cur<'a>,
     left: usize,

@@ -62,13 +62,19 @@ pub trait Journal: Send {
     /// Makes the changes of batch `seq` durable: `schema` lists the schema extensions the
     /// batch applied, in order (`Txn::extend_schema`; `version.schema()` includes them);
     /// `touched` lists every entry the batch changed; those present in `version` were added or
-    /// modified, the others deleted. `tombstones` says what the batch did to the tombstones
+    /// modified (from their state in `prev`, the version the batch started from: a journal
+    /// may record only the difference), the others deleted. `tombstones` says what the batch did to the tombstones
     /// (`Txn::put_tombstone` …), read from `version` likewise. `time` is the batch's time (the
     /// one its operations were stamped with, `Txn::now`).
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one batch's parts, each read by the journal once"
+    )]
     fn commit(
         &mut self,
         seq: u64,
         time: SystemTime,
+        prev: &Version,
         version: &Version,
         schema: &[String],
         touched: &[EntryId],
@@ -386,6 +392,7 @@ fn writer_loop(
                 let r = j.commit(
                     work.seq,
                     txn_now,
+                    &prev,
                     &work,
                     &schema_changes,
                     &touched,

@@ -656,6 +656,8 @@ fn a_batch_from_the_version_writes_the_same_bytes_as_its_changes() {
         vec!["20261126000000.000000Z#000000#001#000000".into()],
     ));
     let ext = vec!["attributetype ( 1.3.6.1.4.1.99999.9 NAME 'x' SUP name )".to_string()];
+    // The batch started from an empty version: every entry is new (patches: persist_patch.rs).
+    let empty = store::Version::restore(schema.clone(), &store::Indexes::new(), [], 1, 0);
     // Entries written whole, and ids the version no longer holds (deletes); tombstones put
     // (u1, u2) and forgotten (u3), and the floor.
     let touched: Vec<u32> = vec![1, 2, 7, 30, 40, 41];
@@ -678,11 +680,11 @@ fn a_batch_from_the_version_writes_the_same_bytes_as_its_changes() {
         .append_batch_at(
             1,
             when,
-            &store::persist::batch_changes(&version, &ext, &touched, &tombstones),
+            &store::persist::batch_changes(&empty, &version, &ext, &touched, &tombstones),
         )
         .expect("append");
     open(&b)
-        .append_version_batch(1, when, &version, &ext, &touched, &tombstones)
+        .append_version_batch(1, when, &empty, &version, &ext, &touched, &tombstones)
         .expect("append");
     let read = |io: &SimIo| {
         io.read(&Path::new(DIR).join(log_file_name(1)))

@@ -19,6 +19,7 @@ use schema::Schema;
 
 use super::codec::Change;
 use super::log::{parse_log_name, read_log, Batch, LogContents};
+use super::patch::PatchAttr;
 use super::snapshot::parse_snapshot_name;
 use super::{crc, FsIo, Io, PersistError};
 
@@ -222,18 +223,29 @@ impl std::fmt::Display for Point {
     }
 }
 
-/// The CSNs a batch's changes carry: the entryCSN of each entry it wrote, the CSN of each
-/// delete it remembered.
+/// The CSNs a batch's changes carry: the entryCSN of each entry it wrote (whole, or the
+/// entryCSN a patch sets or adds), the CSN of each delete it remembered.
 pub fn batch_csns(b: &Batch) -> impl Iterator<Item = &str> {
+    let is_csn = |name: &str| name.eq_ignore_ascii_case("entryCSN");
     b.changes
         .iter()
-        .flat_map(|c| -> Box<dyn Iterator<Item = &str>> {
+        .flat_map(move |c| -> Box<dyn Iterator<Item = &str>> {
             match c {
                 Change::Put(e) => Box::new(
                     e.attrs
                         .iter()
-                        .filter(|a| a.name.eq_ignore_ascii_case("entryCSN"))
+                        .filter(move |a| is_csn(&a.name))
                         .flat_map(|a| a.values.iter())
+                        .filter_map(|v| std::str::from_utf8(v).ok()),
+                ),
+                Change::Patch(p) => Box::new(
+                    p.attrs
+                        .iter()
+                        .flat_map(move |a| match a {
+                            PatchAttr::Set(a) if is_csn(&a.name) => &a.values[..],
+                            PatchAttr::Delta { name, added, .. } if is_csn(name) => &added[..],
+                            _ => &[],
+                        })
                         .filter_map(|v| std::str::from_utf8(v).ok()),
                 ),
                 Change::Tombstone(t) => Box::new(std::iter::once(&*t.csn)),

@@ -17,11 +17,14 @@
 //!         | 0x04 tombstone      (Tombstone: remember a deleted entry, log version 3 and later)
 //!         | 0x05 len uuid       (Forget the tombstone of an entryUUID, version 3 and later)
 //!         | 0x06 count (len csn)* (the tombstones' floor, version 3 and later)
+//!         | 0x07 patch          (Patch: what a batch changed of an entry, version 5 and
+//!                                later; `patch.rs`)
 //! tombstone := len uuid | len dn | len csn | len seen
 //! ```
 
 use schema::{AttrId, Dn, Schema};
 
+use super::patch::StoredPatch;
 use super::PersistError;
 use crate::entry::{Attr, Entry, EntryId};
 use crate::tombstone::Tombstone;
@@ -48,6 +51,9 @@ pub struct StoredEntry {
 pub enum Change {
     /// The entry's full new state (insert, or replace the entry with this id).
     Put(StoredEntry),
+    /// What the batch changed of an entry that existed before it (`patch`): applied to the
+    /// entry as it stands at that point of the log.
+    Patch(StoredPatch),
     Delete {
         id: EntryId,
     },
@@ -68,6 +74,7 @@ pub(crate) const TAG_SCHEMA: u8 = 3;
 pub(crate) const TAG_TOMBSTONE: u8 = 4;
 pub(crate) const TAG_FORGET: u8 = 5;
 pub(crate) const TAG_FLOOR: u8 = 6;
+pub(crate) const TAG_PATCH: u8 = 7;
 
 impl StoredEntry {
     pub fn from_entry(entry: &Entry, schema: &Schema) -> StoredEntry {
@@ -218,7 +225,7 @@ fn decode_parts<'a, V>(
     Ok((id, parent, dn, attrs))
 }
 
-fn attr_name(ty: AttrId, options: &str, schema: &Schema) -> String {
+pub(crate) fn attr_name(ty: AttrId, options: &str, schema: &Schema) -> String {
     let base = schema.attr(ty).name();
     let mut s = String::with_capacity(base.len() + options.len());
     s.push_str(base);
@@ -312,6 +319,7 @@ impl Change {
                 out.push(TAG_PUT);
                 e.encode(out);
             }
+            Change::Patch(p) => p.encode(out),
             Change::Delete { id } => encode_delete(*id, out),
             Change::Schema(text) => encode_schema_change(text, out),
             Change::Tombstone(t) => encode_tombstone(t, out),
@@ -331,6 +339,7 @@ impl Change {
     pub fn decode(r: &mut Reader<'_>) -> Result<Change, DecodeError> {
         match r.u8("change tag")? {
             TAG_PUT => Ok(Change::Put(StoredEntry::decode(r)?)),
+            TAG_PATCH => Ok(Change::Patch(StoredPatch::decode(r)?)),
             TAG_DELETE => Ok(Change::Delete {
                 id: r.u32_varint("entry id")?,
             }),

@@ -14,8 +14,11 @@ use super::{crc, parse_seq_name, PersistError};
 pub const LOG_MAGIC: [u8; 8] = *b"LNDNLOG\0";
 /// The version written. Version 2 added the schema record (tag 0x03), version 3 the tombstone
 /// records (tags 0x04 to 0x06), version 4 the batch's time (what a point-in-time restore goes
-/// by); files of versions 1 to 3 are still read (their batches have no time).
-pub const LOG_VERSION: u32 = 4;
+/// by), version 5 the Patch record (tag 0x07, `patch`); files of versions 1 to 4 are still
+/// read (batches of versions 1 to 3 have no time).
+pub const LOG_VERSION: u32 = 5;
+/// The first version that may hold Patch records.
+pub const LOG_VERSION_PATCH: u32 = 5;
 /// The first version whose batches carry their time.
 pub const LOG_VERSION_TIMED: u32 = 4;
 /// magic, u32 version, u64 first batch seq.
@@ -140,7 +143,7 @@ pub fn read_log(name: &str, bytes: &[u8]) -> Result<LogContents, PersistError> {
     if !(1..=LOG_VERSION).contains(&version) {
         return Err(corrupt(
             8,
-            format!("log format version {version}; this Linden reads version {LOG_VERSION}"),
+            format!("log format version {version}; this Linden reads versions 1 to {LOG_VERSION}"),
         ));
     }
     let mut batches = Vec::new();
@@ -187,6 +190,12 @@ pub fn read_log(name: &str, bytes: &[u8]) -> Result<LogContents, PersistError> {
                 return Err(corrupt(
                     start + c_at,
                     "schema record in a version 1 log (which cannot hold one)".into(),
+                ));
+            }
+            if version < LOG_VERSION_PATCH && matches!(c, Change::Patch(_)) {
+                return Err(corrupt(
+                    start + c_at,
+                    format!("patch record in a version {version} log (which cannot hold one)"),
                 ));
             }
             if version < 3 && c.is_tombstone_record() {
@@ -359,17 +368,24 @@ impl LogWriter {
         })
     }
 
-    /// Appends what one writer batch changed, read from its result `version`: the schema
-    /// extensions it applied (`schema`, in order), then every entry of `touched` (each id once):
-    /// written whole when `version` holds it (named with `version`'s schema), deleted
-    /// otherwise; then the tombstones of `tombstones.touched` (put when `version` holds one,
-    /// forgotten otherwise) and the floor if it changed. The same bytes as `append_batch` of
-    /// those changes (`super::batch_changes`), encoded straight from the entries without an
-    /// owned copy of each.
+    /// Appends what one writer batch changed, read from its result `version` and the version
+    /// it started from, `prev`: the schema extensions it applied (`schema`, in order), then
+    /// every entry of `touched` (each id once): when `version` holds it, a Patch against its
+    /// state in `prev` where that is smaller (`patch::encode_entry_change`), else the entry
+    /// whole (named with `version`'s schema); deleted otherwise; then the tombstones of
+    /// `tombstones.touched` (put when `version` holds one, forgotten otherwise) and the floor
+    /// if it changed. The same bytes as `append_batch` of those changes
+    /// (`super::batch_changes`), encoded straight from the entries without an owned copy of
+    /// each.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one batch's parts, as `Journal::commit` gets them"
+    )]
     pub fn append_version_batch(
         &mut self,
         seq: u64,
         time: std::time::SystemTime,
+        prev: &crate::Version,
         version: &crate::Version,
         schema: &[String],
         touched: &[crate::EntryId],
@@ -384,7 +400,9 @@ impl LogWriter {
             }
             for &id in touched {
                 match version.get(id) {
-                    Some(e) => super::codec::encode_put(e, names, out),
+                    Some(e) => {
+                        super::patch::encode_entry_change(prev.get(id).map(|o| &**o), e, names, out)
+                    }
                     None => super::codec::encode_delete(id, out),
                 }
             }

@@ -6,6 +6,8 @@
 //! - `io`: the `Io` trait every disk access goes through; `FsIo` (real files) and `SimIo`
 //!   (in memory, with power cuts and injected failures, for tests).
 //! - `codec`: schema-independent change records (`Change`, `StoredEntry`) and their encoding.
+//! - `patch`: the Patch record (log version 5): what a batch changed of an entry, not the
+//!   whole entry; made from the entry's two states, applied on replay.
 //! - `log`: `log-<first seq>.lnl` files of checksummed, self-delimiting batches; `LogWriter`
 //!   appends one batch with one write and one fsync, and refuses everything after a failure.
 //! - `snapshot`: `snap-<seq>.lns` files of checksummed chunks that decode in parallel.
@@ -20,6 +22,7 @@ pub mod codec;
 pub mod dir;
 pub mod io;
 pub mod log;
+pub mod patch;
 pub mod recover;
 pub mod snapshot;
 
@@ -30,9 +33,10 @@ pub use codec::{Change, StoredAttr, StoredEntry};
 pub use dir::{remove_stale_tmp, DirLock, StaleTmp, LOCK_FILE};
 pub use io::{is_no_space, FsIo, Io, IoFile, IoRead, Keep, MemRead, SimIo};
 pub use log::{read_log, Batch, LogContents, LogOptions, LogWriter, TornTail};
+pub use patch::{PatchAttr, PatchError, StoredPatch};
 pub use recover::{
-    prune, prune_keeping, recover, verify, FileKind, FileReport, FileStatus, Recovered,
-    VerifyReport,
+    prune, prune_keeping, recover, verify, FileKind, FileReport, FileStatus, RecordKinds,
+    Recovered, VerifyReport,
 };
 pub use snapshot::{
     estimate_snapshot_bytes, read_snapshot, read_snapshot_from, write_snapshot,
@@ -147,11 +151,14 @@ pub(crate) fn parse_seq_name(name: &str, prefix: &str, suffix: &str) -> Option<u
 /// The changes of one writer batch as owned records (what `LogWriter::append_version_batch`
 /// encodes without them, and the reference its test compares with): first the schema
 /// extensions the batch applied (`schema`, in order), then the entries: `touched` lists every
-/// entry the batch changed; those present in `version` (the batch's result) are written whole
-/// (Put, named with `version`'s schema), the others are deleted; then the tombstones the batch
-/// put or forgot and, if it changed, their floor. Pass each id once (sorted and deduplicated,
-/// as the writer does).
+/// entry the batch changed; those present in `version` (the batch's result) are written as a
+/// Patch against their state in `prev` (the version the batch started from) when they were
+/// there with the same DN and parent and the Patch is smaller, else whole (Put), named with
+/// `version`'s schema; the others are deleted; then the tombstones the batch put or forgot
+/// and, if it changed, their floor. Pass each id once (sorted and deduplicated, as the writer
+/// does).
 pub fn batch_changes(
+    prev: &crate::Version,
     version: &crate::Version,
     schema: &[String],
     touched: &[crate::EntryId],
@@ -163,7 +170,7 @@ pub fn batch_changes(
         .iter()
         .map(|text| Change::Schema(text.clone()))
         .chain(touched.iter().map(|&id| match version.get(id) {
-            Some(e) => Change::Put(StoredEntry::from_entry(e, names)),
+            Some(e) => patch::entry_change(prev.get(id).map(|o| &**o), e, names),
             None => Change::Delete { id },
         }))
         .chain(tombstones.touched.iter().map(|u| match ts.get(u) {
@@ -227,6 +234,7 @@ impl crate::writer::Journal for LogJournal {
         &mut self,
         seq: u64,
         time: std::time::SystemTime,
+        prev: &crate::Version,
         version: &crate::Version,
         schema: &[String],
         touched: &[crate::EntryId],
@@ -235,7 +243,7 @@ impl crate::writer::Journal for LogJournal {
         self.log
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .append_version_batch(seq, time, version, schema, touched, tombstones)
+            .append_version_batch(seq, time, prev, version, schema, touched, tombstones)
             .map_err(|e| match e {
                 PersistError::NoSpace { .. } => crate::JournalError::Full(format!(
                     "{e}; writes resume by themselves once space is freed"

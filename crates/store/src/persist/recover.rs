@@ -16,6 +16,7 @@ use schema::Schema;
 use super::codec::Change;
 use super::io::{Io, IoRead};
 use super::log::{parse_log_name, read_log};
+use super::patch::PatchError;
 use super::snapshot::{parse_snapshot_name, read_snapshot_from};
 use super::PersistError;
 use crate::entry::{Entry, EntryId};
@@ -214,6 +215,34 @@ pub fn recover(io: &dyn Io, dir: &Path, schema: &Schema) -> Result<Recovered, Pe
                             Err(i) => map.insert(i, e),
                         }
                     }
+                    Change::Patch(p) => {
+                        let at = map
+                            .binary_search_by_key(&p.id, |s| s.id)
+                            .ok()
+                            .filter(|_| !deleted.contains(p.id));
+                        let Some(i) = at else {
+                            return Err(PersistError::Corrupt {
+                                file: name.clone(),
+                                offset: b.offset,
+                                reason: format!(
+                                    "batch {}: a patch of entry {}, which does not exist at this point of the log",
+                                    b.seq, p.id
+                                ),
+                            });
+                        };
+                        map[i] = p.apply(&map[i], schema).map_err(|e| match e {
+                            PatchError::Damaged(m) => PersistError::Corrupt {
+                                file: name.clone(),
+                                offset: b.offset,
+                                reason: format!("batch {}: {m}", b.seq),
+                            },
+                            PatchError::Schema(m) => PersistError::Schema {
+                                file: name.clone(),
+                                offset: b.offset,
+                                message: format!("batch {}: {m}", b.seq),
+                            },
+                        })?;
+                    }
                     Change::Delete { id } => {
                         if map.binary_search_by_key(&id, |s| s.id).is_ok() {
                             deleted.insert(id);
@@ -314,6 +343,31 @@ pub struct FileReport {
     pub batches: u64,
     /// Change records (logs) or entries (snapshots).
     pub records: u64,
+    /// The log records by kind (zero for snapshots).
+    pub kinds: RecordKinds,
+}
+
+/// How many records of each kind a log file holds (`linden verify` shows them).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct RecordKinds {
+    /// Entries written whole.
+    pub puts: u64,
+    /// Entries written as what their batch changed (log version 5).
+    pub patches: u64,
+    pub deletes: u64,
+    /// Schema extensions and tombstone records.
+    pub other: u64,
+}
+
+impl RecordKinds {
+    fn count(&mut self, c: &Change) {
+        match c {
+            Change::Put(_) => self.puts += 1,
+            Change::Patch(_) => self.patches += 1,
+            Change::Delete { .. } => self.deletes += 1,
+            _ => self.other += 1,
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -348,6 +402,7 @@ pub fn verify(io: &dyn Io, dir: &Path, schema: &Schema) -> Result<VerifyReport, 
             last_seq: Some(*seq),
             batches: 0,
             records: 0,
+            kinds: RecordKinds::default(),
         };
         match read_snapshot_from(name, &*file, schema) {
             Ok(s) if s.seq != *seq => {
@@ -371,11 +426,15 @@ pub fn verify(io: &dyn Io, dir: &Path, schema: &Schema) -> Result<VerifyReport, 
             last_seq: None,
             batches: 0,
             records: 0,
+            kinds: RecordKinds::default(),
         };
         match read_log(name, &bytes) {
             Ok(l) => {
                 r.batches = l.batches.len() as u64;
                 r.records = l.batches.iter().map(|b| b.changes.len() as u64).sum();
+                for c in l.batches.iter().flat_map(|b| &b.changes) {
+                    r.kinds.count(c);
+                }
                 r.last_seq = l.batches.last().map(|b| b.seq);
                 if l.first_seq != *seq {
                     r.status = FileStatus::Corrupt(format!(
@@ -407,6 +466,7 @@ pub fn verify(io: &dyn Io, dir: &Path, schema: &Schema) -> Result<VerifyReport, 
             last_seq: None,
             batches: 0,
             records: 0,
+            kinds: RecordKinds::default(),
         });
     }
     let recovery = recover(io, dir, schema)

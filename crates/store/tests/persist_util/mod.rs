@@ -66,6 +66,7 @@ pub fn apply(model: &mut std::collections::BTreeMap<u32, StoredEntry>, changes: 
             Change::Delete { id } => {
                 model.remove(id);
             }
+            Change::Patch(p) => panic!("the model takes no patches (entry {})", p.id),
             Change::Schema(_)
             | Change::Tombstone(_)
             | Change::Forget(_)
