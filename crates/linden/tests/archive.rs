@@ -860,6 +860,19 @@ fn the_s3_target_puts_lists_reads_and_deletes() {
         vec![(log.to_string(), 500), (snap.to_string(), big.len() as u64)]
     );
     assert!(t.get(snap).expect("get") == big);
+    // More files than one page of a listing holds (S3 and S3Proxy: 1,000 keys).
+    let many: Vec<String> = (100..1105u64).map(|n| format!("log-{n:020}.lnl")).collect();
+    for name in &many {
+        t.put(name, b"x").expect("put");
+    }
+    assert_eq!(
+        t.list().expect("list").len(),
+        2 + many.len(),
+        "every page read"
+    );
+    for name in &many {
+        t.delete(name).expect("delete");
+    }
     t.delete(log).expect("delete");
     t.delete(log).expect("delete of an absent object");
     let e = t.get(log).expect_err("gone");

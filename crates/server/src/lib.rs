@@ -53,7 +53,9 @@
 //!   the connections: slow password hashes (of binds and of changes: one pool).
 //! - `audit`, `logs`: the audit and access logs (text or JSON lines).
 //! - `archive`: the archiver (snapshots and sealed log files copied to `archive`, checked,
-//!   retention), behind `persistence`.
+//!   retention, the last round at a clean stop), behind `persistence`; `archive::s3`, the
+//!   `s3://` target and its settings (`open_target` builds a target for the server and the
+//!   `linden archive`/`restore` commands alike).
 //! - `monitor`: cn=Monitor (the tree of the server's figures, who may read it);
 //!   `metrics`: the HTTP listener with `/metrics` (Prometheus/OpenMetrics), `/healthz` and
 //!   `/readyz`. Both read the same figures: `state::Counters`, the listeners, the store's

@@ -32,13 +32,33 @@ pub fn enabled(test: &str) -> bool {
     false
 }
 
-/// A free port on loopback (bound and released: the server started next takes it).
+/// A free port on loopback for an S3Proxy started later (a JVM takes a second or more to
+/// bind it, and one test starts it only after a server has failed to reach it). It is taken
+/// below the system's ephemeral range, so that no connection and no `127.0.0.1:0` listener of
+/// another test gets it meanwhile; ports handed out before in this process are skipped.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .expect("bind")
-        .local_addr()
-        .expect("addr")
-        .port()
+    use std::sync::atomic::{AtomicU16, Ordering};
+    static NEXT: AtomicU16 = AtomicU16::new(0);
+    let ephemeral_low: u16 = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|r| r.split_whitespace().next()?.parse().ok())
+        .unwrap_or(32768);
+    let (low, high) = (10_000u16, ephemeral_low.max(10_001));
+    let span = u32::from(high - low);
+    // Different processes (test binaries run one after another, or a second checkout) start
+    // at different places.
+    let seed = std::process::id()
+        ^ std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+    for _ in 0..1000 {
+        let n = u32::from(NEXT.fetch_add(1, Ordering::Relaxed));
+        let port = low + ((seed.wrapping_add(n.wrapping_mul(7919))) % span) as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free port found below {high}");
 }
 
 pub struct S3Proxy {
