@@ -5,6 +5,7 @@
 #     otherwise `pip install python-ldap`, building against libldap-dev/libsasl2-dev)
 #   - pytest for that python3
 #   - chromium, chromium-driver and selenium (the web console's browser test)
+#   - S3Proxy (Maven Central, via mvn; java) for the s3:// archive tests
 set -euo pipefail
 
 export DEBIAN_FRONTEND=noninteractive
@@ -114,6 +115,27 @@ if ! "$PY" -c 'import selenium' >/dev/null 2>&1; then
         || { tail -30 /tmp/install-test-deps.pip.log >&2; die "pip install selenium failed"; }
     "$PY" -c 'import selenium' >/dev/null 2>&1 || die "selenium still not importable by $PY"
 fi
+
+# S3Proxy (an S3-compatible server backed by a directory) for the s3:// archive tests
+# (crates/linden/tests/archive.rs, LINDEN_TEST_S3=1): its jar-with-dependencies from Maven
+# Central, fetched once by Maven (cached in ~/.m2) and kept under $DEPS_DIR.
+S3PROXY_VERSION="${S3PROXY_VERSION:-2.6.0}"
+DEPS_DIR="${LINDEN_TEST_DEPS_DIR:-/var/cache/linden-test-deps}"
+S3PROXY_JAR="$DEPS_DIR/s3proxy-jar-with-dependencies.jar"
+if [ ! -s "$S3PROXY_JAR" ] || [ "$(cat "$DEPS_DIR/s3proxy.version" 2>/dev/null)" != "$S3PROXY_VERSION" ]; then
+    command -v java >/dev/null || apt_install default-jre-headless
+    command -v mvn >/dev/null || apt_install maven
+    mkdir -p "$DEPS_DIR"
+    log "fetching S3Proxy $S3PROXY_VERSION with Maven"
+    mvn -q -B dependency:get -Dtransitive=false \
+        -Dartifact="org.gaul:s3proxy:${S3PROXY_VERSION}:jar:jar-with-dependencies" >/tmp/install-test-deps.mvn.log 2>&1 \
+        || { tail -30 /tmp/install-test-deps.mvn.log >&2; die "fetching S3Proxy $S3PROXY_VERSION failed"; }
+    m2="${MAVEN_REPO:-$HOME/.m2/repository}/org/gaul/s3proxy/$S3PROXY_VERSION/s3proxy-$S3PROXY_VERSION-jar-with-dependencies.jar"
+    [ -s "$m2" ] || die "S3Proxy jar not found at $m2 after mvn dependency:get"
+    cp "$m2" "$S3PROXY_JAR.tmp" && mv "$S3PROXY_JAR.tmp" "$S3PROXY_JAR"
+    echo "$S3PROXY_VERSION" > "$DEPS_DIR/s3proxy.version"
+fi
+command -v java >/dev/null || apt_install default-jre-headless
 
 command -v slapd >/dev/null || [ -x /usr/sbin/slapd ] || die "slapd binary not found after install"
 command -v slapadd >/dev/null || [ -x /usr/sbin/slapadd ] || die "slapadd not found after install"

@@ -27,6 +27,8 @@ LINDEN_TEST_SLAPD=1 cargo test -p server --test syncrepl_slapd -- --ignored
 LINDEN_TEST_SLAPD=1 cargo test -p linden --test migrate -- --ignored
 LINDEN_TEST_SLAPD=1 cargo test -p server --test partitions -- --ignored
 LINDEN_TEST_FAKETIME=1 cargo test -p linden --test clock -- --ignored
+# ... and S3Proxy: the s3:// archive tests.
+LINDEN_TEST_S3=1 cargo test -p linden --test archive -- --ignored
 # No package ships OpenLDAP's load balancer lloadd: its tests run where one is found.
 if [ -n "${LLOADD:-}" ] || command -v lloadd >/dev/null || [ -x /usr/sbin/lloadd ] || [ -x /usr/local/libexec/lloadd ]; then
     LINDEN_TEST_LLOADD=1 cargo test -p server --test scale_out -- --ignored

@@ -9,6 +9,8 @@ use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
 use store::persist::archive::{self, Point};
 
+use crate::args::ArchiveS3Flags;
+
 #[derive(Debug, Args)]
 pub struct ArchiveArgs {
     #[command(subcommand)]
@@ -24,17 +26,20 @@ pub enum ArchiveCommand {
 
 #[derive(Debug, Args)]
 pub struct ListArgs {
-    /// The archive (file:///path); by default the `archive` of --config.
+    /// The archive (file:///path or s3://bucket/prefix); by default the `archive` of --config.
     #[arg(long, value_name = "URL")]
     pub archive: Option<String>,
-    /// A `linden serve` configuration file (its `archive` key).
+    /// A `linden serve` configuration file (its `archive` and `archive_s3_*` keys).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    #[command(flatten)]
+    pub s3: ArchiveS3Flags,
 }
 
 #[derive(Debug, Args)]
 pub struct RestoreArgs {
-    /// The archive (file:///path); by default the `archive` of --config.
+    /// The archive (file:///path or s3://bucket/prefix); by default the `archive` of
+    /// --config.
     #[arg(long, value_name = "URL")]
     pub archive: Option<String>,
     /// The new data directory (absent or empty; never a running server's).
@@ -60,25 +65,31 @@ pub struct RestoreArgs {
     /// nothing it lacks; see docs/backup-and-restore.md).
     #[arg(long)]
     pub keep_identity: bool,
+    #[command(flatten)]
+    pub s3: ArchiveS3Flags,
 }
 
+/// The archive of `--archive` (else the `archive` of `--config`), with its settings from the
+/// flags, the environment and `--config`, in `serve`'s order of precedence: built the way the
+/// server builds it (`server::archive::open_target`).
 fn target(
     url: Option<&str>,
     config: Option<&std::path::Path>,
+    s3: &ArchiveS3Flags,
 ) -> anyhow::Result<Box<dyn archive::ArchiveTarget>> {
-    let url = match url {
-        Some(u) => u.to_string(),
-        None => {
-            let c = crate::config::from_file(config)?;
-            if c.archive.is_empty() {
-                bail!(
-                    "no archive given: pass --archive URL (or --config FILE with an `archive` key)"
-                );
-            }
-            c.archive
-        }
-    };
-    Ok(server::archive::open_target(&url)?)
+    let mut flags = s3.0.clone();
+    if let Some(u) = url {
+        flags.give("archive", vec![u.to_string()]);
+    }
+    let c = crate::config::read(&crate::config::Sources {
+        file: config,
+        env: &crate::config::process_env,
+        flags: &flags,
+    })?;
+    if c.archive.is_empty() {
+        bail!("no archive given: pass --archive URL (or --config FILE with an `archive` key)");
+    }
+    Ok(server::archive::open_target(&c)?)
 }
 
 fn time(t: Option<u64>) -> String {
@@ -87,7 +98,7 @@ fn time(t: Option<u64>) -> String {
 
 pub fn list(args: &ArchiveArgs) -> anyhow::Result<()> {
     let ArchiveCommand::List(a) = &args.command;
-    let target = target(a.archive.as_deref(), a.config.as_deref())?;
+    let target = target(a.archive.as_deref(), a.config.as_deref(), &a.s3)?;
     let cat = archive::catalog(&*target)?;
     println!("archive {}", target.describe());
     for (seq, name, bytes) in &cat.snapshots {
@@ -148,7 +159,7 @@ pub fn restore(args: &RestoreArgs) -> anyhow::Result<()> {
         (_, _, Some(n)) => Point::Batch(n),
         _ => Point::Latest,
     };
-    let target = target(args.archive.as_deref(), args.config.as_deref())?;
+    let target = target(args.archive.as_deref(), args.config.as_deref(), &args.s3)?;
     let schema = crate::config::from_file(args.config.as_deref())
         .and_then(|c| crate::config::configured_schema(&c))?;
     let opts = archive::RestoreOptions {

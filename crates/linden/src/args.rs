@@ -75,19 +75,29 @@ fn arg_of(k: &'static Key) -> Option<Arg> {
     })
 }
 
+/// The flags among `keys` that the command line gave.
+fn given_of(
+    m: &ArgMatches,
+    keys: impl Iterator<Item = &'static Key>,
+) -> Vec<(&'static Key, Vec<String>)> {
+    let mut given = Vec::new();
+    for k in keys.filter(|k| k.value_name.is_some()) {
+        if k.is_switch() {
+            if m.try_get_one::<bool>(k.name).ok().flatten() == Some(&true) {
+                given.push((k, vec!["true".to_string()]));
+            }
+        } else if let Ok(Some(values)) = m.try_get_many::<String>(k.name) {
+            given.push((k, values.cloned().collect()));
+        }
+    }
+    given
+}
+
 impl FromArgMatches for KeyFlags {
     fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
-        let mut given = Vec::new();
-        for k in KEYS.iter().filter(|k| k.value_name.is_some()) {
-            if k.is_switch() {
-                if m.try_get_one::<bool>(k.name).ok().flatten() == Some(&true) {
-                    given.push((k, vec!["true".to_string()]));
-                }
-            } else if let Ok(Some(values)) = m.try_get_many::<String>(k.name) {
-                given.push((k, values.cloned().collect()));
-            }
-        }
-        Ok(KeyFlags { given })
+        Ok(KeyFlags {
+            given: given_of(m, KEYS.iter()),
+        })
     }
 
     fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
@@ -108,6 +118,43 @@ impl Args for KeyFlags {
 
     fn augment_args_for_update(cmd: Command) -> Command {
         KeyFlags::augment_args(cmd)
+    }
+}
+
+/// The settings of an s3:// archive (`archive_s3_*` keys) as flags of `linden archive list`
+/// and `linden restore`: the same flags, environment variables and file keys as `serve`'s.
+#[derive(Debug, Default, Clone)]
+pub struct ArchiveS3Flags(pub KeyFlags);
+
+fn is_archive_s3(k: &&'static Key) -> bool {
+    k.name.starts_with("archive_s3_")
+}
+
+impl FromArgMatches for ArchiveS3Flags {
+    fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
+        Ok(ArchiveS3Flags(KeyFlags {
+            given: given_of(m, KEYS.iter().filter(is_archive_s3)),
+        }))
+    }
+
+    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
+        *self = ArchiveS3Flags::from_arg_matches(m)?;
+        Ok(())
+    }
+}
+
+impl Args for ArchiveS3Flags {
+    fn augment_args(mut cmd: Command) -> Command {
+        for k in KEYS.iter().filter(is_archive_s3) {
+            if let Some(arg) = arg_of(k) {
+                cmd = cmd.next_help_heading("S3 archive").arg(arg);
+            }
+        }
+        cmd.next_help_heading(None::<&str>)
+    }
+
+    fn augment_args_for_update(cmd: Command) -> Command {
+        ArchiveS3Flags::augment_args(cmd)
     }
 }
 

@@ -2,12 +2,20 @@
 //! logs (`archive`, `archive_interval = 1`), and `linden restore` builds data directories from
 //! the archive that a new server then serves.
 //!
+//! The scenarios run against a `file://` archive and, with `LINDEN_TEST_S3=1`, against an
+//! `s3://` one on a real S3-compatible server process (S3Proxy, `common/s3proxy.rs`): one
+//! function per scenario, taking the `Archive`.
+//!
 //! - A restore to the moment before a subtree delete (the moment taken from the server's own
 //!   answers: the newest entryCSN before the delete, and that CSN's time) equals the state at
 //!   that moment, entry by entry (DN, attributes, entryUUID, entryCSN …).
 //! - After kill -9, a restore to the latest point holds every write the archive had taken
 //!   (the test waits until cn=Archive,cn=Monitor says no batch waits, then kills).
 //! - Retention keeps `archive_keep_snapshots` snapshots and the logs after the oldest.
+//! - A clean stop archives what the archive lacks (`archive_shutdown_timeout`), however long
+//!   `archive_interval` is.
+//! - An S3 endpoint that does not answer stops no write; failures and lag show in cn=Monitor
+//!   and /metrics; once it answers, the archive catches up.
 //!
 //! Nothing waits for a time assumed long enough: the archive's progress is polled from
 //! cn=Monitor with a generous deadline.
@@ -27,17 +35,104 @@ use std::time::{Duration, Instant};
 
 use cluster::*;
 use common::linden;
+use common::s3proxy::{self, S3Proxy};
 use ldap3::{LdapConn, Scope, SearchEntry};
 
 /// How long the archive may take to catch up (it seals every second).
 const ARCHIVE_DEADLINE: Duration = Duration::from_secs(60);
 
-fn archive_url(root: &Path) -> String {
-    format!("file://{}", root.join("archive").display())
+/// Where the scenarios archive: a directory, or a bucket of an S3Proxy the test started.
+struct Archive {
+    url: String,
+    /// The server's settings for it besides `archive` (TOML lines).
+    settings: String,
+    /// The same settings as flags of `linden archive list` and `linden restore`.
+    flags: Vec<String>,
+    s3: Option<S3Proxy>,
 }
 
-/// A node archiving to `root/archive`, sealing its log every second.
-fn archiving_node(root: &Path, name: &str, extra: &str) -> Node {
+impl Archive {
+    /// `root/archive`, a directory.
+    fn file(root: &Path) -> Archive {
+        Archive {
+            url: format!("file://{}", root.join("archive").display()),
+            settings: String::new(),
+            flags: Vec::new(),
+            s3: None,
+        }
+    }
+
+    /// `s3://linden/<prefix>` on an S3Proxy started now (with its data under `root/s3`).
+    fn s3(root: &Path) -> Archive {
+        let mut a = Archive::s3_at(root, s3proxy::free_port());
+        a.start_s3(root);
+        a
+    }
+
+    /// The settings of an S3 archive at `port`, where nothing answers yet (`start_s3`). The
+    /// server gets the credentials as keys; the commands read them from a credentials file.
+    fn s3_at(root: &Path, port: u16) -> Archive {
+        let endpoint = S3Proxy::endpoint(port);
+        let creds = root.join("s3-credentials");
+        std::fs::write(
+            &creds,
+            format!(
+                "[default]\naws_access_key_id = {}\naws_secret_access_key = {}\n",
+                s3proxy::KEY_ID,
+                s3proxy::SECRET
+            ),
+        )
+        .expect("credentials file");
+        Archive {
+            url: format!("s3://{}/servers/a", s3proxy::BUCKET),
+            settings: format!(
+                "archive_s3_endpoint = \"{endpoint}\"\narchive_s3_region = \"us-east-1\"\narchive_s3_access_key_id = \"{}\"\narchive_s3_secret_access_key = \"{}\"\n",
+                s3proxy::KEY_ID,
+                s3proxy::SECRET
+            ),
+            flags: vec![
+                "--archive-s3-endpoint".into(),
+                endpoint,
+                "--archive-s3-credentials-file".into(),
+                creds.display().to_string(),
+            ],
+            s3: None,
+        }
+    }
+
+    /// Starts the S3 server the settings name.
+    fn start_s3(&mut self, root: &Path) {
+        let port = self
+            .flags
+            .get(1)
+            .and_then(|e| e.rsplit(':').next())
+            .and_then(|p| p.parse().ok())
+            .expect("an s3 archive");
+        let dir = root.join("s3");
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        self.s3 = Some(S3Proxy::start(&dir, port));
+    }
+
+    /// `linden archive list`: its output.
+    fn list(&self) -> String {
+        let mut args = vec!["archive", "list", "--archive", self.url.as_str()];
+        args.extend(self.flags.iter().map(String::as_str));
+        let (code, out, err) = linden(&args);
+        assert_eq!(code, 0, "linden {args:?}: {out}{err}");
+        out
+    }
+
+    /// The snapshots `linden archive list` shows.
+    fn snapshots(&self) -> usize {
+        self.list()
+            .lines()
+            .filter(|l| l.contains("  snapshot  "))
+            .count()
+    }
+}
+
+/// A node archiving to `archive`, sealing its log every second.
+fn archiving_node(root: &Path, name: &str, archive: &Archive, extra: &str) -> Node {
     let n = Node::new(root, name);
     n.configure_with(
         1,
@@ -45,8 +140,8 @@ fn archiving_node(root: &Path, name: &str, extra: &str) -> Node {
         false,
         &[],
         &format!(
-            "archive = \"{}\"\narchive_interval = 1\n{extra}",
-            archive_url(root)
+            "archive = \"{}\"\narchive_interval = 1\n{}{extra}",
+            archive.url, archive.settings
         ),
     );
     n
@@ -89,10 +184,10 @@ fn wait_archived(node: &Node, min_batch: u64) -> u64 {
 }
 
 /// `linden restore --archive URL --data DIR ARGS…`; panics with its output on failure.
-fn restore(root: &Path, dir: &Path, args: &[&str]) -> String {
-    let url = archive_url(root);
+fn restore(archive: &Archive, dir: &Path, args: &[&str]) -> String {
     let d = dir.to_str().expect("path");
-    let mut all = vec!["restore", "--archive", url.as_str(), "--data", d];
+    let mut all = vec!["restore", "--archive", archive.url.as_str(), "--data", d];
+    all.extend(archive.flags.iter().map(String::as_str));
     all.extend_from_slice(args);
     let (code, out, err) = linden(&all);
     assert_eq!(code, 0, "linden {all:?}: {out}{err}");
@@ -139,11 +234,8 @@ fn csn_time(csn: &str) -> String {
 /// Timed writes, a subtree delete, more writes; restores to the moment before the delete
 /// (by CSN and by time) hold exactly the entries of that moment; a restore to the latest
 /// point holds the final state.
-#[test]
-fn restore_to_the_moment_before_a_subtree_delete() {
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let root = tmp.path();
-    let mut a = archiving_node(root, "a", "");
+fn scenario_subtree_delete(root: &Path, archive: &Archive) {
+    let mut a = archiving_node(root, "a", archive, "");
     a.start();
     let mut c = a.admin();
     base_units(&mut c);
@@ -181,44 +273,60 @@ fn restore_to_the_moment_before_a_subtree_delete() {
     assert!(!after.contains_key(&PEOPLE.to_ascii_lowercase()));
     wait_archived(&a, 1);
 
-    let out = restore(root, &root.join("by-csn/data"), &["--to-csn", &csn]);
+    let out = restore(archive, &root.join("by-csn/data"), &["--to-csn", &csn]);
     println!("{out}");
     let (_n1, got) = serve_restored(root, "by-csn");
     assert_eq!(got, before, "restore --to-csn {csn}");
 
     let when = csn_time(&csn);
-    restore(root, &root.join("by-time/data"), &["--to", &when]);
+    restore(archive, &root.join("by-time/data"), &["--to", &when]);
     let (_n2, got) = serve_restored(root, "by-time");
     assert_eq!(got, before, "restore --to {when}");
 
-    restore(root, &root.join("latest/data"), &[]);
+    restore(archive, &root.join("latest/data"), &[]);
     let (_n3, got) = serve_restored(root, "latest");
     assert_eq!(got, after, "restore to the latest point");
 
-    let (code, list, err) = linden(&["archive", "list", "--archive", &archive_url(root)]);
-    assert_eq!(code, 0, "{list}{err}");
+    let list = archive.list();
     assert!(list.contains("restore points: batch 0 to batch"), "{list}");
+    assert!(list.contains(&format!("archive {}", archive.url)), "{list}");
 
     // A directory that is not empty is never written over.
-    let (code, _, err) = linden(&[
+    let latest = root.join("latest/data");
+    let mut args = vec![
         "restore",
         "--archive",
-        &archive_url(root),
+        archive.url.as_str(),
         "--data",
-        root.join("latest/data").to_str().expect("path"),
-    ]);
+        latest.to_str().expect("path"),
+    ];
+    args.extend(archive.flags.iter().map(String::as_str));
+    let (code, _, err) = linden(&args);
     assert_ne!(code, 0);
     assert!(err.contains("not empty"), "{err}");
+}
+
+#[test]
+fn restore_to_the_moment_before_a_subtree_delete() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    scenario_subtree_delete(tmp.path(), &Archive::file(tmp.path()));
+}
+
+#[test]
+#[ignore = "needs S3Proxy; run with LINDEN_TEST_S3=1 after scripts/install-test-deps.sh"]
+fn restore_to_the_moment_before_a_subtree_delete_s3() {
+    if !s3proxy::enabled("restore_to_the_moment_before_a_subtree_delete_s3") {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    scenario_subtree_delete(tmp.path(), &Archive::s3(tmp.path()));
 }
 
 /// kill -9 once the archive holds every write: the latest restore point holds them all.
 /// With two snapshots taken and `archive_keep_snapshots = 1`, only the newest stays, with
 /// the logs after it, and the restore starts from it.
-#[test]
-fn restore_after_kill_9_holds_every_archived_write() {
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let root = tmp.path();
-    let mut a = archiving_node(root, "a", "archive_keep_snapshots = 1\n");
+fn scenario_kill_9(root: &Path, archive: &Archive) {
+    let mut a = archiving_node(root, "a", archive, "archive_keep_snapshots = 1\n");
     a.start();
     let mut c = a.admin();
     base_units(&mut c);
@@ -253,20 +361,166 @@ fn restore_after_kill_9_holds_every_archived_write() {
     wait_archived(&a, 1);
     a.kill();
 
-    let archived: Vec<String> = std::fs::read_dir(root.join("archive"))
-        .expect("archive dir")
-        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
-        .collect();
-    let snaps = archived.iter().filter(|n| n.ends_with(".lns")).count();
-    assert_eq!(snaps, 1, "retention keeps one snapshot: {archived:?}");
+    assert_eq!(
+        archive.snapshots(),
+        1,
+        "retention keeps one snapshot: {}",
+        archive.list()
+    );
 
-    let out = restore(root, &root.join("r/data"), &[]);
+    let out = restore(archive, &root.join("r/data"), &[]);
     assert!(
         out.contains("snapshot snap-"),
         "starts from the snapshot: {out}"
     );
     let (_r, got) = serve_restored(root, "r");
     assert_eq!(got, want);
+}
+
+#[test]
+fn restore_after_kill_9_holds_every_archived_write() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    scenario_kill_9(tmp.path(), &Archive::file(tmp.path()));
+}
+
+#[test]
+#[ignore = "needs S3Proxy; run with LINDEN_TEST_S3=1 after scripts/install-test-deps.sh"]
+fn restore_after_kill_9_holds_every_archived_write_s3() {
+    if !s3proxy::enabled("restore_after_kill_9_holds_every_archived_write_s3") {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    scenario_kill_9(tmp.path(), &Archive::s3(tmp.path()));
+}
+
+/// SIGTERM: the server seals its log and archives what the archive lacks before it exits,
+/// although `archive_interval` (an hour) would not have sealed anything yet; the latest
+/// restore point holds every write.
+fn scenario_clean_stop(root: &Path, archive: &Archive) {
+    let a = Node::new(root, "a");
+    a.configure_with(
+        1,
+        false,
+        false,
+        &[],
+        &format!(
+            "archive = \"{}\"\narchive_interval = 3600\n{}",
+            archive.url, archive.settings
+        ),
+    );
+    let (child, addr, stderr) = spawn(&a);
+    let url = format!("ldap://{addr}");
+    let mut c = admin(&url);
+    base_units(&mut c);
+    for i in 0..5 {
+        ok(add_person(&mut c, &format!("p{i}"), PEOPLE, "v0"), "add");
+    }
+    ok(
+        set_desc(&mut c, &format!("uid=p0,{PEOPLE}"), "v1"),
+        "modify",
+    );
+    let _ = c.unbind();
+    let want = contents_of(&url);
+    let (status, log) = terminate(child, &stderr, "holds every batch written");
+    assert!(status.success(), "{status}: {log}");
+    assert!(log.contains("holds every batch written"), "{log}");
+
+    restore(archive, &root.join("r/data"), &[]);
+    let (_r, got) = serve_restored(root, "r");
+    assert_eq!(got, want);
+}
+
+/// Standard error lines of a server process, kept as they come.
+type Lines = std::sync::Arc<std::sync::Mutex<Vec<String>>>;
+
+/// Starts `linden serve` on `node`'s configuration (not as the node's own process, so that
+/// the test can stop it with SIGTERM and read its log after).
+fn spawn(node: &Node) -> (std::process::Child, std::net::SocketAddr, Lines) {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_linden"));
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--config"])
+        .arg(node.config())
+        .args(["--admin-password", "secret"]);
+    common::serve::spawn_listening(&mut cmd, &node.name)
+}
+
+/// SIGTERM, then waits (bounded) for the exit and for a log line holding `last` (the reader
+/// of the pipe may be behind the exit): the status and the whole log.
+fn terminate(
+    mut child: std::process::Child,
+    stderr: &Lines,
+    last: &str,
+) -> (std::process::ExitStatus, String) {
+    let st = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(st.success());
+    let start = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("try_wait") {
+            break st;
+        }
+        if start.elapsed() > ARCHIVE_DEADLINE {
+            let _ = child.kill();
+            panic!(
+                "no exit after SIGTERM; log:\n{}",
+                stderr.lock().expect("lock").join("\n")
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(10)
+        && !stderr
+            .lock()
+            .expect("lock")
+            .iter()
+            .any(|l| l.contains(last))
+    {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    (status, stderr.lock().expect("lock").join("\n"))
+}
+
+/// Every entry of the server at `url`, as `Node::contents` reads them.
+fn contents_of(url: &str) -> Contents {
+    let mut c = admin(url);
+    let (found, _) = c
+        .search(SUFFIX, Scope::Subtree, "(objectClass=*)", vec!["*", "+"])
+        .expect("search")
+        .success()
+        .expect("search result");
+    let mut out = Contents::new();
+    for e in found {
+        let e = SearchEntry::construct(e);
+        let mut attrs = std::collections::BTreeMap::new();
+        for (k, mut v) in e.attrs {
+            let k = k.to_ascii_lowercase();
+            if LOCAL.contains(&k.as_str()) {
+                continue;
+            }
+            v.sort();
+            attrs.insert(k, v);
+        }
+        out.insert(e.dn.to_ascii_lowercase(), attrs);
+    }
+    out
+}
+
+#[test]
+fn a_clean_stop_archives_every_write() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    scenario_clean_stop(tmp.path(), &Archive::file(tmp.path()));
+}
+
+#[test]
+#[ignore = "needs S3Proxy; run with LINDEN_TEST_S3=1 after scripts/install-test-deps.sh"]
+fn a_clean_stop_archives_every_write_s3() {
+    if !s3proxy::enabled("a_clean_stop_archives_every_write_s3") {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    scenario_clean_stop(tmp.path(), &Archive::s3(tmp.path()));
 }
 
 /// A provider restored to an earlier moment: its consumer, whose cookie names changes the
@@ -277,16 +531,14 @@ fn restore_after_kill_9_holds_every_archived_write() {
 fn a_consumer_of_a_restored_provider_converges_to_the_restored_content() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let root = tmp.path();
+    let archive = Archive::file(root);
     let mut p = Node::new(root, "p");
     p.configure_with(
         1,
         true,
         false,
         &[],
-        &format!(
-            "archive = \"{}\"\narchive_interval = 1\n",
-            archive_url(root)
-        ),
+        &format!("archive = \"{}\"\narchive_interval = 1\n", archive.url),
     );
     p.start();
     let mut c = Node::new(root, "c");
@@ -312,7 +564,7 @@ fn a_consumer_of_a_restored_provider_converges_to_the_restored_content() {
 
     // The provider's directory is replaced by the archive's state at the point.
     std::fs::rename(p.dir.join("data"), p.dir.join("data.lost")).expect("move");
-    let out = restore(root, &p.dir.join("data"), &["--to-csn", &point]);
+    let out = restore(&archive, &p.dir.join("data"), &["--to-csn", &point]);
     assert!(out.contains("new replication identity"), "{out}");
     p.start();
     // The restore stamps every entry anew (entryCSN): the rest is the content at the point.
@@ -341,7 +593,8 @@ fn an_unusable_archive_is_retried_and_nothing_is_lost() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let root = tmp.path();
     std::fs::write(root.join("archive"), "not a directory").expect("block the archive");
-    let mut a = archiving_node(root, "a", "");
+    let archive = Archive::file(root);
+    let mut a = archiving_node(root, "a", &archive, "");
     a.start();
     let mut c = a.admin();
     base_units(&mut c);
@@ -394,12 +647,246 @@ fn an_unusable_archive_is_retried_and_nothing_is_lost() {
     let want = a.contents();
     wait_archived(&a, 1);
     a.kill();
-    restore(root, &root.join("r/data"), &[]);
+    restore(&archive, &root.join("r/data"), &[]);
     let (_r, got) = serve_restored(root, "r");
     assert_eq!(got, want);
     // The batches before the snapshot reached the archive too (the snapshot did not prune
     // them before they were archived).
-    restore(root, &root.join("e/data"), &["--to-csn", &early]);
+    restore(&archive, &root.join("e/data"), &["--to-csn", &early]);
     let (_e, got) = serve_restored(root, "e");
     assert_eq!(got, at_early);
+}
+
+/// The first value of the /metrics sample whose name starts with `name` (any suffix such as
+/// `_total`), read from the metrics listener the node logged.
+fn metric(node: &Node, name: &str) -> Option<f64> {
+    use std::io::{Read, Write};
+    let log = node.log();
+    let addr = log
+        .lines()
+        .find_map(|l| {
+            l.split("serving /metrics, /healthz and /readyz on http://")
+                .nth(1)
+        })?
+        .split_whitespace()
+        .next()?
+        .to_string();
+    let mut s = std::net::TcpStream::connect(&addr).ok()?;
+    s.set_read_timeout(Some(OP_TIMEOUT)).ok()?;
+    s.write_all(
+        format!("GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes(),
+    )
+    .ok()?;
+    let mut body = String::new();
+    s.read_to_string(&mut body).ok()?;
+    body.lines()
+        .filter(|l| !l.starts_with('#'))
+        .find(|l| l.starts_with(name))
+        .and_then(|l| l.split_whitespace().last())
+        .and_then(|v| v.parse().ok())
+}
+
+/// Polls `what` (bounded by `deadline`) until it holds; panics with the node's log.
+fn wait_until(node: &Node, what: &str, deadline: Duration, mut cond: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !cond() {
+        assert!(
+            start.elapsed() < deadline,
+            "{what}: not within {deadline:?}; log:\n{}",
+            node.log()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// An S3 endpoint where nothing answers: writes go on; the failures and the lag show in
+/// cn=Monitor and /metrics, and the log names the archive (never the secret); once the S3
+/// server starts, the archive catches up, and the latest restore point holds every write.
+#[test]
+#[ignore = "needs S3Proxy; run with LINDEN_TEST_S3=1 after scripts/install-test-deps.sh"]
+fn an_unreachable_s3_endpoint_stops_no_write_and_catches_up() {
+    if !s3proxy::enabled("an_unreachable_s3_endpoint_stops_no_write_and_catches_up") {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let root = tmp.path();
+    let mut archive = Archive::s3_at(root, s3proxy::free_port());
+    let mut a = archiving_node(root, "a", &archive, "metrics_listen = \"127.0.0.1:0\"\n");
+    a.start();
+    let mut c = a.admin();
+    base_units(&mut c);
+    for i in 0..3 {
+        ok(
+            add_person(&mut c, &format!("d{i}"), PEOPLE, "v0"),
+            "add while down",
+        );
+    }
+    let mut m = a.admin();
+    wait_until(&a, "two failures in cn=Monitor", ARCHIVE_DEADLINE, || {
+        archive_counter(&mut m, "Failures").unwrap_or(0) >= 2
+    });
+    ok(
+        add_person(&mut c, "during", PEOPLE, "v0"),
+        "add while failing",
+    );
+    assert!(
+        archive_counter(&mut m, "Lag Batches").unwrap_or(0) > 0,
+        "the lag shows in cn=Monitor"
+    );
+    wait_until(&a, "failures and lag in /metrics", ARCHIVE_DEADLINE, || {
+        metric(&a, "linden_archive_failures").unwrap_or(0.0) >= 2.0
+            && metric(&a, "linden_archive_lag_batches").unwrap_or(0.0) > 0.0
+    });
+    let log = a.log();
+    assert!(
+        log.contains("archiving failed: archive s3://linden/servers/a"),
+        "{log}"
+    );
+    assert!(log.contains("retrying in"), "{log}");
+    assert!(
+        !log.contains(s3proxy::SECRET),
+        "the secret is never logged: {log}"
+    );
+
+    // The endpoint answers from now on.
+    archive.start_s3(root);
+    ok(add_person(&mut c, "after", PEOPLE, "v0"), "add after");
+    let want = a.contents();
+    // The archiver's pause grows while it fails (1 s, 2 s, 4 s …): a generous deadline.
+    wait_until(&a, "the archive caught up", 4 * ARCHIVE_DEADLINE, || {
+        archive_counter(&mut m, "Lag Batches") == Some(0)
+            && archive_counter(&mut m, "Last Batch").unwrap_or(0) > 0
+    });
+    assert!(a.log().contains("works again"), "{}", a.log());
+    assert_eq!(metric(&a, "linden_archive_lag_batches"), Some(0.0));
+    a.kill();
+    restore(&archive, &root.join("r/data"), &[]);
+    let (_r, got) = serve_restored(root, "r");
+    assert_eq!(got, want);
+}
+
+/// A clean stop with an archive that cannot be written gives up after
+/// `archive_shutdown_timeout` and says which files wait in the data directory.
+#[test]
+fn a_clean_stop_with_an_unusable_archive_ends_within_the_timeout() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let root = tmp.path();
+    std::fs::write(root.join("archive"), "not a directory").expect("block the archive");
+    let archive = Archive::file(root);
+    let a = Node::new(root, "a");
+    a.configure_with(
+        1,
+        false,
+        false,
+        &[],
+        &format!(
+            "archive = \"{}\"\narchive_interval = 3600\narchive_shutdown_timeout = 2\n",
+            archive.url
+        ),
+    );
+    let (child, addr, stderr) = spawn(&a);
+    let mut c = admin(&format!("ldap://{addr}"));
+    base_units(&mut c);
+    let _ = c.unbind();
+    wait_until(&a, "a failure", ARCHIVE_DEADLINE, || {
+        stderr
+            .lock()
+            .expect("lock")
+            .iter()
+            .any(|l| l.contains("archiving failed"))
+    });
+    let t = Instant::now();
+    let (status, log) = terminate(child, &stderr, "the next start archives them");
+    assert!(status.success(), "{status}: {log}");
+    assert!(
+        log.contains("archive_shutdown_timeout (2 s) ran out before the archive"),
+        "{log}"
+    );
+    assert!(
+        log.contains("not archived yet: log-"),
+        "names the files: {log}"
+    );
+    assert!(log.contains("the next start archives them"), "{log}");
+    // It gave up after about 2 s (the snapshot and the rest of the stop come on top).
+    assert!(t.elapsed() < Duration::from_secs(25), "{:?}", t.elapsed());
+}
+
+/// The S3 target itself, on S3Proxy: whole and multipart uploads read back and checked, a
+/// listing of the data files directly under the prefix only, reads, deletes (of an absent
+/// object too), and errors that name the archive and what to do, never the secret.
+#[test]
+#[ignore = "needs S3Proxy; run with LINDEN_TEST_S3=1 after scripts/install-test-deps.sh"]
+fn the_s3_target_puts_lists_reads_and_deletes() {
+    use server::archive::s3::{S3Settings, S3Target};
+    use store::persist::archive::ArchiveTarget;
+    if !s3proxy::enabled("the_s3_target_puts_lists_reads_and_deletes") {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let s3 = S3Proxy::start(&tmp.path().join("s3"), s3proxy::free_port());
+    let mut config = server::Config {
+        archive: format!("s3://{}/t/", s3proxy::BUCKET),
+        archive_s3_endpoint: S3Proxy::endpoint(s3.port),
+        archive_s3_access_key_id: s3proxy::KEY_ID.into(),
+        archive_s3_secret_access_key: Some(server::config::Hidden(s3proxy::SECRET.into())),
+        ..server::Config::default()
+    };
+    let settings = S3Settings::from_config(&config, &|_| None).expect("settings");
+    // Parts of 5 MiB (the least S3 takes), for files over 6 MiB.
+    let t = S3Target::new(&settings)
+        .expect("target")
+        .with_multipart(6 << 20, 5 << 20);
+    assert!(t.list().expect("list").is_empty());
+    let small = vec![7u8; 500];
+    let big: Vec<u8> = (0..(11u32 << 20) + 7).map(|i| (i % 251) as u8).collect();
+    let (log, snap) = (
+        "log-00000000000000000001.lnl",
+        "snap-00000000000000000009.lns",
+    );
+    t.put_verified(log, &small).expect("put");
+    t.put_verified(snap, &big).expect("multipart put");
+    // Not data files of this archive: another name, and a file deeper under the prefix.
+    t.put("notes.txt", b"x").expect("put");
+    t.put("sub/log-00000000000000000002.lnl", b"x")
+        .expect("put");
+    let listed: Vec<(String, u64)> = t
+        .list()
+        .expect("list")
+        .into_iter()
+        .map(|f| (f.name, f.size))
+        .collect();
+    assert_eq!(
+        listed,
+        vec![(log.to_string(), 500), (snap.to_string(), big.len() as u64)]
+    );
+    assert!(t.get(snap).expect("get") == big);
+    // More files than one page of a listing holds (S3 and S3Proxy: 1,000 keys).
+    let many: Vec<String> = (100..1105u64).map(|n| format!("log-{n:020}.lnl")).collect();
+    for name in &many {
+        t.put(name, b"x").expect("put");
+    }
+    assert_eq!(
+        t.list().expect("list").len(),
+        2 + many.len(),
+        "every page read"
+    );
+    for name in &many {
+        t.delete(name).expect("delete");
+    }
+    t.delete(log).expect("delete");
+    t.delete(log).expect("delete of an absent object");
+    let e = t.get(log).expect_err("gone");
+    assert!(
+        e.to_string().contains("s3://linden/t at http://127.0.0.1:"),
+        "{e}"
+    );
+    assert_eq!(t.list().expect("list").len(), 1);
+
+    // A wrong secret: refused, said so, and the secret is not in the message.
+    config.archive_s3_secret_access_key = Some(server::config::Hidden("wrong-secret".into()));
+    let wrong = S3Target::new(&S3Settings::from_config(&config, &|_| None).expect("settings"))
+        .expect("target");
+    let e = wrong.list().expect_err("refused").to_string();
+    assert!(e.contains("check the credentials"), "{e}");
+    assert!(!e.contains("wrong-secret"), "{e}");
 }

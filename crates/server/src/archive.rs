@@ -20,6 +20,8 @@ use store::persist::log::{parse_log_name, read_log, LOG_HEADER_LEN, LOG_VERSION_
 use store::persist::snapshot::parse_snapshot_name;
 use store::persist::LogSeal;
 
+pub mod s3;
+
 /// How often the archiver looks for files to copy and logs to seal.
 const TICK: Duration = Duration::from_secs(1);
 /// The first pause after a failure; each further failure doubles it, up to `MAX_BACKOFF`.
@@ -71,6 +73,34 @@ struct Inner {
     status: Mutex<ArchiveStatus>,
     stop: AtomicBool,
     wake: (Mutex<bool>, Condvar),
+    /// Set by `finish` (clean stop): rounds follow each other without the failure backoff.
+    finishing: AtomicBool,
+    /// What the last round left: for `finish` to wait on.
+    rounds: (Mutex<Round>, Condvar),
+}
+
+/// The outcome of the archiver's rounds so far.
+#[derive(Default)]
+struct Round {
+    /// Rounds done (each ends with `pending` counted afresh).
+    done: u64,
+    /// Local files (sealed logs, snapshots) the archive does not hold after the last round.
+    pending: Vec<String>,
+    /// The last round's failure, if it failed.
+    error: Option<String>,
+}
+
+/// What the archiving at a clean stop did (`Archiver::finish`).
+#[derive(Debug, Clone)]
+pub enum Finished {
+    /// The archive holds every batch written: up to this batch.
+    Complete { last_batch: u64, seconds: f64 },
+    /// The time ran out: these files are not archived yet (they stay in the data directory,
+    /// and the next start archives them); the last failure, if one.
+    Incomplete {
+        pending: Vec<String>,
+        error: Option<String>,
+    },
 }
 
 /// The running archiver. Dropping it stops the thread (at its next tick).
@@ -85,25 +115,72 @@ impl Drop for Archiver {
     }
 }
 
-/// Opens the archive of an `archive` URL.
-pub fn open_target(url: &str) -> Result<Box<dyn ArchiveTarget>, ArchiveError> {
+/// Archive settings that cannot be used: the key to change, and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{key}: {message}")]
+pub struct SettingsError {
+    pub key: &'static str,
+    pub message: String,
+}
+
+/// Checks the archive settings of `config` (`archive` and, for `s3://`, the `archive_s3_*`
+/// keys and AWS_* variables) without connecting anywhere: what `linden check-config` and
+/// every start report, naming the key.
+pub fn check_settings(config: &crate::Config) -> Result<(), SettingsError> {
+    check_with_env(config, &|k| std::env::var(k).ok())
+}
+
+fn check_with_env(
+    config: &crate::Config,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<(), SettingsError> {
+    let url = config.archive.as_str();
     if url.starts_with("file://") {
-        return Ok(Box::new(archive::open_file_url(url)?));
+        archive::open_file_url(url).map_err(|e| SettingsError {
+            key: "archive",
+            message: e.to_string(),
+        })?;
+        Ok(())
+    } else if url.starts_with("s3://") {
+        s3::S3Settings::from_config(config, env).map(|_| ())
+    } else {
+        Err(SettingsError {
+            key: "archive",
+            message: format!(
+                "'{url}' is not an archive URL this Linden knows: use file:///path or s3://bucket/prefix"
+            ),
+        })
     }
-    Err(ArchiveError::Url {
-        url: url.to_string(),
-        reason: "not an archive URL this Linden knows: use file:///path".to_string(),
-    })
+}
+
+/// Opens the archive `config` names (`archive`, and for `s3://` the `archive_s3_*` keys and
+/// AWS_* variables): the one way the server and the `linden archive`/`restore` commands
+/// build a target from settings.
+pub fn open_target(config: &crate::Config) -> Result<Box<dyn ArchiveTarget>, SettingsError> {
+    check_settings(config)?;
+    let url = config.archive.as_str();
+    if url.starts_with("s3://") {
+        let settings = s3::S3Settings::from_config(config, &|k| std::env::var(k).ok())?;
+        tracing::debug!(
+            "archive {}: credentials from {}",
+            settings.describe(),
+            settings.credentials_from
+        );
+        return Ok(Box::new(s3::S3Target::new(&settings)?));
+    }
+    archive::open_file_url(url)
+        .map(|t| Box::new(t) as Box<dyn ArchiveTarget>)
+        .map_err(|e| SettingsError {
+            key: "archive",
+            message: e.to_string(),
+        })
 }
 
 impl Archiver {
-    /// Starts archiving `dir` to `config.archive`.
-    pub fn start(
-        config: &crate::Config,
-        dir: &Path,
-        seal: LogSeal,
-    ) -> Result<Archiver, ArchiveError> {
-        let target = open_target(&config.archive)?;
+    /// Starts archiving `dir` to `config.archive`. The message of a failure names the key
+    /// (or says the thread could not start).
+    pub fn start(config: &crate::Config, dir: &Path, seal: LogSeal) -> Result<Archiver, String> {
+        let target = open_target(config).map_err(|e| e.to_string())?;
         let inner = Arc::new(Inner {
             dir: dir.to_path_buf(),
             status: Mutex::new(ArchiveStatus {
@@ -119,15 +196,18 @@ impl Archiver {
             archived: Mutex::new(None),
             stop: AtomicBool::new(false),
             wake: (Mutex::new(false), Condvar::new()),
+            finishing: AtomicBool::new(false),
+            rounds: (Mutex::new(Round::default()), Condvar::new()),
         });
         let run = inner.clone();
         std::thread::Builder::new()
             .name("linden-archiver".into())
             .spawn(move || run.run())
-            .map_err(|e| ArchiveError::Io {
-                archive: inner.target.describe(),
-                file: "(archiver thread)".into(),
-                source: e,
+            .map_err(|e| {
+                format!(
+                    "archive {}: cannot start the archiver thread: {e}",
+                    inner.target.describe()
+                )
             })?;
         tracing::info!(
             "archiving snapshots and transaction logs to {} (a log file is sealed and archived at most {} s after its first batch)",
@@ -160,6 +240,53 @@ impl Archiver {
     pub fn nudge(&self) {
         *self.inner.wake.0.lock().unwrap_or_else(|p| p.into_inner()) = true;
         self.inner.wake.1.notify_all();
+    }
+
+    /// At a clean stop (writes are over): seals the log file being written and waits, at most
+    /// `timeout`, until the archive holds every local snapshot and sealed log file, retrying
+    /// failures every second meanwhile instead of backing off.
+    pub fn finish(&self, timeout: Duration) -> Finished {
+        let start = Instant::now();
+        let deadline = start + timeout;
+        let inner = &self.inner;
+        if let Err(e) = inner.seal.seal_if_due(Duration::ZERO) {
+            tracing::warn!(
+                "the transaction log file could not be sealed for the archive at shutdown: {e}; the batches in it are archived after the next start"
+            );
+        }
+        inner.finishing.store(true, Ordering::Relaxed);
+        let (lock, cv) = &inner.rounds;
+        let mut round = lock.lock().unwrap_or_else(|p| p.into_inner());
+        // A round that ends after this point counts local files afresh: the file just sealed
+        // and the shutdown snapshot included.
+        let after = round.done;
+        self.nudge();
+        loop {
+            if round.done > after && round.pending.is_empty() && round.error.is_none() {
+                let last_batch = self.status().last_batch;
+                return Finished::Complete {
+                    last_batch,
+                    seconds: start.elapsed().as_secs_f64(),
+                };
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                // No round ended since the seal: count the files now.
+                let pending = if round.done > after {
+                    round.pending.clone()
+                } else {
+                    inner.pending_files()
+                };
+                return Finished::Incomplete {
+                    pending,
+                    error: round.error.clone(),
+                };
+            }
+            round = cv
+                .wait_timeout(round, deadline - now)
+                .map(|(g, _)| g)
+                .unwrap_or_else(|p| p.into_inner().0);
+        }
     }
 }
 
@@ -210,9 +337,12 @@ impl Inner {
                     "the transaction log file could not be sealed for the archive: {e}; it is tried again in a second (the writer itself is not affected unless the log says so)"
                 ),
             }
-            let waiting = backoff.is_some_and(|(at, pause)| at.elapsed() < pause);
+            let finishing = self.finishing.load(Ordering::Relaxed);
+            let waiting = !finishing && backoff.is_some_and(|(at, pause)| at.elapsed() < pause);
             if !waiting {
-                match self.pass() {
+                let result = self.pass();
+                self.round_done(result.as_ref().err().map(ToString::to_string));
+                match result {
                     Ok(()) => {
                         if backoff.take().is_some() {
                             tracing::info!("archiving to {} works again", self.target.describe());
@@ -228,9 +358,10 @@ impl Inner {
                             s.failures += 1;
                             s.last_error = Some(msg.clone());
                         }
+                        let retry = if finishing { TICK } else { pause };
                         tracing::warn!(
                             "archiving failed: {msg}; retrying in {} s. Check that the archive is reachable and writable (and the archive settings); the server goes on serving and keeps the files until they are archived",
-                            pause.as_secs()
+                            retry.as_secs()
                         );
                     }
                 }
@@ -245,6 +376,34 @@ impl Inner {
                     .unwrap_or_else(|p| p.into_inner().0);
             }
             *woken = false;
+        }
+    }
+
+    /// Counts what a round left (the local files the archive does not hold yet), for
+    /// `Archiver::finish`.
+    fn round_done(&self, error: Option<String>) {
+        let pending = self.pending_files();
+        let (lock, cv) = &self.rounds;
+        let mut r = lock.lock().unwrap_or_else(|p| p.into_inner());
+        r.done += 1;
+        r.pending = pending;
+        r.error = error;
+        cv.notify_all();
+    }
+
+    /// The local files (sealed logs, snapshots) the archive does not hold yet.
+    fn pending_files(&self) -> Vec<String> {
+        match local_files(&self.dir) {
+            Ok((logs, snaps)) => {
+                let sealed = logs.len().saturating_sub(1);
+                logs[..sealed]
+                    .iter()
+                    .chain(snaps.iter())
+                    .map(|(_, n)| n.clone())
+                    .filter(|n| self.keeps(n))
+                    .collect()
+            }
+            Err(e) => vec![format!("(the data directory cannot be read: {e})")],
         }
     }
 

@@ -53,7 +53,9 @@
 //!   the connections: slow password hashes (of binds and of changes: one pool).
 //! - `audit`, `logs`: the audit and access logs (text or JSON lines).
 //! - `archive`: the archiver (snapshots and sealed log files copied to `archive`, checked,
-//!   retention), behind `persistence`.
+//!   retention, the last round at a clean stop), behind `persistence`; `archive::s3`, the
+//!   `s3://` target and its settings (`open_target` builds a target for the server and the
+//!   `linden archive`/`restore` commands alike).
 //! - `monitor`: cn=Monitor (the tree of the server's figures, who may read it);
 //!   `metrics`: the HTTP listener with `/metrics` (Prometheus/OpenMetrics), `/healthz` and
 //!   `/readyz`. Both read the same figures: `state::Counters`, the listeners, the store's
@@ -373,6 +375,41 @@ impl Server {
             Some(p) => p.snapshot(&sh.store, 100, persistence::SnapshotCause::Shutdown),
             None => Ok(None),
         }
+    }
+
+    /// At a clean stop, after the last write and the shutdown snapshot: seals the log and
+    /// archives what the archive lacks, for at most `archive_shutdown_timeout` seconds
+    /// (`archive::Archiver::finish`), and logs the outcome. `None` without an archive, or with
+    /// a timeout of 0.
+    pub fn finish_archive(&self) -> Option<archive::Finished> {
+        let sh = &self.shared;
+        let archiver = sh.persistence.as_ref()?.archiver.as_ref()?;
+        let timeout = sh.config().archive_shutdown_timeout;
+        if timeout == 0 {
+            return None;
+        }
+        let url = archiver.status().url;
+        tracing::info!(
+            "archiving what {url} lacks before stopping (at most {timeout} s: archive_shutdown_timeout)"
+        );
+        let done = archiver.finish(std::time::Duration::from_secs(timeout));
+        match &done {
+            archive::Finished::Complete {
+                last_batch,
+                seconds,
+            } => tracing::info!(
+                "the archive {url} holds every batch written (up to batch {last_batch}): archived in {seconds:.2} s"
+            ),
+            archive::Finished::Incomplete { pending, error } => tracing::warn!(
+                "archive_shutdown_timeout ({timeout} s) ran out before the archive {url} held everything: not archived yet: {}{}; these files stay in the data directory and the next start archives them",
+                pending.join(", "),
+                error
+                    .as_deref()
+                    .map(|e| format!(" (last failure: {e})"))
+                    .unwrap_or_default()
+            ),
+        }
+        Some(done)
     }
 
     /// Accepts connections until `shutdown` resolves. Snapshots are taken in the background

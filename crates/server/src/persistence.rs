@@ -201,7 +201,7 @@ pub(crate) fn open(
     } else {
         Some(
             crate::archive::Archiver::start(config, &dir, journal.seal_handle())
-                .map_err(|e| StartError::Config(format!("archive: {e}")))?,
+                .map_err(StartError::Config)?,
         )
     };
     let store = Store::with_journal(version, Box::new(journal));

@@ -45,4 +45,5 @@ pub fn csn_of_sid(csns: &[String], sid: &str) -> Option<String> {
 }
 
 pub mod notify;
+pub mod s3proxy;
 pub mod serve;

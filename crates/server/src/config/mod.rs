@@ -335,7 +335,8 @@ keys! {
     section "Archive";
 
     /// Where snapshots and sealed transaction-log files are copied (and verified) in the
-    /// background, for point-in-time restore: `file:///path` ("": no archive).
+    /// background, for point-in-time restore: `file:///path` or `s3://bucket/prefix` ("": no
+    /// archive).
     archive: String = String::new(), Str, Restart, flag "URL";
     /// Seconds after which the transaction-log file holding a batch is sealed and archived
     /// (the most a lost machine loses).
@@ -348,6 +349,24 @@ keys! {
     /// /readyz answers "not ready" while the archive lags more than this many seconds behind
     /// the newest write (0: the archive does not count for readiness).
     archive_ready_max_lag: u64 = 0, Int::<0>, Live, flag "SECONDS";
+    /// At a clean stop, the most seconds spent sealing the log and archiving what the archive
+    /// lacks (0: no final archiving); what is left is logged and archived by the next start.
+    archive_shutdown_timeout: u64 = 30, Int::<0>, Live, flag "SECONDS";
+    /// The endpoint of an S3-compatible server for an s3:// archive (https://host:port;
+    /// "": AWS, or AWS_ENDPOINT_URL).
+    archive_s3_endpoint: String = String::new(), Str, Restart, flag "URL";
+    /// The region of an s3:// archive ("": AWS_REGION, AWS_DEFAULT_REGION, else us-east-1).
+    archive_s3_region: String = String::new(), Str, Restart, flag "REGION";
+    /// The access key id of an s3:// archive (with archive_s3_secret_access_key; else
+    /// archive_s3_credentials_file, else AWS_ACCESS_KEY_ID).
+    archive_s3_access_key_id: String = String::new(), Str, Restart, flag "ID";
+    /// The secret access key of an s3:// archive (never logged or shown).
+    archive_s3_secret_access_key: Option<Hidden> = None, Opt(Secret), Restart, flag "SECRET";
+    /// A file holding the s3:// archive's aws_access_key_id and aws_secret_access_key (AWS's
+    /// credentials file, [default] or AWS_PROFILE, or plain key = value lines).
+    archive_s3_credentials_file: Option<PathBuf> = None, Opt(PathKind), Restart, flag "FILE";
+    /// Allow a plain http:// archive_s3_endpoint that is not a loopback address.
+    archive_s3_allow_http: bool = false, Bool, Restart, flag "BOOL";
 
     section "Schema and indexes";
 
@@ -632,7 +651,7 @@ impl Config {
             }
         }
         if !self.archive.is_empty() {
-            crate::archive::open_target(&self.archive).map_err(|e| format!("archive: {e}"))?;
+            crate::archive::check_settings(self).map_err(|e| e.to_string())?;
         }
         if self.max_incoming_bytes > tokio::sync::Semaphore::MAX_PERMITS {
             return Err(format!(
