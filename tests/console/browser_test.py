@@ -5,8 +5,9 @@
 A user logs in, browses to their entry, edits an attribute (checked over LDAP), is refused an
 edit the access rules forbid (the message shown); the administrator creates a person from the
 template, adds them to a group (memberOf checked), resets their password (the new one binds),
-searches with a filter and pages the results, and watches the dashboard's figures move while a
-bounded loop of LDAP searches runs; CSRF and session-fixation attempts are refused.
+searches with a filter and pages the results, reads the audit page, and watches the dashboard's
+operations and latency charts move while a bounded `linden bench` runs; the tree expands a node in
+place; CSRF and session-fixation attempts are refused.
 
 Usage: browser_test.py [--linden target/debug/linden] [--screenshots DIR]
 Prints "N passed, M failed" last; exits non-zero on a failure.
@@ -60,6 +61,7 @@ def check(name, cond, detail=""):
 def start_server(linden, tmp):
     conf = os.path.join(tmp, "linden.toml")
     with open(conf, "w") as f:
+        f.write('audit_log = "%s"\n' % os.path.join(tmp, "audit.log"))
         f.write(CONFIG)
     proc = subprocess.Popen(
         [linden, "serve", "--config", conf, "--data", os.path.join(tmp, "data"),
@@ -197,7 +199,28 @@ def run(linden, shots):
         check("the login gives a new session id (fixation refused)",
               sid and sid["value"] != "0123456789abcdef0123456789abcdef" and sid.get("httpOnly"), sid)
 
-        # Browse: the tree, down to alice's entry.
+        # The tree expands in place: a disclosure button per entry with children (a button, so
+        # the keyboard reaches it), aria-expanded, the children loaded by pages with "more…".
+        d.get(console + "/tree?dn=" + q("dc=example,dc=com"))
+        items = wait(d, lambda: d.find_elements(By.CSS_SELECTOR, "button.disclosure[aria-label*='ou=items']"),
+                     "the disclosure button of ou=items")[0]
+        check("a node's disclosure starts closed", items.get_attribute("aria-expanded") == "false")
+        items.send_keys(" ")  # the keyboard: Space on the focused button
+        shown = lambda: d.find_elements(By.XPATH, "//ul[@aria-label='Children of ou=items']/li/a[starts-with(text(), 'cn=item')]")
+        wait(d, lambda: len(shown()) == 100, "the first 100 children in place")
+        check("expanding a node shows its children in place", items.get_attribute("aria-expanded") == "true"
+              and "/tree?dn=" + q("dc=example,dc=com") in d.current_url, d.current_url)
+        d.execute_script("window.scrollTo(0, 0)")
+        shot(d, shots, "tree-expanded")
+        d.find_element(By.CSS_SELECTOR, "button.more").click()
+        wait(d, lambda: len(shown()) == 130, "the next page of children after more…")
+        check("more… adds the next page of children (100, then 130)", len(shown()) == 130, len(shown()))
+        items.click()
+        check("a second press closes the node", items.get_attribute("aria-expanded") == "false"
+              and not shown()[0].is_displayed())
+
+        # Browse by the links (as without the script): the tree, down to alice's entry.
+        d.get(console + "/tree")
         d.find_element(By.LINK_TEXT, "dc=example,dc=com").click()
         d.find_element(By.LINK_TEXT, "children").click()  # ou=groups, ou=items or ou=people
         d.get(console + "/tree?dn=" + q("ou=people,dc=example,dc=com"))
@@ -290,30 +313,41 @@ def run(linden, shots):
         second = len(d.find_elements(By.CSS_SELECTOR, "table.results tbody tr"))
         check("a filtered search pages its results (100, then 30)", (first, second) == (100, 30), (first, second))
 
-        # The dashboard's figures move while a bounded load runs.
+        # The audit page: the administrator sees the changes just made, newest first.
+        d.get(console + "/audit")
+        wait(d, lambda: "uid=carol" in d.find_element(By.ID, "audit-records").text or d.refresh(),
+             "carol's changes in the audit page")
+        check("the audit page shows the latest changes", "changetype: modify" in d.find_element(By.ID, "audit-records").text)
+        shot(d, shots, "audit")
+
+        # The dashboard's charts move while `linden bench` runs, bounded (500 compares a second
+        # for 8 s): compares, which nothing did before, so a new latency series appears.
         d.get(console + "/dashboard")
         wait(d, lambda: int(d.find_element(By.ID, "dashboard").get_attribute("data-updates") or 0) >= 2,
              "two dashboard updates")
-        stop = threading.Event()
-
-        def load():
-            c = admin_conn(url)
-            for _ in range(20000):  # bounded in count, and by the event below
-                if stop.is_set():
-                    break
-                c.search_s(ALICE, ldap.SCOPE_BASE, "(objectClass=*)", ["cn"])
-            c.unbind_s()
-
-        t = threading.Thread(target=load)
-        t.start()
+        latency_before = d.find_element(By.ID, "legend-latency").text
+        check("no compare latency before the load", "Compare" not in latency_before, latency_before)
+        bench = subprocess.Popen(
+            [linden, "bench", "compare", "--url", url, "--bind-dn", ADMIN_DN, "--password", ADMIN_PW,
+             "--dn", ALICE, "--compare-attr", "cn", "--compare-value", "Alice Liddell",
+             "--connections", "2", "--rate", "500", "--duration", "8", "--warmup", "0", "--quiet"],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         try:
             moved = wait(d, lambda: float(d.find_element(By.ID, "ops-total-rate").text.replace("–", "0") or 0) > 10,
                          "operations per second above 10")
-            check("the dashboard shows the load (operations per second)", moved)
+            check("the operations chart shows the load", moved)
+            lat = wait(d, lambda: "Compare p99" in d.find_element(By.ID, "legend-latency").text
+                       and d.find_element(By.ID, "legend-latency").text, "the compare latency in the chart")
+            check("the latency chart shows the load's operations (p50 and p99)",
+                  "Compare p50" in lat and d.find_elements(By.CSS_SELECTOR, "#chart-latency polyline"), lat)
             shot(d, shots, "dashboard")
         finally:
-            stop.set()
-            t.join(timeout=DEADLINE)
+            try:
+                out, _ = bench.communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                bench.kill()
+                out, _ = bench.communicate()
+        check("linden bench ran its bounded load", bench.returncode == 0, out)
     finally:
         if d is not None:
             d.quit()

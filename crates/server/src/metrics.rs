@@ -3,7 +3,7 @@
 //! - `GET /metrics`: the figures of cn=Monitor as OpenMetrics text (which Prometheus reads),
 //!   encoded by `prometheus-client` from the same counters at scrape time: counters
 //!   (`linden_*_total`), gauges and histograms (`linden_writer_commit_seconds`,
-//!   `linden_writer_batch_size`). Series are listed in docs/monitoring.md.
+//!   `linden_writer_batch_size`, `linden_operation_duration_seconds{op}`). Series are listed in docs/monitoring.md.
 //! - `GET /healthz`: 200 while the process serves (liveness).
 //! - `GET /readyz`: 200 once the data is loaded and every readiness condition holds
 //!   (`dit::monitor::Registry::readiness`: replication adds its own), 503 with the reason
@@ -208,6 +208,32 @@ fn histogram(
     scale: f64,
 ) -> fmt::Result {
     let mut m = e.encode_descriptor(name, help, None, MetricType::Histogram)?;
+    encode_histogram(&mut m, h, bounds, scale)
+}
+
+/// One histogram family: a histogram per label set (`histogram`'s buckets and scale).
+fn histogram_family(
+    e: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    series: &[(Labels, &Histogram)],
+    bounds: &[u64],
+    scale: f64,
+) -> fmt::Result {
+    let mut m = e.encode_descriptor(name, help, None, MetricType::Histogram)?;
+    for (labels, h) in series {
+        let mut s = m.encode_family(labels)?;
+        encode_histogram(&mut s, h, bounds, scale)?;
+    }
+    Ok(())
+}
+
+fn encode_histogram(
+    m: &mut prometheus_client::encoding::MetricEncoder<'_>,
+    h: &Histogram,
+    bounds: &[u64],
+    scale: f64,
+) -> fmt::Result {
     let cumulative = h.cumulative(bounds);
     let count = h.count();
     let mut buckets = Vec::with_capacity(bounds.len() + 1);
@@ -300,6 +326,19 @@ impl prometheus_client::collector::Collector for Figures {
             "Operations completed (answered, abandoned or cut off), by type.",
             MetricType::Counter,
             &per_op(&|t| load(c.completed(t))),
+        )?;
+        let timed: Vec<(Labels, &Histogram)> = OpType::ALL
+            .iter()
+            .filter(|t| t.response_tag().is_some())
+            .map(|&t| (vec![("op", t.name().to_ascii_lowercase())], c.latency(t)))
+            .collect();
+        histogram_family(
+            &mut e,
+            "operation_duration_seconds",
+            "Time from a request's dispatch to its result, by operation type.",
+            &timed,
+            &pow2_bounds(1, 24),
+            1e-6,
         )?;
         let t = &c.traffic;
         counter(

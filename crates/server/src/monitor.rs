@@ -10,6 +10,7 @@
 //!                                  Budget (monitorCounter)
 //!   cn=Listeners                   cn=Listener N: labeledURI, lindenConnectionsCurrent/Total
 //!   cn=Operations                  monitorOpInitiated/Completed, and per type (cn=Search, …)
+//!                                  with its latency (lindenP50 … in microseconds)
 //!   cn=Statistics                  cn=Bytes (sent), cn=Bytes Received, cn=Entries (sent)
 //!   cn=Writer                      cn=Batches, cn=Operations, cn=Queue Depth (monitorCounter),
 //!                                  cn=Batch Size, cn=Commit Latency (histograms: lindenP50 …)
@@ -215,14 +216,27 @@ pub(crate) fn tree(shared: &Shared) -> Node {
             let d = load(c.completed(t));
             initiated += i;
             completed += d;
-            Node::new(t.name(), "monitorOperation")
+            let n = Node::new(t.name(), "monitorOperation")
                 .attr("monitorOpInitiated", i)
-                .attr("monitorOpCompleted", d)
+                .attr("monitorOpCompleted", d);
+            if t.response_tag().is_none() {
+                return n;
+            }
+            // Microseconds from dispatch to result queued, since start.
+            let h = c.latency(t);
+            n.linden("lindenSum", h.sum())
+                .linden("lindenP50", h.quantile(0.5))
+                .linden("lindenP90", h.quantile(0.9))
+                .linden("lindenP99", h.quantile(0.99))
+                .linden("lindenP999", h.quantile(0.999))
+                .linden("lindenMax", h.max())
         })
         .collect();
     let operations = Node::container(
         "Operations",
-        "Operations initiated (dispatched) and completed (answered, abandoned or cut off).",
+        "Operations initiated (dispatched) and completed (answered, abandoned or cut off); per \
+     type, the latency from dispatch to result in microseconds since start (lindenP50, \
+     lindenP90, lindenP99, lindenP999, lindenMax; lindenSum: their total).",
     )
     .attr("monitorOpInitiated", initiated)
     .attr("monitorOpCompleted", completed)

@@ -43,6 +43,8 @@ pub(crate) struct Op {
     /// Controls attached to the operation's final response.
     pub response: Vec<Control<'static>>,
     pub log: Option<AccessLine>,
+    /// When the request was dispatched: the start of its latency and of its log's etime_us.
+    pub start: std::time::Instant,
     /// What it is, for the completed-operations counter bumped when the context ends.
     pub kind: crate::state::OpType,
     /// Whether it was counted as completed already: just before its result is sent, so that
@@ -121,12 +123,13 @@ impl Op {
         let pdu = self.result_pdu(tag, r);
         let rc = code_of(r);
         self.count_completed();
+        let elapsed = self.timed();
         match self.conn.try_send(pdu) {
             Ok(()) => {
-                self.conn.log_end(self.log.take(), rc, None);
+                self.conn.log_end(self.log.take(), rc, None, elapsed);
                 None
             }
-            Err(pdu) => Some(self.finish_with(pdu, rc, None)),
+            Err(pdu) => Some(self.finish_after(pdu, rc, None, elapsed)),
         }
     }
 
@@ -141,12 +144,35 @@ impl Op {
     /// Sends an already encoded final response carrying result code `rc`.
     pub async fn finish_with(mut self, pdu: Vec<u8>, rc: ResultCode, entries: Option<u64>) {
         self.count_completed();
+        let elapsed = self.timed();
+        self.finish_after(pdu, rc, entries, elapsed).await;
+    }
+
+    /// `finish_with` once the operation is counted and timed (`elapsed`).
+    async fn finish_after(
+        mut self,
+        pdu: Vec<u8>,
+        rc: ResultCode,
+        entries: Option<u64>,
+        elapsed: std::time::Duration,
+    ) {
         if let Some(n) = entries {
             let sent = &self.conn.shared.counters.traffic.entries_sent;
             sent.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
         }
         self.conn.send(pdu).await;
-        self.conn.log_end(self.log.take(), rc, entries);
+        self.conn.log_end(self.log.take(), rc, entries, elapsed);
+    }
+
+    /// The result is ready to be queued: the operation's latency, recorded in its type's
+    /// histogram (before the result leaves, as the completed counter, so that a client
+    /// holding the result finds it counted) and returned for the access log's etime_us: one
+    /// clock reading for both.
+    fn timed(&self) -> std::time::Duration {
+        let elapsed = self.start.elapsed();
+        let micros = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
+        self.conn.shared.counters.latency(self.kind).record(micros);
+        elapsed
     }
 
     /// The assertion control (RFC 4528) of the operation, if it carries one, to be checked for

@@ -87,11 +87,13 @@ fn kib(len: usize, budget: usize) -> u32 {
 }
 
 impl Conn {
-    /// The start of an access-log line for operation `op` by `who`, if the access log is on.
+    /// The start of an access-log line for operation `op` by `who`, received at `start`, if
+    /// the access log is on.
     pub(crate) fn log_start(
         &self,
         op: i32,
         who: &Identity,
+        start: std::time::Instant,
         what: impl FnOnce(&mut crate::logs::Line),
     ) -> Option<AccessLine> {
         if !self.shared.access_log.enabled() {
@@ -105,21 +107,21 @@ impl Conn {
             &who.dn,
         );
         what(&mut line);
-        Some(AccessLine {
-            line,
-            start: std::time::Instant::now(),
-        })
+        Some(AccessLine { line, start })
     }
 
-    /// Ends and queues an access-log line.
-    pub(crate) fn log_end(&self, l: Option<AccessLine>, rc: ResultCode, entries: Option<u64>) {
+    /// Ends and queues an access-log line: the operation took `elapsed` (`etime_us`).
+    pub(crate) fn log_end(
+        &self,
+        l: Option<AccessLine>,
+        rc: ResultCode,
+        entries: Option<u64>,
+        elapsed: std::time::Duration,
+    ) {
         if let Some(l) = l {
-            self.shared.access_log.write(crate::logs::access_finish(
-                l.line,
-                rc,
-                entries,
-                l.start.elapsed(),
-            ));
+            self.shared
+                .access_log
+                .write(crate::logs::access_finish(l.line, rc, entries, elapsed));
         }
     }
 

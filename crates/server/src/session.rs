@@ -211,9 +211,10 @@ async fn refuse(
     e: &LdapError,
 ) {
     if let Some(tag) = t.response_tag() {
-        let log = conn.log_start(id, identity, |l| describe(l, t, op));
+        let start = std::time::Instant::now();
+        let log = conn.log_start(id, identity, start, |l| describe(l, t, op));
         conn.send(result_pdu(id, tag, Err(e))).await;
-        conn.log_end(log, e.code, None);
+        conn.log_end(log, e.code, None, start.elapsed());
     }
 }
 
@@ -629,7 +630,10 @@ async fn dispatch(conn: &Arc<Conn>, pdu: &[u8], identity: &mut Arc<Identity>) ->
     let refer = referred(shared, &controls, &msg.op);
     // The context of the operation, for the connection's identity as it is when it starts.
     let op = |identity: &Arc<Identity>| {
-        let log = conn.log_start(id, identity, |l| {
+        // The one clock reading of the operation's start: its latency (cn=Monitor, /metrics)
+        // and the access log's etime_us both count from it.
+        let start = std::time::Instant::now();
+        let log = conn.log_start(id, identity, start, |l| {
             if proxied {
                 l.quoted("authzid", who.dn.as_bytes());
             }
@@ -643,6 +647,7 @@ async fn dispatch(conn: &Arc<Conn>, pdu: &[u8], identity: &mut Arc<Identity>) ->
             controls,
             response: Vec::new(),
             log,
+            start,
             kind: t,
             counted: false,
         }

@@ -27,6 +27,10 @@ pub struct Counters {
     /// gone), by `OpType as usize`.
     pub completed: Padded<[AtomicU64; OpType::COUNT]>,
     pub traffic: Padded<Traffic>,
+    /// Microseconds from a request's dispatch to its result ready to be queued, by `OpType as usize`
+    /// (types without a result keep none). The same two clock readings the access log's
+    /// `etime_us` is made of; each histogram on cache lines of its own.
+    pub latency: [Padded<store::stats::Histogram>; OpType::COUNT],
 }
 
 /// Bytes and entries on the wire.
@@ -171,6 +175,11 @@ impl Counters {
     /// The completed counter of `t`.
     pub fn completed(&self, t: OpType) -> &AtomicU64 {
         &self.completed.0[t as usize]
+    }
+
+    /// The latency histogram of `t` (microseconds, request dispatched to result queued).
+    pub fn latency(&self, t: OpType) -> &store::stats::Histogram {
+        &self.latency[t as usize].0
     }
 }
 

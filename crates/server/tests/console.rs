@@ -129,6 +129,7 @@ impl Served {
         Browser {
             addr: self.console,
             cookies: HashMap::new(),
+            tls: None,
         }
     }
 }
@@ -167,11 +168,16 @@ impl Resp {
     }
 }
 
-/// A minimal browser: one request a connection, the cookies it was given.
+/// A minimal browser: one request a connection, the cookies it was given; over TLS with
+/// `tls` (the roots it trusts).
 struct Browser {
     addr: SocketAddr,
     cookies: HashMap<String, String>,
+    tls: Option<Arc<rustls::ClientConfig>>,
 }
+
+trait Stream: Read + Write {}
+impl<T: Read + Write> Stream for T {}
 
 impl Browser {
     fn request(
@@ -181,9 +187,17 @@ impl Browser {
         body: Option<String>,
         extra: &[(&str, &str)],
     ) -> Resp {
-        let mut s = std::net::TcpStream::connect(self.addr).expect("connect");
-        s.set_read_timeout(Some(Duration::from_secs(30)))
+        let tcp = std::net::TcpStream::connect(self.addr).expect("connect");
+        tcp.set_read_timeout(Some(Duration::from_secs(30)))
             .expect("timeout");
+        let mut s: Box<dyn Stream> = match &self.tls {
+            None => Box::new(tcp),
+            Some(config) => {
+                let name = rustls::pki_types::ServerName::IpAddress(self.addr.ip().into());
+                let conn = rustls::ClientConnection::new(config.clone(), name).expect("tls");
+                Box::new(rustls::StreamOwned::new(conn, tcp))
+            }
+        };
         let mut req = format!(
             "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n",
             self.addr
@@ -208,7 +222,12 @@ impl Browser {
         req.push_str(&body);
         s.write_all(req.as_bytes()).expect("send");
         let mut raw = Vec::new();
-        s.read_to_end(&mut raw).expect("read");
+        match s.read_to_end(&mut raw) {
+            Ok(_) => {}
+            // A TLS peer that closes without close_notify: what came is the answer.
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof && !raw.is_empty() => {}
+            Err(e) => panic!("read: {e}"),
+        }
         let text = String::from_utf8_lossy(&raw).into_owned();
         let (head, body) = text.split_once("\r\n\r\n").expect("a header block");
         let mut lines = head.lines();
@@ -1007,4 +1026,162 @@ fn the_configuration_page_hides_secrets_and_needs_monitor_rights() {
     );
     assert!(!r.body.contains("cleartext-secret"));
     assert!(r.body.contains("id=\"last-reload\""));
+}
+
+/// The audit page: the administrator sees the change just made, newest first; anyone else
+/// gets 403 and why; with the audit log off, the page says how to turn it on.
+#[test]
+fn the_audit_page_shows_recent_changes_to_the_administrator_only() {
+    let logs = tempfile::tempdir().expect("tmp");
+    let file = logs.path().join("audit.log");
+    let path = file.clone();
+    let srv = Served::start(move |c| c.audit_log = server::logs::LogTarget::File(path));
+    let mut c = srv.admin();
+    c.modify(
+        ALICE,
+        vec![Mod::Replace(
+            "description",
+            std::collections::HashSet::from(["audit-marker-1"]),
+        )],
+    )
+    .expect("modify")
+    .success()
+    .expect("modified");
+    let mut admin = srv.browser();
+    assert_eq!(admin.login(ADMIN_DN, ADMIN_PW).status, 303);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let page = loop {
+        let r = admin.get("/audit");
+        assert_eq!(r.status, 200, "{}", r.body);
+        if r.body.contains("description: audit-marker-1") {
+            break r;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the change never showed: {}",
+            r.body
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(
+        page.body.contains(&file.display().to_string()),
+        "{}",
+        page.body
+    );
+    // Newest first: the modify before the adds that populated the directory.
+    let modify = page.body.find("audit-marker-1").expect("the modify");
+    let add = page
+        .body
+        .find("changetype: add")
+        .expect("the populating adds");
+    assert!(modify < add, "{}", page.body);
+    // Each record says who made it, when and from where.
+    assert!(
+        page.body.contains(" by=") && page.body.contains(" client=127.0.0.1:"),
+        "{}",
+        page.body
+    );
+
+    // Anyone else: 403, with the reason, and nothing of the log.
+    let mut alice = srv.browser();
+    assert_eq!(alice.login(ALICE, "alice-pw").status, 303);
+    let r = alice.get("/audit");
+    assert_eq!(r.status, 403);
+    assert!(r.body.contains("administrator"), "{}", r.body);
+    assert!(!r.body.contains("audit-marker-1"));
+
+    // With the audit log off: how to turn it on.
+    let off = Served::start(|_| {});
+    let mut admin = off.browser();
+    assert_eq!(admin.login(ADMIN_DN, ADMIN_PW).status, 303);
+    let r = admin.get("/audit");
+    assert_eq!(r.status, 200);
+    assert!(
+        r.body.contains("The audit log is off") && r.body.contains("audit_log"),
+        "{}",
+        r.body
+    );
+}
+
+/// Served over HTTPS with the server's certificate (`tls_cert`, `tls_key`): a client trusting
+/// the certificate's CA completes the handshake, and the cookies carry `Secure` (not so over
+/// plain HTTP on loopback: `login_pages_and_logout`).
+#[test]
+fn https_with_the_servers_certificate_and_secure_cookies() {
+    use common::pki::{subject, TestCa};
+    let pki = tempfile::tempdir().expect("tmp");
+    let ca = TestCa::new(subject(&[(
+        rcgen::DnType::CommonName,
+        "Linden console test CA",
+    )]));
+    let (cert, key) = ca.issue(
+        subject(&[(rcgen::DnType::CommonName, "127.0.0.1")]),
+        vec![rcgen::SanType::IpAddress(
+            std::net::Ipv4Addr::LOCALHOST.into(),
+        )],
+    );
+    let (cert_path, key_path) = (pki.path().join("server.pem"), pki.path().join("server.key"));
+    std::fs::write(&cert_path, cert.pem()).expect("write");
+    std::fs::write(&key_path, key.serialize_pem()).expect("write");
+    let srv = Served::start(move |c| {
+        c.console_plain_http = false;
+        c.tls_cert = Some(cert_path);
+        c.tls_key = Some(key_path);
+    });
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(ca.cert.der().clone()).expect("root");
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .expect("versions")
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    let mut b = srv.browser();
+    b.tls = Some(Arc::new(config));
+    let page = b.get("/login");
+    assert_eq!(page.status, 200);
+    assert!(page
+        .set_cookies()
+        .iter()
+        .any(|c| c.starts_with("linden_login=") && c.contains("Secure")));
+    let r = b.login(ALICE, "alice-pw");
+    assert_eq!(r.status, 303, "{}", r.body);
+    let cookie = r
+        .set_cookies()
+        .into_iter()
+        .find(|c| c.starts_with("linden_session="))
+        .expect("session cookie")
+        .to_string();
+    assert!(
+        cookie.contains("Secure")
+            && cookie.contains("HttpOnly")
+            && cookie.contains("SameSite=Strict"),
+        "{cookie}"
+    );
+    let tree = b.get("/tree");
+    assert_eq!(tree.status, 200, "{}", tree.body);
+    assert!(tree.body.contains("dc=example,dc=com"));
+
+    // A client that does not trust the CA does not complete the handshake.
+    let untrusting = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .expect("versions")
+    .with_root_certificates(rustls::RootCertStore::empty())
+    .with_no_client_auth();
+    let mut tcp = std::net::TcpStream::connect(srv.console).expect("connect");
+    tcp.set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("timeout");
+    let name = rustls::pki_types::ServerName::IpAddress(srv.console.ip().into());
+    let mut conn = rustls::ClientConnection::new(Arc::new(untrusting), name).expect("tls");
+    let mut handshake = Ok((0, 0));
+    while conn.is_handshaking() && handshake.is_ok() {
+        handshake = conn.complete_io(&mut tcp);
+    }
+    assert!(
+        handshake.is_err(),
+        "a client without the CA completed the handshake"
+    );
 }

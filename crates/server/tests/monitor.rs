@@ -495,6 +495,78 @@ fn metrics_health_and_readiness_over_http() {
     assert!(es.is_empty());
 }
 
+/// Each operation type's latency (dispatch to result) is a histogram in /metrics
+/// (`linden_operation_duration_seconds{op}`) and percentiles in cn=Monitor.
+#[test]
+fn operation_latency_by_type_in_metrics_and_cn_monitor() {
+    let srv = Monitored::start(|_| {});
+    let mut admin = srv.admin();
+    for _ in 0..5 {
+        admin
+            .search(
+                "ou=people,dc=example,dc=com",
+                Scope::Subtree,
+                "(uid=alice)",
+                vec!["cn"],
+            )
+            .expect("search")
+            .success()
+            .expect("ok");
+    }
+    admin
+        .compare("uid=alice,ou=people,dc=example,dc=com", "uid", "alice")
+        .expect("compare");
+    admin
+        .modify(
+            "uid=bob,ou=people,dc=example,dc=com",
+            vec![Mod::Replace("description", HashSet::from(["x"]))],
+        )
+        .expect("modify")
+        .success()
+        .expect("modified");
+    let m = parse_metrics(&http(srv.metrics, "GET", "/metrics").2);
+    let count = |op: &str| m[&format!(r#"linden_operation_duration_seconds_count{{op="{op}"}}"#)];
+    assert!(count("search") >= 5.0, "{m:?}");
+    assert_eq!(count("compare"), 1.0);
+    assert_eq!(count("modify"), 1.0);
+    assert!(count("bind") >= 1.0);
+    assert_eq!(count("add"), 0.0);
+    for op in ["search", "modify"] {
+        let inf = format!(r#"linden_operation_duration_seconds_bucket{{le="+Inf",op="{op}"}}"#);
+        let series: Vec<&String> = m
+            .keys()
+            .filter(|k| k.starts_with("linden_operation_duration"))
+            .collect();
+        assert_eq!(m.get(&inf), Some(&count(op)), "{inf} in {series:?}");
+        assert!(m[&format!(r#"linden_operation_duration_seconds_sum{{op="{op}"}}"#)] > 0.0);
+    }
+    // Operations without a result have no latency.
+    assert!(!m
+        .keys()
+        .any(|k| k.starts_with("linden_operation_duration_seconds") && k.contains("unbind")));
+
+    let (all, rc) = monitor(
+        &mut admin,
+        "cn=Operations,cn=Monitor",
+        Scope::OneLevel,
+        "(objectClass=*)",
+    );
+    assert_eq!(rc, 0);
+    let search = &all["cn=Search,cn=Operations,cn=Monitor"];
+    let (p50, p90, p99, max) = (
+        figure(search, "lindenP50"),
+        figure(search, "lindenP90"),
+        figure(search, "lindenP99"),
+        figure(search, "lindenMax"),
+    );
+    assert!(p50 <= p90 && p90 <= p99 && p99 <= max, "{search:?}");
+    assert!(figure(search, "lindenSum") >= max, "{search:?}");
+    assert!(figure(&all["cn=Modify,cn=Operations,cn=Monitor"], "lindenMax") > 0);
+    assert!(!all["cn=Unbind,cn=Operations,cn=Monitor"]
+        .attrs
+        .contains_key("lindenP50"));
+}
+
 #[test]
 fn json_access_log_is_one_object_per_line() {
     let dir = tempfile::tempdir().expect("tmp");

@@ -13,6 +13,7 @@ mod common;
 use std::collections::HashSet;
 use std::path::Path;
 
+use common::pki::{subject, TestCa};
 use common::{tool, tool_env, TestServer, ADMIN_DN, ADMIN_PW};
 use ldap3::{LdapConn, LdapConnSettings, Mod, Scope, SearchEntry};
 
@@ -176,47 +177,6 @@ fn tls_can_be_required_for_binds_and_writes() {
 /// The entry the client certificate names. (rcgen keeps one value per attribute type in a
 /// subject, so the test uses a naming context with a single-component DN.)
 const CERT_USER: &str = "cn=alice,o=linden";
-
-/// A certificate authority made for a test, and the certificates it issues.
-struct TestCa {
-    cert: rcgen::Certificate,
-    key: rcgen::KeyPair,
-}
-
-/// A subject of the given (type, value) parts, in the order given.
-fn subject(parts: &[(rcgen::DnType, &str)]) -> rcgen::DistinguishedName {
-    let mut dn = rcgen::DistinguishedName::new();
-    for (t, v) in parts {
-        dn.push(t.clone(), *v);
-    }
-    dn
-}
-
-impl TestCa {
-    fn new(name: rcgen::DistinguishedName) -> TestCa {
-        use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
-        let key = KeyPair::generate().expect("key");
-        let mut ca = CertificateParams::new(vec![]).expect("params");
-        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        ca.distinguished_name = name;
-        let cert = ca.self_signed(&key).expect("ca");
-        TestCa { cert, key }
-    }
-
-    /// A certificate for `name` (and the host names and addresses `sans`), with its key.
-    fn issue(
-        &self,
-        name: rcgen::DistinguishedName,
-        sans: Vec<rcgen::SanType>,
-    ) -> (rcgen::Certificate, rcgen::KeyPair) {
-        let key = rcgen::KeyPair::generate().expect("key");
-        let mut p = rcgen::CertificateParams::new(vec![]).expect("params");
-        p.distinguished_name = name;
-        p.subject_alt_names = sans;
-        let cert = p.signed_by(&key, &self.cert, &self.key).expect("cert");
-        (cert, key)
-    }
-}
 
 /// Writes `pem` to `dir/name` and returns the path.
 fn write_pem(dir: &Path, name: &str, pem: String) -> String {

@@ -6,6 +6,7 @@
 //!   in-process, bound as the logged-in identity (no second way to read or change data).
 //! - `sessions`: the session cookie, its CSRF token, the idle timeout and the session limit.
 //! - `pages`: the HTML of each page (escaped on output; no inline script or style).
+//! - `audit`: the recent records of the audit log file, read from its end (the audit page).
 //! - `assets/`: one style sheet and one script, embedded in the binary.
 //!
 //! Served by hyper (HTTP/1.1) as `/metrics` is: at most `MAX_CONNECTIONS` connections at once,
@@ -13,6 +14,7 @@
 //! `MAX_FORM_BYTES`. Every response carries a strict Content-Security-Policy, `X-Frame-Options:
 //! DENY` and `Cache-Control: no-store`.
 
+mod audit;
 pub mod client;
 mod pages;
 pub mod sessions;

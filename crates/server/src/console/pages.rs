@@ -63,6 +63,30 @@ impl Cx<'_> {
             esc(&self.session.csrf)
         )
     }
+    /// The page of a paged search (`PAGE_SIZE` entries, Simple Paged Results) that the
+    /// request's `page=` cookie asks for, run on `c` (the session's connection, locked by the
+    /// caller); a broken connection gives the page to answer instead.
+    async fn search_page(
+        &self,
+        c: &mut super::client::Client,
+        base: &str,
+        scope: Scope,
+        filter: Filter<'static>,
+        attrs: &[&str],
+    ) -> Result<super::client::Found, Resp> {
+        let cookie = unhex(self.q("page")).unwrap_or_default();
+        c.search(&Query {
+            base,
+            scope,
+            filter,
+            attrs,
+            page: PAGE_SIZE,
+            cookie: &cookie,
+            max_entries: PAGE_SIZE as usize,
+        })
+        .await
+        .map_err(|e| self.broken(e))
+    }
     /// The page for an LDAP connection that failed (not a result the server gave).
     fn broken(&self, e: ClientError) -> Resp {
         if matches!(e, ClientError::Closed) {
@@ -100,6 +124,7 @@ pub(crate) async fn route(cx: Cx<'_>, path: &str) -> Resp {
         "/schema" => schema_page(&cx).await,
         "/dashboard" => dashboard(&cx).await,
         "/config" => config_page(&cx).await,
+        "/audit" => audit_page(&cx).await,
         "/api/monitor" => monitor_json(&cx).await,
         _ => html(
             StatusCode::NOT_FOUND,
@@ -122,7 +147,8 @@ pub(crate) fn layout(title: &str, session: Option<&Arc<Session>>, body: &str) ->
              <ul><li><a href=\"/tree\">Tree</a></li><li><a href=\"/search\">Search</a></li>\
              <li><a href=\"/create\">New entry</a></li><li><a href=\"/groups\">Groups</a></li>\
              <li><a href=\"/password\">Password</a></li><li><a href=\"/schema\">Schema</a></li>\
-             <li><a href=\"/dashboard\">Dashboard</a></li><li><a href=\"/config\">Configuration</a></li></ul>\
+             <li><a href=\"/dashboard\">Dashboard</a></li><li><a href=\"/config\">Configuration</a></li>\
+             <li><a href=\"/audit\">Audit log</a></li></ul>\
              <form method=\"post\" action=\"/logout\" class=\"logout\">\
              <input type=\"hidden\" name=\"csrf\" value=\"{}\">\
              <span class=\"who\" title=\"Logged in as\">{}</span> \
@@ -165,6 +191,18 @@ pub(crate) fn login(token: &str, next: &str, error: Option<&str>) -> String {
         esc(next)
     );
     b
+}
+
+/// The link to the page after `found` (`href`, HTML-escaped, with the `page=` cookie added),
+/// or nothing after the last page.
+fn next_page_link(found: &super::client::Found, href: &str, text: &str) -> String {
+    if found.next.is_empty() {
+        return String::new();
+    }
+    format!(
+        "<p><a rel=\"next\" id=\"next-page\" href=\"{href}&amp;page={}\">{text}</a></p>",
+        hex(&found.next)
+    )
 }
 
 fn result_note(o: &Outcome) -> String {
@@ -319,21 +357,18 @@ async fn tree(cx: &Cx<'_>) -> Resp {
         b.push_str("</ul>");
         return cx.page("Directory tree", &b);
     }
-    let cookie = unhex(cx.q("page")).unwrap_or_default();
-    let found = match c
-        .search(&Query {
-            base: &dn,
-            scope: Scope::One,
-            filter: every(),
-            attrs: &["hasSubordinates", "objectClass"],
-            page: PAGE_SIZE,
-            cookie: &cookie,
-            max_entries: PAGE_SIZE as usize,
-        })
+    let found = match cx
+        .search_page(
+            &mut c,
+            &dn,
+            Scope::One,
+            every(),
+            &["hasSubordinates", "objectClass"],
+        )
         .await
     {
         Ok(f) => f,
-        Err(e) => return cx.broken(e),
+        Err(r) => return r,
     };
     drop(c);
     let mut b = String::new();
@@ -374,15 +409,11 @@ async fn tree(cx: &Cx<'_>) -> Resp {
         );
     }
     b.push_str("</ul>");
-    if !found.next.is_empty() {
-        let _ = write!(
-            b,
-            "<p><a rel=\"next\" href=\"/tree?dn={}&amp;page={}\">Next {} entries</a></p>",
-            enc(&dn),
-            hex(&found.next),
-            PAGE_SIZE
-        );
-    }
+    b.push_str(&next_page_link(
+        &found,
+        &format!("/tree?dn={}", enc(&dn)),
+        &format!("Next {PAGE_SIZE} entries"),
+    ));
     cx.page("Directory tree", &b)
 }
 
@@ -1263,25 +1294,14 @@ async fn search(cx: &Cx<'_>) -> Resp {
     if want.is_empty() {
         want.push("1.1");
     }
-    let cookie = unhex(cx.q("page")).unwrap_or_default();
-    let r = cx
-        .session
-        .client
-        .lock()
-        .await
-        .search(&Query {
-            base: &base,
-            scope: scope_of(scope),
-            filter,
-            attrs: &want,
-            page: PAGE_SIZE,
-            cookie: &cookie,
-            max_entries: PAGE_SIZE as usize,
-        })
-        .await;
+    let r = {
+        let mut c = cx.session.client.lock().await;
+        cx.search_page(&mut c, &base, scope_of(scope), filter, &want)
+            .await
+    };
     let found = match r {
         Ok(f) => f,
-        Err(e) => return cx.broken(e),
+        Err(r) => return r,
     };
     let _ = write!(b, "<section aria-live=\"polite\"><h2>Results</h2><p>Filter <code>{}</code>: {} entries on this page.</p>", esc(&filter_text), found.entries.len());
     if !found.outcome.ok() {
@@ -1320,9 +1340,11 @@ async fn search(cx: &Cx<'_>) -> Resp {
         .map(|(k, v)| format!("{}={}", enc(k), enc(v)))
         .collect::<Vec<_>>()
         .join("&amp;");
-    if !found.next.is_empty() {
-        let _ = write!(b, "<p><a rel=\"next\" id=\"next-page\" href=\"/search?{qs}&amp;page={}\">Next {PAGE_SIZE} results</a></p>", hex(&found.next));
-    }
+    b.push_str(&next_page_link(
+        &found,
+        &format!("/search?{qs}"),
+        &format!("Next {PAGE_SIZE} results"),
+    ));
     let _ = write!(b, "<p><a href=\"/search.ldif?{qs}\" download>Export all results as LDIF</a> (at most {MAX_EXPORT_ENTRIES} entries, all their attributes)</p></section>");
     cx.page("Search", &b)
 }
@@ -1464,21 +1486,12 @@ async fn groups(cx: &Cx<'_>) -> Resp {
     let Ok(f) = Filter::parse(&filter) else {
         return super::text(StatusCode::BAD_REQUEST, "bad member DN\n");
     };
-    let cookie = unhex(cx.q("page")).unwrap_or_default();
-    let found = match c
-        .search(&Query {
-            base: &base,
-            scope: Scope::Subtree,
-            filter: f,
-            attrs: &["cn", "description"],
-            page: PAGE_SIZE,
-            cookie: &cookie,
-            max_entries: PAGE_SIZE as usize,
-        })
+    let found = match cx
+        .search_page(&mut c, &base, Scope::Subtree, f, &["cn", "description"])
         .await
     {
         Ok(f) => f,
-        Err(e) => return cx.broken(e),
+        Err(r) => return r,
     };
     drop(c);
     if !found.outcome.ok() {
@@ -1498,15 +1511,11 @@ async fn groups(cx: &Cx<'_>) -> Resp {
     if found.entries.is_empty() {
         b.push_str("<p>None.</p>");
     }
-    if !found.next.is_empty() {
-        let _ = write!(
-            b,
-            "<p><a rel=\"next\" href=\"/groups?member={}&amp;base={}&amp;page={}\">Next {PAGE_SIZE}</a></p>",
-            enc(&member),
-            enc(&base),
-            hex(&found.next)
-        );
-    }
+    b.push_str(&next_page_link(
+        &found,
+        &format!("/groups?member={}&amp;base={}", enc(&member), enc(&base)),
+        &format!("Next {PAGE_SIZE}"),
+    ));
     if member.is_empty() {
         let _ = write!(
             b,
@@ -1866,6 +1875,7 @@ async fn dashboard(cx: &Cx<'_>) -> Resp {
         <figure class=\"chart\"><figcaption>Open connections: <strong id=\"conn-now\">–</strong></figcaption><svg id=\"chart-conn\" viewBox=\"0 0 600 200\" role=\"img\" aria-label=\"Open connections\"></svg></figure>\
         <figure class=\"chart\"><figcaption>Writer batches per second: <strong id=\"batch-rate\">–</strong></figcaption><svg id=\"chart-batches\" viewBox=\"0 0 600 200\" role=\"img\" aria-label=\"Writer batches per second\"></svg></figure>\
         <figure class=\"chart\"><figcaption>Commit (fsync) latency, µs: p50 <strong id=\"commit-p50\">–</strong>, p99 <strong id=\"commit-p99\">–</strong></figcaption><svg id=\"chart-commit\" viewBox=\"0 0 600 200\" role=\"img\" aria-label=\"Commit latency percentiles\"></svg><ul class=\"legend\" id=\"legend-commit\"></ul></figure>\
+        <figure class=\"chart\"><figcaption>Operation latency, µs (dispatch to result, since start): p50 and p99 by type</figcaption><svg id=\"chart-latency\" viewBox=\"0 0 600 200\" role=\"img\" aria-label=\"Operation latency percentiles by type\"></svg><ul class=\"legend\" id=\"legend-latency\"></ul></figure>\
         </div>\
         <h2>Every figure</h2><p class=\"hint\">Credential cache, snapshots, reloads, disk, memory, replication (per consumer and provider) and the rest, as cn=Monitor shows them to you; updated live.</p>\
         <table class=\"results\" id=\"figures\"><thead><tr><th scope=\"col\">Entry</th><th scope=\"col\">Figures</th></tr></thead><tbody></tbody></table></div>";
@@ -2032,4 +2042,126 @@ async fn config_page(cx: &Cx<'_>) -> Resp {
     }
     b.push_str("</table>");
     cx.page("Configuration", &b)
+}
+
+/// Records of the audit log on one page of `/audit`.
+pub const AUDIT_PAGE: usize = 20;
+
+/// The recent records of the audit log, newest first (`console::audit`), for the
+/// administrator (`admin_dn`) only: the log holds every change with its values, which the
+/// access rules may hide from anyone else (a `monitor_readers` identity included).
+async fn audit_page(cx: &Cx<'_>) -> Resp {
+    let shared = &cx.console.shared;
+    let admin = shared
+        .parse_dn(cx.session.dn.as_bytes())
+        .is_ok_and(|(_, n)| n == shared.admin);
+    if !admin {
+        return html(
+            StatusCode::FORBIDDEN,
+            layout(
+                "Audit log",
+                Some(cx.session),
+                "<p class=\"error\" role=\"alert\">The audit log is shown to the administrator \
+                 (<code>admin_dn</code>) only: it holds every change with its values, which the \
+                 access rules may hide from you.</p>",
+            ),
+        );
+    }
+    let path =
+        match &shared.config().audit_log {
+            crate::logs::LogTarget::File(p) => p.clone(),
+            crate::logs::LogTarget::Off => return cx.page(
+                "Audit log",
+                "<p class=\"note\">The audit log is off. To record every change (who, when, from \
+                 where, and what, as LDIF) and see the latest here, set <code>audit_log = \
+                 \"/var/log/linden/audit.log\"</code> in the configuration file (or \
+                 <code>--audit-log FILE</code>, <code>LINDEN_AUDIT_LOG</code>) and reload \
+                 (<code>linden reload</code> or SIGHUP): the key is live.</p>",
+            ),
+            crate::logs::LogTarget::Stdout => {
+                return cx.page(
+                    "Audit log",
+                    "<p class=\"note\">The audit log goes to standard output (the journal, under \
+                 systemd), which the console cannot read back. To see the latest changes here, \
+                 set <code>audit_log</code> to a file (e.g. \
+                 <code>\"/var/log/linden/audit.log\"</code>) and reload.</p>",
+                )
+            }
+        };
+    let before = cx.q("before").parse::<u64>().ok();
+    let file = path.clone();
+    let read =
+        tokio::task::spawn_blocking(move || super::audit::read_page(&file, before, AUDIT_PAGE))
+            .await;
+    let page = match read {
+        Ok(Ok(p)) => p,
+        Ok(Err(e)) => {
+            return html(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                layout(
+                    "Audit log",
+                    Some(cx.session),
+                    &format!(
+                        "<p class=\"error\" role=\"alert\">Cannot read the audit log {}: {}</p>",
+                        esc(&path.display().to_string()),
+                        esc(&e.to_string())
+                    ),
+                ),
+            )
+        }
+        Err(_) => {
+            return super::text(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the audit log could not be read\n",
+            )
+        }
+    };
+    let mut b = String::new();
+    let _ = write!(
+        b,
+        "<p>The last changes recorded in <code>{}</code> ({} bytes now), newest first, {AUDIT_PAGE} a page. \
+         After logrotate moved it, this shows what the new file holds.</p>",
+        esc(&path.display().to_string()),
+        page.size
+    );
+    if page.restarted {
+        b.push_str(
+            "<p class=\"note\" role=\"status\">The file changed since the previous page (it was \
+             rotated): these are the newest records of the file as it is now.</p>",
+        );
+    }
+    if page.records.is_empty() {
+        b.push_str("<p class=\"note\">No change recorded here yet.</p>");
+    }
+    b.push_str("<ol class=\"audit\" id=\"audit-records\">");
+    for (at, text, cut) in &page.records {
+        let _ = write!(b, "<li id=\"at-{at}\"><pre>{}</pre>", esc(text));
+        if *cut > 0 {
+            let _ = write!(
+                b,
+                "<p class=\"hint\">… {cut} more bytes: read the file for the whole record.</p>"
+            );
+        }
+        b.push_str("</li>");
+    }
+    b.push_str("</ol>");
+    if page.too_large {
+        let _ = write!(
+            b,
+            "<p class=\"note\">A record larger than {} MiB stops this page: read the file for older records.</p>",
+            super::audit::MAX_PAGE_BYTES >> 20
+        );
+    }
+    b.push_str("<p class=\"actions\">");
+    if before.is_some() {
+        b.push_str("<a href=\"/audit\">Newest</a> ");
+    }
+    if let Some(older) = page.older.filter(|_| !page.too_large) {
+        let _ = write!(
+            b,
+            "<a rel=\"next\" href=\"/audit?before={older}\">Older</a>"
+        );
+    }
+    b.push_str("</p>");
+    cx.page("Audit log", &b)
 }

@@ -2,6 +2,7 @@
 //! when the handle drops. Administrator `cn=admin,dc=example,dc=com`, password `secret`.
 #![allow(dead_code)]
 
+pub mod pki;
 pub mod raw;
 pub mod slapd;
 

@@ -82,8 +82,15 @@ function dashboard(root) {
   var every = parseInt(root.getAttribute("data-interval"), 10) || 2000;
   var status = document.getElementById("dash-status");
   var prev = null; // {t, ops: {type: completed}, batches}
-  var hist = { ops: {}, conn: { open: [] }, batches: { batches: [] }, commit: { p50: [], p99: [] } };
+  var hist = { ops: {}, conn: { open: [] }, batches: { batches: [] }, commit: { p50: [], p99: [] }, latency: {} };
   var updates = 0;
+
+  // Adds `v` to series `name` of `group`; a series seen for the first time starts with zeros
+  // for the updates before it, so that its points line up with the others'.
+  function pushAligned(group, name, v) {
+    if (!group[name]) { group[name] = []; for (var i = 0; i < Math.min(updates, KEEP - 1); i++) { group[name].push(0); } }
+    push(group[name], v);
+  }
 
   function fill(list) {
     var tbody = document.querySelector("#figures tbody");
@@ -114,11 +121,20 @@ function dashboard(root) {
       var data = res.body;
       var byDn = {};
       var ops = {};
+      var latency = {};
       data.entries.forEach(function (e) {
         byDn[e.dn.toLowerCase()] = e.a;
         var m = /^cn=([^,]+),cn=Operations,cn=Monitor$/i.exec(e.dn);
         if (m && e.a.monitorOpCompleted !== undefined) { ops[m[1]] = parseFloat(e.a.monitorOpCompleted); }
+        // Types that completed operations and have a latency (not unbind, abandon).
+        if (m && e.a.lindenP50 !== undefined && parseFloat(e.a.monitorOpCompleted) > 0) {
+          latency[m[1] + " p50"] = parseFloat(e.a.lindenP50);
+          latency[m[1] + " p99"] = parseFloat(e.a.lindenP99);
+        }
       });
+      var names = {};
+      Object.keys(hist.latency).concat(Object.keys(latency)).forEach(function (k) { names[k] = true; });
+      Object.keys(names).forEach(function (k) { pushAligned(hist.latency, k, latency[k] || 0); });
       var batches = figure(byDn, "cn=Batches,cn=Writer,cn=Monitor", "monitorCounter");
       if (prev) {
         var dt = Math.max((data.t - prev.t) / 1000, 0.001);
@@ -146,6 +162,7 @@ function dashboard(root) {
       draw(document.getElementById("chart-conn"), hist.conn);
       draw(document.getElementById("chart-batches"), hist.batches);
       draw(document.getElementById("chart-commit"), hist.commit, "legend-commit");
+      draw(document.getElementById("chart-latency"), hist.latency, "legend-latency");
       fill(data.entries);
       prev = { t: data.t, ops: ops, batches: batches };
       updates += 1;
@@ -162,8 +179,93 @@ function dashboard(root) {
   tick();
 }
 
+// The tree: a disclosure button per entry with children, which loads the children in place
+// (the tree page of that entry, /tree?dn=…, read for its list: the same paged search, 100 at
+// a time) with a "more…" button for each further page. Without this script the "children"
+// links lead to those pages.
+function enhanceTree(ul) {
+  Array.prototype.forEach.call(ul.children, function (li) {
+    if (li.tagName !== "LI" || li.getAttribute("data-enhanced")) { return; }
+    li.setAttribute("data-enhanced", "1");
+    var link = li.querySelector(":scope > a[href^='/tree?']");
+    if (!link) { return; }
+    var name = (li.querySelector(":scope > a") || link).textContent;
+    var mark = li.querySelector(":scope > .mark");
+    var button = document.createElement("button");
+    button.type = "button";
+    button.className = "disclosure";
+    button.setAttribute("aria-expanded", "false");
+    button.setAttribute("aria-label", "Show the children of " + name);
+    button.textContent = "▸";
+    if (mark) { li.replaceChild(button, mark); } else { li.insertBefore(button, li.firstChild); }
+    var list = null;
+    button.addEventListener("click", function () {
+      if (list) {
+        var open = button.getAttribute("aria-expanded") === "true";
+        list.hidden = open;
+        button.setAttribute("aria-expanded", open ? "false" : "true");
+        button.textContent = open ? "▸" : "▾";
+        return;
+      }
+      list = document.createElement("ul");
+      list.className = "tree";
+      list.setAttribute("aria-label", "Children of " + name);
+      li.appendChild(list);
+      button.setAttribute("aria-expanded", "true");
+      button.textContent = "▾";
+      loadInto(list, link.getAttribute("href"));
+    });
+  });
+}
+
+// Appends the entries of tree page `href` to `list`, and a "more…" button for the next page.
+function loadInto(list, href) {
+  var status = document.createElement("li");
+  status.className = "hint";
+  status.setAttribute("role", "status");
+  status.textContent = "Loading…";
+  list.appendChild(status);
+  fetch(href, { credentials: "same-origin", cache: "no-store" }).then(function (r) {
+    return r.text().then(function (t) { return { ok: r.ok, text: t }; });
+  }).then(function (res) {
+    var doc = new DOMParser().parseFromString(res.text, "text/html");
+    var src = doc.querySelector("main ul.tree") || doc.querySelector("ul.tree");
+    list.removeChild(status);
+    if (!res.ok || !src) {
+      var err = document.createElement("li");
+      err.className = "error";
+      err.setAttribute("role", "alert");
+      err.textContent = "The children cannot be shown: " + (doc.title || "error");
+      list.appendChild(err);
+      return;
+    }
+    Array.prototype.slice.call(src.children).forEach(function (li) {
+      list.appendChild(document.importNode(li, true));
+    });
+    enhanceTree(list);
+    var next = doc.querySelector("a[rel=next]");
+    if (next) {
+      var more = document.createElement("li");
+      var b = document.createElement("button");
+      b.type = "button";
+      b.className = "small more";
+      b.textContent = "more…";
+      b.addEventListener("click", function () {
+        list.removeChild(more);
+        loadInto(list, next.getAttribute("href"));
+      });
+      more.appendChild(b);
+      list.appendChild(more);
+    }
+  }).catch(function (err) {
+    status.textContent = "The children cannot be shown: " + err;
+    status.className = "error";
+  });
+}
+
 document.addEventListener("DOMContentLoaded", function () {
   confirmDangerous();
+  document.querySelectorAll("main ul.tree").forEach(enhanceTree);
   var d = document.getElementById("dashboard");
   if (d) { dashboard(d); }
 });
