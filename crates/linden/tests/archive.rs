@@ -742,7 +742,9 @@ fn an_unreachable_s3_endpoint_stops_no_write_and_catches_up() {
         log.contains("archiving failed: archive s3://linden/servers/a"),
         "{log}"
     );
-    assert!(log.contains("retrying in"), "{log}");
+    // Backing off: the pause doubles after each failure.
+    assert!(log.contains("retrying in 1 s"), "{log}");
+    assert!(log.contains("retrying in 2 s"), "{log}");
     assert!(
         !log.contains(s3proxy::SECRET),
         "the secret is never logged: {log}"
