@@ -328,7 +328,9 @@ pub fn put_back(rec: &Recovered, u: &Undo<'_>, started: Instant) -> anyhow::Resu
             continue;
         }
         let gdn = e.dn();
-        let names: Vec<&str> = want.iter().map(|w| w.0.as_str()).collect();
+        let mut names: Vec<&str> = want.iter().map(|w| w.0.as_str()).collect();
+        names.sort_unstable();
+        names.dedup();
         let ldap3::SearchResult(found, r) = conn
             .with_timeout(OP_TIMEOUT)
             .search(gdn, Scope::Base, "(objectClass=*)", names)
