@@ -62,6 +62,55 @@ pub fn build(
     input: &[InputAttr<'_>],
     trusted: bool,
 ) -> LdapResult<NewEntry> {
+    let trust = if trusted { Trust::Import } else { Trust::None };
+    build_with(shared, dn, input, trust)
+}
+
+/// Which server-kept attributes an add may carry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trust {
+    /// None: a client's add.
+    None,
+    /// The Relax Rules control (draft-zeilenga-ldap-relax): the `RELAXABLE` ones, for the
+    /// administrator (`admin`; anyone else is refused with insufficientAccessRights when the
+    /// add carries one).
+    Relax { admin: bool },
+    /// All of them: an import of server-written data.
+    Import,
+}
+
+/// The server-kept attributes the Relax Rules control lets the administrator set on an add,
+/// as slapd does: what an entry put back from a backup must keep to be the same entry. Not
+/// entryCSN (the change is stamped by the server that makes it, so consumers order it).
+pub const RELAXABLE: [&str; 5] = [
+    "entryUUID",
+    "createTimestamp",
+    "creatorsName",
+    "modifyTimestamp",
+    "modifiersName",
+];
+
+/// Whether `ty` is one of `RELAXABLE`.
+pub fn is_relaxable(shared: &Dit, ty: AttrId) -> bool {
+    let k = &shared.known;
+    [
+        k.entry_uuid,
+        k.create_timestamp,
+        k.creators_name,
+        k.modify_timestamp,
+        k.modifiers_name,
+    ]
+    .contains(&ty)
+}
+
+/// `build`, with the server-kept attributes `trust` allows.
+pub fn build_with(
+    shared: &Dit,
+    dn: &[u8],
+    input: &[InputAttr<'_>],
+    trust: Trust,
+) -> LdapResult<NewEntry> {
+    let trusted = trust == Trust::Import;
     let schema = &*shared.schema();
     let schema::NewDn {
         text: dn,
@@ -81,8 +130,17 @@ pub fn build(
     for (desc, values) in input {
         let (ty, options) = resolve_attr(schema, desc)?;
         let name = schema.attr(ty).name();
-        if !trusted {
-            check_user_modifiable(schema, ty, name)?;
+        match trust {
+            Trust::Import => {}
+            Trust::Relax { admin } if is_relaxable(shared, ty) => {
+                if !admin {
+                    return Err(LdapError::new(
+                        ResultCode::InsufficientAccessRights,
+                        format!("{name}: the Relax Rules control lets only an identity with manage access (the administrator) set it"),
+                    ));
+                }
+            }
+            _ => check_user_modifiable(schema, ty, name)?,
         }
         if values.is_empty() {
             return Err(LdapError::new(
@@ -267,6 +325,21 @@ pub fn apply(
         Site::Under(_, pdn) => (stored_dn(&e.dn[..e.rdn_len], pdn), false),
         Site::Root => (e.dn, true),
     };
+    // An entryUUID given with the Relax Rules control (`build_with`) names one entry only.
+    if let Some(uuid) = e.attrs.iter().find(|a| a.ty == shared.known.entry_uuid) {
+        if let Some(norm) = uuid.norm.first() {
+            if let Some(other) = find_by_uuid(shared, txn.version(), norm) {
+                return Err(LdapError::new(
+                    ResultCode::ConstraintViolation,
+                    format!(
+                        "entryUUID {}: already the entryUUID of '{}'",
+                        String::from_utf8_lossy(uuid.values.first().map_or(&[][..], |v| v)),
+                        other.dn()
+                    ),
+                ));
+            }
+        }
+    }
     let stamps = Stamps::new(
         shared,
         &who.dn,
@@ -280,6 +353,27 @@ pub fn apply(
         after: txn.version().get(id).cloned(),
         ..Default::default()
     })
+}
+
+/// The entry of `v` whose entryUUID has the equality form `norm`: through the equality index
+/// on entryUUID when there is one (a replicating server has it), else by a scan.
+pub fn find_by_uuid<'v>(
+    shared: &Dit,
+    v: &'v store::Version,
+    norm: &[u8],
+) -> Option<&'v Arc<store::Entry>> {
+    let ty = shared.known.entry_uuid;
+    let f = store::Filter::Equality {
+        attr: ty,
+        norm: norm.to_vec(),
+    };
+    match v.candidates(v.schema(), &f) {
+        Some(ids) => ids
+            .iter()
+            .filter_map(|id| v.get(id))
+            .find(|e| e.has_value(ty, norm)),
+        None => v.iter().find(|e| e.has_value(ty, norm)),
+    }
 }
 
 /// Whether `build` will hash a userPassword value of `input` (one not hashed already): the

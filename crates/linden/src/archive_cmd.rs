@@ -42,9 +42,11 @@ pub struct RestoreArgs {
     /// --config.
     #[arg(long, value_name = "URL")]
     pub archive: Option<String>,
-    /// The new data directory (absent or empty; never a running server's).
-    #[arg(long = "data", value_name = "DIR")]
-    pub data: PathBuf,
+    /// The new data directory (absent or empty; never a running server's). With --subtree:
+    /// where the point is restored before the subtree is read from it (kept afterwards);
+    /// by default a temporary directory, removed at the end.
+    #[arg(long = "data", value_name = "DIR", required_unless_present = "subtree")]
+    pub data: Option<PathBuf>,
     /// Restore every batch committed at or before this time (RFC 3339, e.g.
     /// 2026-11-28T10:14:00Z).
     #[arg(long, value_name = "RFC3339", conflicts_with_all = ["to_csn", "to_batch"])]
@@ -67,6 +69,24 @@ pub struct RestoreArgs {
     pub keep_identity: bool,
     #[command(flatten)]
     pub s3: ArchiveS3Flags,
+    /// Put this subtree (the entry and everything below it) back into a running server as it
+    /// was at the point (--into): entries it lacks are added with their entryUUID, group
+    /// memberships put back; entries it has are left as they are.
+    #[arg(long, value_name = "DN", requires_all = ["into", "bind_dn", "password_file"])]
+    pub subtree: Option<String>,
+    /// The running server the subtree goes back into (ldap://HOST:PORT or ldaps://HOST:PORT).
+    #[arg(long, value_name = "URL", requires = "subtree")]
+    pub into: Option<String>,
+    /// Who writes the subtree back: an identity with manage access (the administrator), which
+    /// the Relax Rules control needs to keep entryUUIDs.
+    #[arg(long, value_name = "DN", requires = "subtree")]
+    pub bind_dn: Option<String>,
+    /// A file holding the bind password (one line).
+    #[arg(long, value_name = "FILE", requires = "subtree")]
+    pub password_file: Option<PathBuf>,
+    /// With --subtree: print what would be done, write nothing.
+    #[arg(long, requires = "subtree")]
+    pub dry_run: bool,
 }
 
 /// The archive of `--archive` (else the `archive` of `--config`), with its settings from the
@@ -162,13 +182,19 @@ pub fn restore(args: &RestoreArgs) -> anyhow::Result<()> {
     let target = target(args.archive.as_deref(), args.config.as_deref(), &args.s3)?;
     let schema = crate::config::from_file(args.config.as_deref())
         .and_then(|c| crate::config::configured_schema(&c))?;
+    if let Some(subtree) = &args.subtree {
+        return undo(args, subtree, &*target, &point, &schema, t);
+    }
+    let Some(data) = &args.data else {
+        bail!("--data DIR is needed (the new data directory), or --subtree DN --into URL");
+    };
     let opts = archive::RestoreOptions {
         new_identity: !args.keep_identity,
     };
-    let rep = archive::restore(&*target, &args.data, &point, &schema, &opts)?;
+    let rep = archive::restore(&*target, data, &point, &schema, &opts)?;
     println!(
         "restored {} from {} to {point}: {} and {} log batches, up to batch {} ({}); {} entries; verify: ok",
-        args.data.display(),
+        data.display(),
         target.describe(),
         rep.snapshot
             .as_deref()
@@ -192,4 +218,72 @@ pub fn restore(args: &RestoreArgs) -> anyhow::Result<()> {
         rep.verify_seconds
     );
     Ok(())
+}
+
+/// Sent when the undo did not do everything asked (a refusal): the exit status is 1 and the
+/// report has said what.
+#[derive(Debug)]
+pub struct Incomplete;
+
+impl std::fmt::Display for Incomplete {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("not everything was put back: see the lines marked refused or skipped above")
+    }
+}
+
+impl std::error::Error for Incomplete {}
+
+/// `restore --subtree DN --into URL` (`crate::undo`): the point restored into --data or a
+/// temporary directory, read back with the store's recovery, the subtree written back.
+fn undo(
+    args: &RestoreArgs,
+    subtree: &str,
+    target: &dyn archive::ArchiveTarget,
+    point: &Point,
+    schema: &schema::Schema,
+    t: Instant,
+) -> anyhow::Result<()> {
+    let (Some(into), Some(bind_dn), Some(password_file)) =
+        (&args.into, &args.bind_dn, &args.password_file)
+    else {
+        bail!("--subtree needs --into URL, --bind-dn DN and --password-file FILE");
+    };
+    let temp;
+    let dir = match &args.data {
+        Some(d) => d.as_path(),
+        None => {
+            temp = tempfile::Builder::new()
+                .prefix("linden-undo-")
+                .tempdir()
+                .context("cannot create a temporary directory for the restored point (set TMPDIR, or give --data DIR)")?;
+            temp.path()
+        }
+    };
+    // The data is only read: its replication identity does not matter.
+    let opts = archive::RestoreOptions {
+        new_identity: false,
+    };
+    let rep = archive::restore(target, dir, point, schema, &opts)?;
+    println!(
+        "restored {point} from {} (up to batch {}, {}; {} entries) into {}",
+        target.describe(),
+        rep.last_seq,
+        time(rep.last_time),
+        rep.entries,
+        dir.display()
+    );
+    let rec = store::persist::recover(&store::persist::FsIo, dir, schema)
+        .with_context(|| format!("reading the restored point in {}", dir.display()))?;
+    let u = crate::undo::Undo {
+        subtree,
+        into,
+        bind_dn,
+        password_file,
+        dry_run: args.dry_run,
+    };
+    if crate::undo::put_back(&rec, &u, t)? {
+        Ok(())
+    } else {
+        Err(Incomplete.into())
+    }
 }

@@ -26,6 +26,7 @@ mod notify;
 mod password;
 mod schema_cmd;
 mod serve;
+mod undo;
 mod verify;
 
 use std::io::IsTerminal;

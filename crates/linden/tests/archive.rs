@@ -892,3 +892,238 @@ fn the_s3_target_puts_lists_reads_and_deletes() {
     assert!(e.contains("check the credentials"), "{e}");
     assert!(!e.contains("wrong-secret"), "{e}");
 }
+
+/// Attributes a put-back entry may have anew: its change is stamped by the server that makes
+/// it (entryCSN), and the memberOf overlay stamps the members whose memberOf it sets again.
+const RESTAMPED: [&str; 3] = ["entrycsn", "modifiersname", "modifytimestamp"];
+
+fn without_restamps(attrs: &std::collections::BTreeMap<String, Vec<String>>) -> String {
+    let mut a = attrs.clone();
+    for k in RESTAMPED {
+        a.remove(k);
+    }
+    format!("{a:?}")
+}
+
+/// `linden restore --archive … --to-csn POINT --subtree ou=people --into URL …`: exit status,
+/// standard output and error.
+fn undo(
+    root: &Path,
+    point: &str,
+    into: &str,
+    bind: &str,
+    pw: &str,
+    more: &[&str],
+) -> (i32, String, String) {
+    let pw_file = root.join(format!("pw-{}", pw));
+    std::fs::write(&pw_file, format!("{pw}\n")).expect("password file");
+    let url = archive_url(root);
+    let mut all = vec![
+        "restore",
+        "--archive",
+        url.as_str(),
+        "--to-csn",
+        point,
+        "--subtree",
+        PEOPLE,
+        "--into",
+        into,
+        "--bind-dn",
+        bind,
+        "--password-file",
+        pw_file.to_str().expect("path"),
+    ];
+    all.extend_from_slice(more);
+    let (code, out, err) = linden(&all);
+    println!("linden {all:?}:\n{out}{err}");
+    (code, out, err)
+}
+
+/// The undo of an accidental subtree delete on a running server (memberOf and refint on):
+/// people under ou=people (one level deeper too), a group outside the subtree naming some of
+/// them. After a subtree delete (refint takes them out of the group), `restore --subtree
+/// --into` as the administrator puts every entry back with its DN, attributes and entryUUID,
+/// the group's member values back and each person's memberOf with them; a consumer of the
+/// server converges to it; a second run finds everything present; a non-administrator is
+/// refused with the server's message; a dry run writes nothing.
+#[test]
+fn a_deleted_subtree_is_put_back_into_the_running_server() {
+    use ldap3::controls::RawControl;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let root = tmp.path();
+    let mut p = Node::new(root, "p");
+    p.configure_with(
+        1,
+        true,
+        false,
+        &[],
+        &format!(
+            "archive = \"{}\"\narchive_interval = 1\nmemberof = true\nrefint = [\"member\"]\n",
+            archive_url(root)
+        ),
+    );
+    p.start();
+    let mut c = Node::new(root, "c");
+    c.configure(2, false, false, &[(1, &p)]);
+    c.start();
+    let mut w = p.admin();
+    base_units(&mut w);
+    let staff = format!("ou=staff,{PEOPLE}");
+    ok(
+        w.add(
+            &staff,
+            vec![
+                ("objectClass", ["organizationalUnit"].into()),
+                ("ou", ["staff"].into()),
+            ],
+        ),
+        "add ou=staff",
+    );
+    for i in 0..3 {
+        ok(
+            add_person(&mut w, &format!("u{i}"), PEOPLE, "v0"),
+            "add person",
+        );
+    }
+    ok(add_person(&mut w, "s0", &staff, "v0"), "add person below");
+    ok(add_person(&mut w, "g0", GROUPS, "v0"), "add person outside");
+    ok(
+        w.modify(
+            &format!("uid=g0,{GROUPS}"),
+            vec![ldap3::Mod::Replace("userPassword", ["g0-secret"].into())],
+        ),
+        "password of g0",
+    );
+    let team = format!("cn=team,{GROUPS}");
+    let members = [
+        format!("uid=u0,{PEOPLE}"),
+        format!("uid=u1,{PEOPLE}"),
+        format!("uid=s0,{staff}"),
+        format!("uid=g0,{GROUPS}"),
+    ];
+    ok(
+        w.add(
+            &team,
+            vec![
+                ("objectClass", ["groupOfNames"].into()),
+                ("cn", ["team"].into()),
+                ("member", members.iter().map(String::as_str).collect()),
+            ],
+        ),
+        "add group",
+    );
+    let before = p.contents();
+    let point = newest_csn(&before);
+    let u0 = format!("uid=u0,{PEOPLE}").to_ascii_lowercase();
+    assert_eq!(
+        before[&u0].get("memberof"),
+        Some(&vec![team.clone()]),
+        "memberOf is on: {:?}",
+        before[&u0]
+    );
+
+    // The accidental delete (Subtree Delete control), then life goes on.
+    let r = w
+        .with_controls(RawControl {
+            ctype: "1.2.840.113556.1.4.805".into(),
+            crit: true,
+            val: None,
+        })
+        .delete(PEOPLE);
+    ok(r, "subtree delete");
+    ok(
+        set_desc(&mut w, &format!("uid=g0,{GROUPS}"), "later"),
+        "modify after",
+    );
+    let after = p.contents();
+    assert_eq!(
+        after[&team.to_ascii_lowercase()]["member"],
+        vec![format!("uid=g0,{GROUPS}")],
+        "refint took the deleted people out of the group"
+    );
+    wait_archived(&p, 1);
+
+    // A non-administrator is refused by the server, with its message.
+    let g0 = format!("uid=g0,{GROUPS}");
+    let (code, out, _) = undo(root, &point, &p.url(), &g0, "g0-secret", &[]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains(&format!("refused {PEOPLE}: insufficientAccessRights (50)"))
+            && out.contains("Relax Rules"),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "skipped uid=u0,{PEOPLE}: its superior was not put back"
+        )),
+        "{out}"
+    );
+    // A dry run writes nothing.
+    let (code, out, _) = undo(root, &point, &p.url(), ADMIN, "secret", &["--dry-run"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains(&format!("would add uid=s0,{staff}")), "{out}");
+    assert!(
+        out.contains(&format!("would re-link {team}: member += ")),
+        "{out}"
+    );
+    assert!(
+        out.contains("dry run, nothing written: would add 6 entries"),
+        "{out}"
+    );
+    assert!(!p.contents().contains_key(&u0), "the dry run wrote nothing");
+
+    // The undo, as the administrator.
+    let (code, out, err) = undo(root, &point, &p.url(), ADMIN, "secret", &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains(&format!("added uid=u0,{PEOPLE} (entryUUID ")),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!("re-linked {team}: member += ")),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "added 6 entries, 0 present, re-linked 1 groups (3 values), 0 skipped, 0 refused"
+        ),
+        "{out}"
+    );
+    let now = p.contents();
+    for (dn, attrs) in before
+        .iter()
+        .filter(|(dn, _)| dn.ends_with(&PEOPLE.to_ascii_lowercase()))
+    {
+        let got = now.get(dn).unwrap_or_else(|| panic!("{dn} is back"));
+        assert_eq!(without_restamps(got), without_restamps(attrs), "{dn}");
+        assert_eq!(got.get("entryuuid"), attrs.get("entryuuid"), "{dn}");
+    }
+    assert_eq!(
+        now[&team.to_ascii_lowercase()]["member"],
+        before[&team.to_ascii_lowercase()]["member"],
+        "the group's members are back"
+    );
+    for m in &members {
+        assert_eq!(
+            now[&m.to_ascii_lowercase()].get("memberof"),
+            Some(&vec![team.clone()]),
+            "memberOf of {m}"
+        );
+    }
+    // The consumer takes the undo as any change: the same entries, entryUUIDs included.
+    let (_, got) = converge("consumer after the undo", &[&p, &c]);
+    assert_eq!(got, now);
+
+    // A second run: every entry present, nothing to re-link.
+    let (code, out, err) = undo(root, &point, &p.url(), ADMIN, "secret", &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("added 0 entries, 6 present, re-linked 0 groups"),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!("present uid=u0,{PEOPLE}: left as it is")),
+        "{out}"
+    );
+    assert_eq!(p.contents(), now, "the second run changed nothing");
+}

@@ -30,6 +30,9 @@ pub const SUBTREE_DELETE: &str = "1.2.840.113556.1.4.805";
 /// Permissive Modify control (Microsoft; OpenLDAP): adding a value that exists or deleting one
 /// that does not is not an error.
 pub const PERMISSIVE_MODIFY: &str = "1.2.840.113556.1.4.1413";
+/// Relax Rules control (draft-zeilenga-ldap-relax; OpenLDAP's experimental arc, as slapd
+/// accepts it): the administrator's add may carry server-kept attributes (entryUUID …).
+pub const RELAX_RULES: &str = "1.3.6.1.4.1.4203.666.5.12";
 /// Start Transaction extended operation (RFC 5805).
 pub const TXN_START: &str = "1.3.6.1.1.21.1";
 /// Transaction Specification control (RFC 5805).

@@ -68,6 +68,9 @@ pub(crate) struct RequestControls {
     /// Permissive modify (1.2.840.113556.1.4.1413): adding a value that exists or deleting
     /// one that does not is not an error.
     pub permissive_modify: bool,
+    /// Relax Rules (draft-zeilenga-ldap-relax): the administrator's add may set the
+    /// server-kept attributes of `dit::add::RELAXABLE` (an entry put back with its entryUUID).
+    pub relax: bool,
     /// Transaction specification (RFC 5805): the transaction the change is queued in.
     pub txn: Option<Vec<u8>>,
     /// Password policy request (draft-behera-ldap-password-policy-10): the response carries
@@ -459,6 +462,20 @@ const REGISTRY: &[Spec] = &[
                 return Err(protocol("permissive modify control value not absent"));
             }
             rc.permissive_modify = true;
+            Ok(())
+        },
+    },
+    Spec {
+        oid: oids::RELAX_RULES,
+        // An add only: on a modify the server stamps modifiersName and modifyTimestamp
+        // itself, so a critical Relax Rules control there is unavailableCriticalExtension.
+        ops: OpType::Add.bit(),
+        parse: |rc, c, _| {
+            // As slapd's parseRelax.
+            if c.value.is_some() {
+                return Err(protocol("relax control value not absent"));
+            }
+            rc.relax = true;
             Ok(())
         },
     },

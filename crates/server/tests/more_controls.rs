@@ -1,7 +1,9 @@
 //! Matched values (RFC 3876), proxied authorization v2 (RFC 4370), dontUseCopy (RFC 6171) and
 //! the dereference control (draft-masarati-ldap-deref) over a real socket, sent by OpenLDAP's
 //! own clients (`ldapsearch -E mv=… / deref=…`, `-e '!authzid=…'`). The same requests are
-//! checked against slapd 2.5 in tests/conformance/test_controls_more.py.
+//! checked against slapd 2.5 in tests/conformance/test_controls_more.py. The Relax Rules control
+//! (draft-zeilenga-ldap-relax) lets the administrator add an entry with its entryUUID and
+//! creation stamps (tests/conformance/test_relax.py).
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -350,4 +352,133 @@ fn deref_returns_members_the_requester_may_see() {
         None,
     );
     assert_eq!(code, 2, "{err}");
+}
+
+const RELAX: &str = "1.3.6.1.4.1.4203.666.5.12";
+
+fn relax(critical: bool) -> ldap3::controls::RawControl {
+    ldap3::controls::RawControl {
+        ctype: RELAX.into(),
+        crit: critical,
+        val: None,
+    }
+}
+
+/// The attributes of a person put back as it was: its entryUUID and creation stamps with it.
+fn kept_person(uid: &str, uuid: &str) -> Vec<(String, std::collections::HashSet<String>)> {
+    let one = |v: &str| std::iter::once(v.to_string()).collect();
+    vec![
+        ("objectClass".into(), one("inetOrgPerson")),
+        ("uid".into(), one(uid)),
+        ("cn".into(), one("Kept Person")),
+        ("sn".into(), one("Person")),
+        ("entryUUID".into(), one(uuid)),
+        ("createTimestamp".into(), one("20240102030405Z")),
+        ("creatorsName".into(), one("cn=someone,dc=example,dc=com")),
+        ("modifyTimestamp".into(), one("20240203040506Z")),
+        ("modifiersName".into(), one("cn=other,dc=example,dc=com")),
+    ]
+}
+
+/// Relax Rules: the administrator's add keeps the entryUUID and stamps it carries (the
+/// server's entryCSN is its own); without the control they are refused; an entryUUID that
+/// another entry has, or that is no UUID, is refused; anyone else is insufficientAccessRights;
+/// a value is protocolError; the control is advertised.
+#[test]
+fn relax_rules_lets_the_administrator_add_an_entry_with_its_entry_uuid() {
+    use ldap3::{Scope, SearchEntry};
+    let srv = start(None);
+    let mut admin = srv.admin();
+    let (dse, _) = admin
+        .search("", Scope::Base, "(objectClass=*)", vec!["supportedControl"])
+        .expect("root DSE")
+        .success()
+        .expect("root DSE");
+    let dse = SearchEntry::construct(dse.into_iter().next().expect("root DSE"));
+    assert!(
+        dse.attrs["supportedControl"].iter().any(|o| o == RELAX),
+        "{dse:?}"
+    );
+
+    const UUID: &str = "0b7f3a52-1c4e-4d8e-9a39-5f2d8c1e7a10";
+    let dn = "uid=kept,ou=people,dc=example,dc=com";
+    let r = admin.add(dn, kept_person("kept", UUID)).expect("add");
+    assert_eq!(r.rc, 19, "without the control: {r:?}");
+    assert!(r.text.contains("no user modification"), "{r:?}");
+
+    let r = admin
+        .with_controls(relax(true))
+        .add(dn, kept_person("kept", UUID))
+        .expect("add");
+    assert_eq!(r.rc, 0, "{r:?}");
+    let (found, _) = admin
+        .search(dn, Scope::Base, "(objectClass=*)", vec!["+"])
+        .expect("search")
+        .success()
+        .expect("search");
+    let e = SearchEntry::construct(found.into_iter().next().expect("the entry"));
+    let one = |a: &str| e.attrs.get(a).and_then(|v| v.first()).cloned();
+    assert_eq!(one("entryUUID").as_deref(), Some(UUID));
+    assert_eq!(one("createTimestamp").as_deref(), Some("20240102030405Z"));
+    assert_eq!(
+        one("creatorsName").as_deref(),
+        Some("cn=someone,dc=example,dc=com")
+    );
+    assert_eq!(one("modifyTimestamp").as_deref(), Some("20240203040506Z"));
+    assert_eq!(
+        one("modifiersName").as_deref(),
+        Some("cn=other,dc=example,dc=com")
+    );
+    assert!(one("entryCSN").is_some(), "{e:?}");
+
+    // One entry per entryUUID (in upper case it is the same UUID).
+    let r = admin
+        .with_controls(relax(false))
+        .add(
+            "uid=twin,ou=people,dc=example,dc=com",
+            kept_person("twin", &UUID.to_ascii_uppercase()),
+        )
+        .expect("add");
+    assert_eq!(r.rc, 19, "{r:?}");
+    assert!(
+        r.text.contains(&format!("already the entryUUID of '{dn}'")),
+        "{r:?}"
+    );
+    let r = admin
+        .with_controls(relax(false))
+        .add(
+            "uid=twin,ou=people,dc=example,dc=com",
+            kept_person("twin", "not-a-uuid"),
+        )
+        .expect("add");
+    assert_eq!(r.rc, 21, "{r:?}");
+
+    // Only the administrator.
+    let mut bob = srv.bind_as(BOB, PW);
+    let r = bob
+        .with_controls(relax(true))
+        .add(
+            "uid=bobs,ou=people,dc=example,dc=com",
+            kept_person("bobs", "5d1d8e3c-9a1f-4b7e-8c2d-3e4f5a6b7c8d"),
+        )
+        .expect("add");
+    assert_eq!(r.rc, 50, "{r:?}");
+    assert!(r.text.contains("Relax Rules"), "{r:?}");
+
+    // No value; and an add is what it applies to.
+    let mut with_value = relax(true);
+    with_value.val = Some(b"x".to_vec());
+    let r = admin
+        .with_controls(with_value)
+        .add(
+            "uid=other,ou=people,dc=example,dc=com",
+            kept_person("other", "6d1d8e3c-9a1f-4b7e-8c2d-3e4f5a6b7c8d"),
+        )
+        .expect("add");
+    assert_eq!(r.rc, 2, "{r:?}");
+    let r = admin
+        .with_controls(relax(true))
+        .modify(dn, vec![ldap3::Mod::Replace("description", ["x"].into())])
+        .expect("modify");
+    assert_eq!(r.rc, 12, "{r:?}");
 }

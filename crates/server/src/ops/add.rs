@@ -11,7 +11,7 @@ use crate::op::{Next, Op};
 use crate::ops::state::Change;
 use crate::ops::write::{early_checks, route_write};
 use crate::state::Shared;
-use dit::add::{build, has_cleartext_password, root_exists, InputAttr};
+use dit::add::{build_with, has_cleartext_password, root_exists, InputAttr, Trust};
 use dit::error::{LdapError, LdapResult};
 use dit::identity::Identity;
 use dit::write::{authorize_new, detached, Assertion};
@@ -25,8 +25,15 @@ pub(crate) async fn handle(mut op: Op, req: &AddRequest<'_>) -> Next {
     let change = match precheck(op.shared(), req).and_then(|()| op.may_write()) {
         Ok(()) => {
             let (sh, want) = (op.shared().clone(), op.controls.ppolicy);
+            let trust = if op.controls.relax {
+                Trust::Relax {
+                    admin: op.who.is_admin,
+                }
+            } else {
+                Trust::None
+            };
             match crate::ppolicy::check_add(&sh, &op.who, req, want, &mut op.response) {
-                Ok(()) => prepare(op.shared(), &op.who, req, assertion, early).await,
+                Ok(()) => prepare(op.shared(), &op.who, req, assertion, early, trust).await,
                 Err(e) => Err(e),
             }
         }
@@ -64,6 +71,7 @@ async fn prepare(
     req: &AddRequest<'_>,
     assertion: Option<Assertion>,
     early: bool,
+    trust: Trust,
 ) -> LdapResult<Change> {
     let input: Vec<InputAttr<'_>> = req
         .attributes
@@ -83,11 +91,11 @@ async fn prepare(
         let (sh, dn) = (shared.clone(), req.dn.to_vec());
         shared
             .credentials
-            .hashing_job(move || build(&sh, &dn, &input, false))
+            .hashing_job(move || build_with(&sh, &dn, &input, trust))
             .await
             .and_then(|r| r)
     } else {
-        build(shared, &req.dn, &input, false)
+        build_with(shared, &req.dn, &input, trust)
     };
     let e = built?;
     if early && !who.is_admin {
