@@ -909,6 +909,7 @@ fn without_restamps(attrs: &std::collections::BTreeMap<String, Vec<String>>) -> 
 /// standard output and error.
 fn undo(
     root: &Path,
+    archive: &Archive,
     point: &str,
     into: &str,
     bind: &str,
@@ -917,11 +918,9 @@ fn undo(
 ) -> (i32, String, String) {
     let pw_file = root.join(format!("pw-{}", pw));
     std::fs::write(&pw_file, format!("{pw}\n")).expect("password file");
-    let url = archive_url(root);
-    let mut all = vec![
-        "restore",
-        "--archive",
-        url.as_str(),
+    let mut all = vec!["restore", "--archive", archive.url.as_str()];
+    all.extend(archive.flags.iter().map(String::as_str));
+    all.extend([
         "--to-csn",
         point,
         "--subtree",
@@ -932,7 +931,7 @@ fn undo(
         bind,
         "--password-file",
         pw_file.to_str().expect("path"),
-    ];
+    ]);
     all.extend_from_slice(more);
     let (code, out, err) = linden(&all);
     println!("linden {all:?}:\n{out}{err}");
@@ -948,9 +947,22 @@ fn undo(
 /// refused with the server's message; a dry run writes nothing.
 #[test]
 fn a_deleted_subtree_is_put_back_into_the_running_server() {
-    use ldap3::controls::RawControl;
     let tmp = tempfile::tempdir().expect("tempdir");
-    let root = tmp.path();
+    scenario_undo(tmp.path(), &Archive::file(tmp.path()));
+}
+
+#[test]
+#[ignore = "needs S3Proxy; run with LINDEN_TEST_S3=1 after scripts/install-test-deps.sh"]
+fn a_deleted_subtree_is_put_back_into_the_running_server_s3() {
+    if !s3proxy::enabled("a_deleted_subtree_is_put_back_into_the_running_server_s3") {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    scenario_undo(tmp.path(), &Archive::s3(tmp.path()));
+}
+
+fn scenario_undo(root: &Path, archive: &Archive) {
+    use ldap3::controls::RawControl;
     let mut p = Node::new(root, "p");
     p.configure_with(
         1,
@@ -958,8 +970,8 @@ fn a_deleted_subtree_is_put_back_into_the_running_server() {
         false,
         &[],
         &format!(
-            "archive = \"{}\"\narchive_interval = 1\nmemberof = true\nrefint = [\"member\"]\n",
-            archive_url(root)
+            "archive = \"{}\"\n{}archive_interval = 1\nmemberof = true\nrefint = [\"member\"]\n",
+            archive.url, archive.settings
         ),
     );
     p.start();
@@ -1045,7 +1057,7 @@ fn a_deleted_subtree_is_put_back_into_the_running_server() {
 
     // A non-administrator is refused by the server, with its message.
     let g0 = format!("uid=g0,{GROUPS}");
-    let (code, out, _) = undo(root, &point, &p.url(), &g0, "g0-secret", &[]);
+    let (code, out, _) = undo(root, archive, &point, &p.url(), &g0, "g0-secret", &[]);
     assert_eq!(code, 1, "{out}");
     assert!(
         out.contains(&format!("refused {PEOPLE}: insufficientAccessRights (50)"))
@@ -1059,7 +1071,15 @@ fn a_deleted_subtree_is_put_back_into_the_running_server() {
         "{out}"
     );
     // A dry run writes nothing.
-    let (code, out, _) = undo(root, &point, &p.url(), ADMIN, "secret", &["--dry-run"]);
+    let (code, out, _) = undo(
+        root,
+        archive,
+        &point,
+        &p.url(),
+        ADMIN,
+        "secret",
+        &["--dry-run"],
+    );
     assert_eq!(code, 0, "{out}");
     assert!(out.contains(&format!("would add uid=s0,{staff}")), "{out}");
     assert!(
@@ -1073,7 +1093,7 @@ fn a_deleted_subtree_is_put_back_into_the_running_server() {
     assert!(!p.contents().contains_key(&u0), "the dry run wrote nothing");
 
     // The undo, as the administrator.
-    let (code, out, err) = undo(root, &point, &p.url(), ADMIN, "secret", &[]);
+    let (code, out, err) = undo(root, archive, &point, &p.url(), ADMIN, "secret", &[]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(
         out.contains(&format!("added uid=u0,{PEOPLE} (entryUUID ")),
@@ -1115,7 +1135,7 @@ fn a_deleted_subtree_is_put_back_into_the_running_server() {
     assert_eq!(got, now);
 
     // A second run: every entry present, nothing to re-link.
-    let (code, out, err) = undo(root, &point, &p.url(), ADMIN, "secret", &[]);
+    let (code, out, err) = undo(root, archive, &point, &p.url(), ADMIN, "secret", &[]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(
         out.contains("added 0 entries, 6 present, re-linked 0 groups"),
