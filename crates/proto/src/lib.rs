@@ -16,6 +16,8 @@
 //!
 //! Module map:
 //! - `frame`: find the length of the next PDU from its header alone.
+//! - `client`: [`ClientConn`], a client's end without I/O: request ids and encoding, response
+//!   PDUs framed from the bytes read (the console's client and the replication consumer).
 //! - `decode`: `LdapMessage::decode` (borrows from the PDU; limits from [`DecodeLimits`]).
 //! - `encode`: `LdapMessage::encode` plus the hot-path streaming encoders
 //!   ([`encode_search_entry`], [`encode_result`], [`encode_extended_response`]).
@@ -37,6 +39,7 @@
 
 use std::borrow::Cow;
 
+mod client;
 pub mod controls;
 mod decode;
 mod encode;
@@ -50,6 +53,7 @@ mod result;
 pub mod tags;
 pub mod txn;
 
+pub use client::ClientConn;
 pub use encode::{
     encode_extended_response, encode_extended_response_with, encode_intermediate_response,
     encode_result, encode_result_with, encode_search_entry, encode_search_entry_op,

@@ -23,9 +23,7 @@ const READ_CHUNK: usize = 64 * 1024;
 /// One connection: the stream, the bytes read and not yet framed, the next message id.
 pub struct Conn<S> {
     stream: S,
-    buf: Vec<u8>,
-    next_id: i32,
-    max_pdu: usize,
+    conn: proto::ClientConn,
     /// The local end of the TCP connection (for monitoring).
     pub local: Option<std::net::SocketAddr>,
 }
@@ -34,9 +32,7 @@ impl<S: Io> Conn<S> {
     fn new(stream: S, max_pdu: usize) -> Conn<S> {
         Conn {
             stream,
-            buf: Vec::with_capacity(READ_CHUNK),
-            next_id: 1,
-            max_pdu,
+            conn: proto::ClientConn::new(max_pdu, READ_CHUNK),
             local: None,
         }
     }
@@ -47,10 +43,7 @@ impl<S: Io> Conn<S> {
         op: ProtocolOp<'_>,
         controls: Vec<Control<'_>>,
     ) -> Result<i32, ReplError> {
-        let id = self.next_id;
-        self.next_id = self.next_id.wrapping_add(1).max(1);
-        let mut out = Vec::with_capacity(256);
-        LdapMessage { id, op, controls }.encode(&mut out);
+        let (id, out) = self.conn.request(op, controls);
         self.stream.write_all(&out).await?;
         self.stream.flush().await?;
         Ok(id)
@@ -60,18 +53,14 @@ impl<S: Io> Conn<S> {
     /// safe: bytes read before the future is dropped stay in the buffer.
     pub async fn recv(&mut self) -> Result<Vec<u8>, ReplError> {
         loop {
-            match proto::frame(&self.buf, self.max_pdu) {
-                Ok(Some(n)) => {
-                    let rest = self.buf.split_off(n);
-                    return Ok(std::mem::replace(&mut self.buf, rest));
-                }
+            match self.conn.next_pdu() {
+                Ok(Some(pdu)) => return Ok(pdu),
                 Ok(None) => {}
                 Err(e) => return Err(ReplError::Protocol(format!("framing: {e}"))),
             }
             // `read_buf` appends to the spare capacity: dropped while it waits (the consumer
             // waits with a timer beside it), it loses nothing.
-            self.buf.reserve(READ_CHUNK);
-            match self.stream.read_buf(&mut self.buf).await? {
+            match self.stream.read_buf(self.conn.read_buf(READ_CHUNK)).await? {
                 0 => return Err(ReplError::Closed),
                 _ => continue,
             }

@@ -121,8 +121,7 @@ pub struct Query<'a> {
 /// A connection to the server's own operation path.
 pub struct Client {
     stream: DuplexStream,
-    buf: Vec<u8>,
-    next_id: i32,
+    conn: proto::ClientConn,
 }
 
 impl Client {
@@ -139,8 +138,7 @@ impl Client {
         ));
         Client {
             stream: ours,
-            buf: Vec::with_capacity(16 * 1024),
-            next_id: 1,
+            conn: proto::ClientConn::new(MAX_RESPONSE_PDU, 16 * 1024),
         }
     }
 
@@ -149,10 +147,7 @@ impl Client {
         op: ProtocolOp<'_>,
         controls: Vec<Control<'_>>,
     ) -> Result<i32, ClientError> {
-        let id = self.next_id;
-        self.next_id = self.next_id.wrapping_add(1).max(1);
-        let mut out = Vec::with_capacity(256);
-        LdapMessage { id, op, controls }.encode(&mut out);
+        let (id, out) = self.conn.request(op, controls);
         self.stream.write_all(&out).await?;
         self.stream.flush().await?;
         Ok(id)
@@ -161,16 +156,12 @@ impl Client {
     /// The next whole PDU.
     async fn recv(&mut self) -> Result<Vec<u8>, ClientError> {
         loop {
-            match proto::frame(&self.buf, MAX_RESPONSE_PDU) {
-                Ok(Some(n)) => {
-                    let rest = self.buf.split_off(n);
-                    return Ok(std::mem::replace(&mut self.buf, rest));
-                }
+            match self.conn.next_pdu() {
+                Ok(Some(pdu)) => return Ok(pdu),
                 Ok(None) => {}
                 Err(e) => return Err(ClientError::Protocol(format!("framing: {e}"))),
             }
-            self.buf.reserve(16 * 1024);
-            if self.stream.read_buf(&mut self.buf).await? == 0 {
+            if self.stream.read_buf(self.conn.read_buf(16 * 1024)).await? == 0 {
                 return Err(ClientError::Closed);
             }
         }
