@@ -150,6 +150,14 @@ impl PatchAttr {
     }
 }
 
+/// Whether two attributes' options are the same. Empty options (nearly all) are compared
+/// without calling `memcmp`: an empty `&str` points nowhere, and the AVX-512 `memcmp` of
+/// glibc does a masked load there whose suppressed fault costs about a microsecond (measured:
+/// it made this encoder 5 times slower than a Put for an entry of 17 attributes).
+fn same_options(a: &str, b: &str) -> bool {
+    a.len() == b.len() && (a.is_empty() || a == b)
+}
+
 /// The attribute of `old` with type `ty` and `options`, searched from `from` (the attributes
 /// after the last one found: a modify keeps them in order) and then from the start; `from`
 /// then goes on after it.
@@ -159,7 +167,7 @@ fn find_old<'a>(
     ty: AttrId,
     options: &str,
 ) -> Option<(usize, AttrRef<'a>)> {
-    let same = |(_, b): &(usize, AttrRef<'_>)| b.ty == ty && b.options == options;
+    let same = |(_, b): &(usize, AttrRef<'_>)| b.ty == ty && same_options(b.options, options);
     let mut ahead = from.clone();
     if let Some(hit) = ahead.find(same) {
         *from = ahead;
