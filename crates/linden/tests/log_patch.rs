@@ -38,7 +38,7 @@ impl Server {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_linden"));
         cmd.args(["serve", "--listen", "127.0.0.1:0", "--data"])
             .arg(data)
-            .args(["--admin-password", "secret", "--memberof", "true"]);
+            .args(["--admin-password", "secret", "--memberof"]);
         let (child, addr, _) = spawn_listening(&mut cmd, "linden serve");
         Server { child, addr }
     }

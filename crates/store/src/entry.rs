@@ -823,7 +823,8 @@ impl fmt::Debug for AttrRef<'_> {
     }
 }
 
-/// The (raw, normalized) value pairs of an attribute.
+/// The (raw, normalized) value pairs of an attribute (cloned, it goes on from where it is).
+#[derive(Clone)]
 pub struct Pairs<'a> {
     c: Cur<'a>,
     table: Option<&'a [Pair<'a>]>,

@@ -150,6 +150,14 @@ impl PatchAttr {
     }
 }
 
+/// Whether two attributes' options are the same. Empty options (nearly all) are compared
+/// without calling `memcmp`: an empty `&str` points nowhere, and the AVX-512 `memcmp` of
+/// glibc does a masked load there whose suppressed fault costs about a microsecond (measured:
+/// it made this encoder 5 times slower than a Put for an entry of 17 attributes).
+fn same_options(a: &str, b: &str) -> bool {
+    a.len() == b.len() && (a.is_empty() || a == b)
+}
+
 /// The attribute of `old` with type `ty` and `options`, searched from `from` (the attributes
 /// after the last one found: a modify keeps them in order) and then from the start; `from`
 /// then goes on after it.
@@ -159,7 +167,7 @@ fn find_old<'a>(
     ty: AttrId,
     options: &str,
 ) -> Option<(usize, AttrRef<'a>)> {
-    let same = |(_, b): &(usize, AttrRef<'_>)| b.ty == ty && b.options == options;
+    let same = |(_, b): &(usize, AttrRef<'_>)| b.ty == ty && same_options(b.options, options);
     let mut ahead = from.clone();
     if let Some(hit) = ahead.find(same) {
         *from = ahead;
@@ -517,7 +525,6 @@ fn encode_attr(
     old: Option<(usize, AttrRef<'_>)>,
 ) {
     let name = schema.attr(a.ty).name().len() + a.options.len();
-    let set_values = || a.values().map(bytes_len).sum::<usize>();
     let Some((j, b)) = old else {
         return encode_set(out, schema, a);
     };
@@ -526,22 +533,35 @@ fn encode_attr(
         put_varint(out, j as u64);
         return;
     }
-    let (mut gone, mut gone_bytes) = (0usize, 0usize);
-    let kept = greedy(b.values(), a.values(), |x| {
-        gone += 1;
-        gone_bytes += bytes_len(x);
-    });
+    // One walk (the greedy one, inlined): what goes, what stays, where the added values
+    // start; the first few values removed are kept to be written without a second walk.
+    let (mut gone, mut gone_bytes, mut kept, mut kept_bytes) = (0usize, 0usize, 0usize, 0usize);
+    let mut first_gone: [&[u8]; FEW] = [&[]; FEW];
+    let mut new = a.pairs().peekable();
+    for (x, _) in b.pairs() {
+        if let Some((y, _)) = new.next_if(|(y, _)| *y == x) {
+            kept += 1;
+            kept_bytes += bytes_len(y);
+        } else {
+            if let Some(slot) = first_gone.get_mut(gone) {
+                *slot = x;
+            }
+            gone += 1;
+            gone_bytes += bytes_len(x);
+        }
+    }
+    let rest = new;
     let added = a.len() - kept;
     if gone == 0 && added == 0 {
         out.push(OP_KEEP);
         put_varint(out, j as u64);
         return;
     }
-    let added_bytes: usize = a.values().skip(kept).map(bytes_len).sum();
+    let added_bytes: usize = rest.clone().map(|(v, _)| bytes_len(v)).sum();
     let head = 1 + varint_len(name) + name;
     let delta =
         head + varint_len(j) + varint_len(gone) + gone_bytes + varint_len(added) + added_bytes;
-    let set = head + varint_len(a.len()) + set_values();
+    let set = head + varint_len(a.len()) + kept_bytes + added_bytes;
     if delta >= set {
         return encode_set(out, schema, a);
     }
@@ -549,12 +569,22 @@ fn encode_attr(
     put_varint(out, j as u64);
     put_name(out, a, schema);
     put_varint(out, gone as u64);
-    greedy(b.values(), a.values(), |x| put_bytes(out, x));
+    if gone <= FEW {
+        for x in &first_gone[..gone] {
+            put_bytes(out, x);
+        }
+    } else {
+        greedy(b.values(), a.values(), |x| put_bytes(out, x));
+    }
     put_varint(out, added as u64);
-    for v in a.values().skip(kept) {
+    for (v, _) in rest {
         put_bytes(out, v);
     }
 }
+
+/// Values removed from one attribute that the encoder keeps from its walk (more are found by
+/// walking again).
+const FEW: usize = 16;
 
 fn encode_set(out: &mut Vec<u8>, schema: &Schema, a: &AttrRef<'_>) {
     out.push(OP_SET);
