@@ -5,7 +5,7 @@
 
 use proto::{ModOp, ModifyRequest, ResultCode};
 use schema::{AttrId, NormDn};
-use store::{Attr, AttrRef, EntryId, Part, Txn, ValueDelta, Version};
+use store::{same_options, Attr, AttrRef, EntryId, Part, Txn, ValueDelta, Version};
 
 use crate::acl::Rights;
 use crate::error::{LdapError, LdapResult};
@@ -122,7 +122,7 @@ fn keeps(shared: &Dit, ndn: &NormDn, mods: &[Mod], a: &AttrRef<'_>) -> bool {
     let mut named = 0;
     for m in mods
         .iter()
-        .filter(|m| m.ty == a.ty && *m.options == *a.options)
+        .filter(|m| m.ty == a.ty && same_options(&m.options, a.options))
     {
         match m.op {
             ModOp::Add => {}
@@ -146,7 +146,7 @@ struct KeptAttr<'e> {
 
 impl KeptAttr<'_> {
     fn is(&self, ty: AttrId, options: &str) -> bool {
-        self.attr.ty == ty && self.attr.options == options
+        self.attr.ty == ty && same_options(&self.attr.options, options)
     }
 
     /// The values it holds after the changes so far.
@@ -303,7 +303,7 @@ pub fn apply(
         let ctx = context(m.op);
         let pos = attrs
             .iter()
-            .position(|a| a.ty == m.ty && *a.options == *m.options);
+            .position(|a| a.ty == m.ty && same_options(&a.options, &m.options));
         let watched = recorded(m.ty);
         if let Some(k) = kept.iter_mut().find(|k| k.is(m.ty, &m.options)) {
             k.apply(shared, txn.version(), id, m, permissive, &mut changes)?;
@@ -507,9 +507,9 @@ pub fn apply(
                 drop: &k.drop,
                 add: &k.add,
             });
-        } else if let Some(p) = (0..attrs.len())
-            .find(|&p| !used[p] && attrs[p].ty == a.ty && *attrs[p].options == *a.options)
-        {
+        } else if let Some(p) = (0..attrs.len()).find(|&p| {
+            !used[p] && attrs[p].ty == a.ty && same_options(&attrs[p].options, &a.options)
+        }) {
             used[p] = true;
             parts.push(Part::New(&attrs[p]));
         }

@@ -747,6 +747,16 @@ impl<'a> Iterator for Attrs<'a> {
 
 impl ExactSizeIterator for Attrs<'_> {}
 
+/// Whether two attributes' options are the same. Empty options (nearly every attribute's)
+/// are compared without calling `memcmp`: an empty `&str` points at no memory, and glibc's
+/// AVX-512 `memcmp` does a masked load there whose suppressed fault costs about a microsecond
+/// (found in the log's patch encoder; it was 15 % of the writer's time in a durable modify,
+/// through `Version::changed_keys` and `dit::modify`).
+#[inline]
+pub fn same_options(a: &str, b: &str) -> bool {
+    a.len() == b.len() && (a.is_empty() || a == b)
+}
+
 /// One attribute of a stored entry.
 #[derive(Clone, Copy)]
 pub struct AttrRef<'a> {

@@ -41,7 +41,7 @@ pub mod tombstone;
 pub mod version;
 pub mod writer;
 
-pub use entry::{Attr, AttrRef, Entry, EntryId, OwnedPair, Part};
+pub use entry::{same_options, Attr, AttrRef, Entry, EntryId, OwnedPair, Part};
 pub use feed::{Batch, Change, ChangeKind, FeedEnd, Subscription};
 pub use filter::{Filter, Tri};
 pub use index::{IndexKinds, Indexes};

@@ -621,8 +621,11 @@ impl Version {
                 if types.contains(&a.ty) || self.indexes.kinds(a.ty).is_empty() {
                     continue;
                 }
-                let same =
-                    |b: &AttrRef<'_>| b.ty == a.ty && b.options == a.options && a.same_stored(b);
+                let same = |b: &AttrRef<'_>| {
+                    b.ty == a.ty
+                        && crate::entry::same_options(b.options, a.options)
+                        && a.same_stored(b)
+                };
                 match (at..to.len()).chain(0..at).find(|&j| same(&to[j])) {
                     Some(j) => at = j + 1,
                     None => types.push(a.ty),

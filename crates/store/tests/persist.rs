@@ -20,9 +20,9 @@ use store::persist::codec::Reader;
 use store::persist::log::{log_file_name, LOG_HEADER_LEN};
 use store::persist::snapshot::snapshot_file_name;
 use store::persist::{
-    prune, read_log, read_snapshot, recover, verify, write_snapshot_bulk, write_snapshot_with,
-    Change, FileStatus, FsIo, Io, LogOptions, LogWriter, PersistError, SimIo, StoredAttr,
-    StoredEntry,
+    prune, read_log, read_log_last, read_snapshot, recover, verify, write_snapshot_bulk,
+    write_snapshot_with, Change, FileStatus, FsIo, Io, LogOptions, LogWriter, PersistError, SimIo,
+    StoredAttr, StoredEntry,
 };
 
 const DIR: &str = "/data";
@@ -141,6 +141,29 @@ fn log_round_trip() {
     let want: Vec<_> = (1..=5).zip(all).collect();
     assert_eq!(got, want);
     assert_eq!(log.batches[0].offset, LOG_HEADER_LEN as u64);
+}
+
+/// `read_log_last` checks the same batches as `read_log` and gives the same numbers and
+/// times, with the records of the last batch only; damage in an earlier batch is still found.
+#[test]
+fn read_log_last_decodes_only_the_last_batch() {
+    let io = sim();
+    let (bytes, all) = write_log(&io, 5);
+    let full = read_log("log", &bytes).expect("read");
+    let last = read_log_last("log", &bytes).expect("read");
+    assert_eq!(last.batches.len(), 5);
+    for (a, b) in full.batches.iter().zip(&last.batches) {
+        assert_eq!(
+            (a.seq, a.time_micros, a.offset, a.end),
+            (b.seq, b.time_micros, b.offset, b.end)
+        );
+    }
+    assert!(last.batches[..4].iter().all(|b| b.changes.is_empty()));
+    assert_eq!(last.batches[4].changes, all[4]);
+    let mut damaged = bytes.clone();
+    let at = full.batches[1].offset as usize + 20;
+    damaged[at] ^= 0xff;
+    assert!(read_log_last("log", &damaged).is_err());
 }
 
 #[test]

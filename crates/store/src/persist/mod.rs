@@ -32,7 +32,7 @@ use std::sync::{Arc, Mutex};
 pub use codec::{Change, StoredAttr, StoredEntry};
 pub use dir::{remove_stale_tmp, DirLock, StaleTmp, LOCK_FILE};
 pub use io::{is_no_space, FsIo, Io, IoFile, IoRead, Keep, MemRead, SimIo};
-pub use log::{read_log, Batch, LogContents, LogOptions, LogWriter, TornTail};
+pub use log::{read_log, read_log_last, Batch, LogContents, LogOptions, LogWriter, TornTail};
 pub use patch::{PatchAttr, PatchError, StoredPatch};
 pub use recover::{
     prune, prune_keeping, recover, verify, FileKind, FileReport, FileStatus, RecordKinds,
