@@ -146,7 +146,7 @@ struct KeptAttr<'e> {
 
 impl KeptAttr<'_> {
     fn is(&self, ty: AttrId, options: &str) -> bool {
-        self.attr.ty == ty && same_options(&self.attr.options, options)
+        self.attr.ty == ty && same_options(self.attr.options, options)
     }
 
     /// The values it holds after the changes so far.
@@ -508,7 +508,7 @@ pub fn apply(
                 add: &k.add,
             });
         } else if let Some(p) = (0..attrs.len()).find(|&p| {
-            !used[p] && attrs[p].ty == a.ty && same_options(&attrs[p].options, &a.options)
+            !used[p] && attrs[p].ty == a.ty && same_options(&attrs[p].options, a.options)
         }) {
             used[p] = true;
             parts.push(Part::New(&attrs[p]));

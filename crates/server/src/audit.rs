@@ -108,7 +108,7 @@ pub fn applied_change(
         for a in e.attrs() {
             if listed
                 .iter()
-                .any(|c| c.ty == a.ty && store::same_options(&c.options, &a.options))
+                .any(|c| c.ty == a.ty && store::same_options(&c.options, a.options))
             {
                 continue;
             }

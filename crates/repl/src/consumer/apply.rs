@@ -26,7 +26,6 @@
 //! at least every CSN applied or kept here (`store_cookie` moves it for the cookie's).
 
 use std::collections::HashSet;
-use std::sync::Arc;
 
 use dit::error::{LdapError, LdapResult};
 use dit::overlays::Applied;
@@ -204,22 +203,7 @@ pub fn uuid_norm(dit: &Dit, text: &str) -> Option<Box<[u8]>> {
         .map(Vec::into_boxed_slice)
 }
 
-/// The entry of `v` whose entryUUID has the equality form `norm`.
-pub fn find_by_uuid<'v>(dit: &Dit, v: &'v Version, norm: &[u8]) -> Option<&'v Arc<Entry>> {
-    let ty = dit.known.entry_uuid;
-    let f = store::Filter::Equality {
-        attr: ty,
-        norm: norm.to_vec(),
-    };
-    match v.candidates(v.schema(), &f) {
-        Some(ids) => ids
-            .iter()
-            .filter_map(|id| v.get(id))
-            .find(|e| e.has_value(ty, norm)),
-        // No index on entryUUID (the server indexes it when it replicates): a scan.
-        None => v.iter().find(|e| e.has_value(ty, norm)),
-    }
-}
+pub use dit::add::find_by_uuid;
 
 /// Whether the entry with entryUUID `norm` (equality form) was deleted here after its change
 /// `csn` had been seen: its tombstone (`store::tombstone`) records an entryCSN at or after
