@@ -766,12 +766,7 @@ async fn edit(cx: &Cx<'_>) -> Resp {
         "<p><button type=\"submit\">Save</button> <a href=\"/entry?dn={}\">Cancel</a></p></form>",
         enc(&dn)
     );
-    let status = if error.is_some() {
-        StatusCode::UNPROCESSABLE_ENTITY
-    } else {
-        StatusCode::OK
-    };
-    html(status, layout("Edit entry", Some(cx.session), &b))
+    form_page(cx, "Edit entry", error.is_some(), &b)
 }
 
 /// A template: its object classes, naming attribute, and the attributes offered first.
@@ -1010,12 +1005,18 @@ fn create_form(
         b.push_str("</details>");
     }
     b.push_str("<p><button type=\"submit\">Create</button></p></form>");
-    let status = if error.is_some() {
+    form_page(cx, "New entry", error.is_some(), &b)
+}
+
+/// A form page: 422 when the server refused what the form sent (its message is on the page),
+/// else 200.
+fn form_page(cx: &Cx<'_>, title: &str, refused: bool, body: &str) -> Resp {
+    let status = if refused {
         StatusCode::UNPROCESSABLE_ENTITY
     } else {
         StatusCode::OK
     };
-    html(status, layout("New entry", Some(cx.session), &b))
+    html(status, layout(title, Some(cx.session), body))
 }
 
 /// Rename (a new RDN) and move (a new parent): one modify DN.
@@ -1081,12 +1082,7 @@ async fn rename(cx: &Cx<'_>) -> Resp {
         esc(&parent),
         enc(&dn)
     );
-    let status = if error.is_some() {
-        StatusCode::UNPROCESSABLE_ENTITY
-    } else {
-        StatusCode::OK
-    };
-    html(status, layout("Rename or move", Some(cx.session), &b))
+    form_page(cx, "Rename or move", error.is_some(), &b)
 }
 
 /// Delete: a leaf at once; an entry with children only after listing what its subtree holds,
@@ -1158,12 +1154,7 @@ async fn delete(cx: &Cx<'_>) -> Resp {
         if subtree { "Delete the entry and everything below it" } else { "Delete the entry" },
         enc(&dn)
     );
-    let status = if error.is_some() {
-        StatusCode::UNPROCESSABLE_ENTITY
-    } else {
-        StatusCode::OK
-    };
-    html(status, layout("Delete", Some(cx.session), &b))
+    form_page(cx, "Delete", error.is_some(), &b)
 }
 
 /// Escapes a value for a filter (RFC 4515).
@@ -1678,12 +1669,7 @@ async fn group(cx: &Cx<'_>) -> Resp {
         cx.csrf(),
         esc(&dn)
     );
-    let status = if error.is_some() {
-        StatusCode::UNPROCESSABLE_ENTITY
-    } else {
-        StatusCode::OK
-    };
-    html(status, layout("Group", Some(cx.session), &b))
+    form_page(cx, "Group", error.is_some(), &b)
 }
 
 /// The password policy response control's error, in words (draft-behera-ldap-password-policy).
