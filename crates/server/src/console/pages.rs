@@ -1008,6 +1008,14 @@ fn create_form(
     form_page(cx, "New entry", error.is_some(), &b)
 }
 
+/// The server's refusal of what a form sent, shown above the form (announced to screen readers).
+fn refusal(o: &Outcome) -> String {
+    format!(
+        "<p class=\"error\" role=\"alert\" id=\"form-error\">The server refused: {}</p>",
+        esc(&o.describe())
+    )
+}
+
 /// A form page: 422 when the server refused what the form sent (its message is on the page),
 /// else 200.
 fn form_page(cx: &Cx<'_>, title: &str, refused: bool, body: &str) -> Resp {
@@ -1051,11 +1059,7 @@ async fn rename(cx: &Cx<'_>) -> Resp {
     }
     let mut b = String::new();
     if let Some(o) = &error {
-        let _ = write!(
-            b,
-            "<p class=\"error\" role=\"alert\" id=\"form-error\">The server refused: {}</p>",
-            esc(&o.describe())
-        );
+        b.push_str(&refusal(o));
     }
     let rdn = if cx.post {
         cx.f("rdn").to_string()
@@ -1116,11 +1120,7 @@ async fn delete(cx: &Cx<'_>) -> Resp {
     };
     let mut b = String::new();
     if let Some(o) = &error {
-        let _ = write!(
-            b,
-            "<p class=\"error\" role=\"alert\" id=\"form-error\">The server refused: {}</p>",
-            esc(&o.describe())
-        );
+        b.push_str(&refusal(o));
     }
     let below: Vec<&Entry> = found
         .entries
@@ -1598,11 +1598,7 @@ async fn group(cx: &Cx<'_>) -> Resp {
     let mut b = String::new();
     let _ = write!(b, "<p class=\"dn\">{}</p>", dn_link(&dn));
     if let Some(o) = &error {
-        let _ = write!(
-            b,
-            "<p class=\"error\" role=\"alert\" id=\"form-error\">The server refused: {}</p>",
-            esc(&o.describe())
-        );
+        b.push_str(&refusal(o));
     }
     let members = e.get(attr);
     let _ = write!(
