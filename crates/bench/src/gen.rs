@@ -82,6 +82,24 @@ impl GenArgs {
     }
 }
 
+/// Appends `{SSHA}` of `password` with `salt` to `out` (`scratch`: a buffer to reuse).
+pub(crate) fn ssha(password: &[u8], salt: [u8; 8], scratch: &mut Vec<u8>, out: &mut Vec<u8>) {
+    let mut h = Sha1::new();
+    h.update(password);
+    h.update(salt);
+    scratch.clear();
+    scratch.extend_from_slice(&h.finalize());
+    scratch.extend_from_slice(&salt);
+    out.extend_from_slice(b"{SSHA}");
+    // 28 bytes of digest and salt are 40 of base64.
+    let at = out.len();
+    out.resize(at + 40, 0);
+    let n = B64
+        .encode_slice(&scratch[..], &mut out[at..])
+        .expect("28 bytes encode to 40");
+    out.truncate(at + n);
+}
+
 /// Given names of the generated people (`linden bench` fills `{first}` from them).
 pub(crate) const FIRST_NAMES: &[&str] = &[
     "Aaron", "Abigail", "Adam", "Alice", "Amir", "Ana", "Andrew", "Anna", "Ben", "Bianca",
@@ -264,22 +282,12 @@ fn write_ldif(args: &GenArgs, mut w: impl Write) -> std::io::Result<()> {
         password.clear();
         match args.scheme() {
             PasswordScheme::Cleartext => password.extend_from_slice(args.password.as_bytes()),
-            PasswordScheme::Ssha => {
-                let salt: [u8; 8] = rng.gen();
-                let mut h = Sha1::new();
-                h.update(args.password.as_bytes());
-                h.update(salt);
-                scratch.clear();
-                scratch.extend_from_slice(&h.finalize());
-                scratch.extend_from_slice(&salt);
-                password.extend_from_slice(b"{SSHA}");
-                let at = password.len();
-                password.resize(at + 40, 0);
-                let n = B64
-                    .encode_slice(&scratch, &mut password[at..])
-                    .map_err(|e| std::io::Error::other(e.to_string()))?;
-                password.truncate(at + n);
-            }
+            PasswordScheme::Ssha => ssha(
+                args.password.as_bytes(),
+                rng.gen(),
+                &mut scratch,
+                &mut password,
+            ),
         }
         attr(&mut buf, "userPassword", &password);
         buf.push(b'\n');

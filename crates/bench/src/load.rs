@@ -168,6 +168,12 @@ pub struct BenchArgs {
     /// Password of the entries that bind and auth bind as.
     #[arg(long, default_value = "password")]
     pub user_password: String,
+    /// How add writes userPassword (--user-password): `ssha` (the default) sends `{SSHA}` of it,
+    /// stored as given by both Linden and slapd, as `linden gen`'s reference data;
+    /// `cleartext` sends the password, which Linden hashes with its scheme (Argon2id by
+    /// default: ~15 ms of CPU per add) and slapd stores as it is.
+    #[arg(long, value_enum, default_value_t = crate::gen::PasswordScheme::Ssha)]
+    pub add_password_scheme: crate::gen::PasswordScheme,
     /// First part of the uid of the entries add makes and delete removes.
     #[arg(long, default_value = "bench")]
     pub name_prefix: String,
@@ -558,6 +564,19 @@ impl Plan {
         }))
         .map_err(|e| bad("compare", e))?;
         let uid = format!("{}.{{conn}}.{{seq}}", args.name_prefix);
+        let add_password = match args.add_password_scheme {
+            crate::gen::PasswordScheme::Cleartext => args.user_password.as_bytes().to_vec(),
+            crate::gen::PasswordScheme::Ssha => {
+                let mut out = Vec::new();
+                crate::gen::ssha(
+                    args.user_password.as_bytes(),
+                    *b"lindenbn",
+                    &mut Vec::new(),
+                    &mut out,
+                );
+                out
+            }
+        };
         let s = |v: &'static [u8]| Cow::Borrowed(v);
         let add = Template::new(ProtocolOp::AddRequest(proto::AddRequest {
             dn: b(&format!("uid={uid},{people}")),
@@ -585,7 +604,7 @@ impl Plan {
                 },
                 PartialAttribute {
                     name: s(b"userPassword"),
-                    values: vec![b(&args.user_password)],
+                    values: vec![Cow::Owned(add_password)],
                 },
             ],
         }))

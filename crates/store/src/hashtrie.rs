@@ -6,11 +6,14 @@
 //! plus 65 child pointers, and a median split leaves nodes half full, so a map filled in key
 //! order cost ~98 bytes per 32-byte item (~65 in random order), and one insert costs ~200 ns
 //! even in key order (measured with 2M items). Here the keys live in sorted leaf vectors of
-//! exactly their size behind two fixed levels of 256 pointers each, chosen by the top 16 bits
-//! of the key (the keys are hashes, so leaves fill evenly): a bulk build is one sort per
-//! top-level slot (`from_buckets`, on every core), and a write copies two 2 KiB pointer
-//! arrays and one leaf (the first time a version changes them; `Arc::make_mut` after that),
-//! about what a B-tree path costs.
+//! exactly their size behind three fixed levels of pointers (256, 16 and 16 slots), chosen by
+//! the top 16 bits of the key (the keys are hashes, so leaves fill evenly): a bulk build is one
+//! sort per top-level slot (`from_buckets`, on every core), and a write copies the top array
+//! once per batch, then two 16-slot arrays and one leaf (the first time a version changes
+//! them; `Arc::make_mut` after that). The lower levels are small because the keys a batch
+//! writes are spread at random: with one 256-slot level below the top, an add copied (and the
+//! old version's drop released) ~4 arrays of 256 shared pointers, about a fifth of the
+//! writer's time per add.
 //!
 //! A key is the top 48 bits of a 64-bit hash (`key_of`): the leaf holds the 32 bits below
 //! the 16 that chose it. Most keys name one entry (a uid, a mail address, a DN), and such a key
@@ -28,6 +31,8 @@ use roaring::RoaringBitmap;
 use crate::entry::EntryId;
 
 const FAN: usize = 256;
+/// The slots of each of the two lower levels of pointers.
+const LOW: usize = 16;
 
 /// The part of a 64-bit hash this map keys on: its top 48 bits. Keys are made with this, so
 /// two keys the map cannot tell apart are equal (and an entry's list of keys, deduplicated,
@@ -37,12 +42,13 @@ pub fn key_of(hash: u64) -> u64 {
     hash & !0xffff
 }
 
-/// The slots of a key in the two levels, and the bits the leaf keeps.
+/// The slots of a key in the three levels, and the bits the leaf keeps.
 #[inline]
-fn split(key: u64) -> (usize, usize, u32) {
+fn split(key: u64) -> (usize, usize, usize, u32) {
     (
         (key >> 56) as usize,
-        ((key >> 48) & 0xff) as usize,
+        ((key >> 52) & 0xf) as usize,
+        ((key >> 48) & 0xf) as usize,
         (key >> 16) as u32,
     )
 }
@@ -187,7 +193,7 @@ impl Leaf {
     fn from_sorted(pairs: &[(u64, EntryId)]) -> (Leaf, usize) {
         let mut leaf = Leaf::default();
         for run in pairs.chunk_by(|a, b| a.0 == b.0) {
-            let k = split(run[0].0).2;
+            let k = split(run[0].0).3;
             match run {
                 [(_, id)] => leaf.ones.push((k, *id)),
                 _ => {
@@ -204,15 +210,16 @@ impl Leaf {
     }
 }
 
-type Mid = Arc<Vec<Option<Arc<Leaf>>>>;
+type Leaves = Arc<[Option<Arc<Leaf>>; LOW]>;
+type Mid = Arc<[Option<Leaves>; LOW]>;
 
-fn empty<T>() -> Arc<Vec<Option<T>>> {
-    Arc::new((0..FAN).map(|_| None).collect())
+fn empty<T, const N: usize>() -> Arc<[Option<T>; N]> {
+    Arc::new(std::array::from_fn(|_| None))
 }
 
 #[derive(Clone)]
 pub struct HashTrie {
-    mids: Arc<Vec<Option<Mid>>>,
+    mids: Arc<[Option<Mid>; FAN]>,
     /// The number of keys.
     len: usize,
 }
@@ -287,14 +294,17 @@ impl HashTrie {
                 }
                 pairs.sort_unstable();
                 pairs.dedup();
-                let mut mid: Vec<Option<Arc<Leaf>>> = (0..FAN).map(|_| None).collect();
+                let mut mid: [Option<[Option<Arc<Leaf>>; LOW]>; LOW] =
+                    std::array::from_fn(|_| None);
                 let mut keys = 0;
                 for run in pairs.chunk_by(|a, b| a.0 >> 48 == b.0 >> 48) {
                     let (leaf, n) = Leaf::from_sorted(run);
                     keys += n;
-                    mid[split(run[0].0).1] = Some(Arc::new(leaf));
+                    let (_, b, c, _) = split(run[0].0);
+                    mid[b].get_or_insert_with(|| std::array::from_fn(|_| None))[c] =
+                        Some(Arc::new(leaf));
                 }
-                out.push((m, Arc::new(mid), keys));
+                out.push((m, Arc::new(mid.map(|l| l.map(Arc::new))), keys));
             }
             out
         };
@@ -314,7 +324,7 @@ impl HashTrie {
                     .collect()
             })
         };
-        let mut mids: Vec<Option<Mid>> = (0..FAN).map(|_| None).collect();
+        let mut mids: [Option<Mid>; FAN] = std::array::from_fn(|_| None);
         let mut len = 0;
         for (m, mid, keys) in built {
             mids[m] = Some(mid);
@@ -338,22 +348,22 @@ impl HashTrie {
     /// The entries holding `key` (made with `key_of`).
     #[inline]
     pub fn get(&self, key: u64) -> Option<PostingRef<'_>> {
-        let (m, l, k) = split(key);
-        self.mids[m].as_ref()?[l].as_ref()?.get(k)
+        let (a, b, c, k) = split(key);
+        self.mids[a].as_ref()?[b].as_ref()?[c].as_ref()?.get(k)
     }
 
     /// The leaf that holds (or would hold) `key`, made unique to this map.
     fn leaf_mut(&mut self, key: u64) -> &mut Leaf {
-        let (m, l, _) = split(key);
-        let mids = Arc::make_mut(&mut self.mids);
-        let mid = mids[m].get_or_insert_with(empty);
-        let leaf = Arc::make_mut(mid)[l].get_or_insert_with(Default::default);
+        let (a, b, c, _) = split(key);
+        let mid = Arc::make_mut(&mut self.mids)[a].get_or_insert_with(empty);
+        let leaves = Arc::make_mut(mid)[b].get_or_insert_with(empty);
+        let leaf = Arc::make_mut(leaves)[c].get_or_insert_with(Default::default);
         Arc::make_mut(leaf)
     }
 
     /// Adds `id` to the entries holding `key`.
     pub fn insert(&mut self, key: u64, id: EntryId) {
-        if self.leaf_mut(key).insert(split(key).2, id) {
+        if self.leaf_mut(key).insert(split(key).3, id) {
             self.len += 1;
         }
     }
@@ -367,7 +377,7 @@ impl HashTrie {
         if !holds {
             return;
         }
-        let (m, l, k) = split(key);
+        let (a, b, c, k) = split(key);
         let leaf = self.leaf_mut(key);
         if !leaf.remove(k, id) {
             return;
@@ -375,9 +385,11 @@ impl HashTrie {
         let emptied = leaf.is_empty();
         self.len -= 1;
         if emptied {
-            // `leaf_mut` made both levels unique, so these do not copy.
-            if let Some(mid) = Arc::make_mut(&mut self.mids)[m].as_mut() {
-                Arc::make_mut(mid)[l] = None;
+            // `leaf_mut` made every level unique, so these do not copy.
+            if let Some(mid) = Arc::make_mut(&mut self.mids)[a].as_mut() {
+                if let Some(leaves) = Arc::make_mut(mid)[b].as_mut() {
+                    Arc::make_mut(leaves)[c] = None;
+                }
             }
         }
     }
@@ -389,12 +401,16 @@ impl HashTrie {
         part: &mut crate::sizes::Part,
         bitmaps: &mut crate::sizes::Part,
     ) {
-        use crate::sizes::{alloc_size, arc_size, arc_vec, bitmap_size};
+        use crate::sizes::{alloc_size, arc_size, bitmap_size};
         use std::mem::size_of;
-        arc_vec(FAN, 8, part);
+        part.add(arc_size::<[Option<Mid>; FAN]>());
         for mid in self.mids.iter().flatten() {
-            arc_vec(FAN, 8, part);
-            for leaf in mid.iter().flatten() {
+            part.add(arc_size::<[Option<Leaves>; LOW]>());
+            let leaves = mid.iter().flatten();
+            for _ in leaves.clone() {
+                part.add(arc_size::<[Option<Arc<Leaf>>; LOW]>());
+            }
+            for leaf in leaves.flat_map(|l| l.iter().flatten()) {
                 part.add(arc_size::<Leaf>());
                 part.add(alloc_size(
                     leaf.ones.capacity() * size_of::<(u32, EntryId)>(),

@@ -60,13 +60,6 @@ pub(crate) fn bitmap_size(b: &RoaringBitmap, part: &mut Part) {
     }
 }
 
-/// The allocation of an `Arc<Vec<T>>` of `cap` items: the shared header with the vector,
-/// and the vector's buffer.
-pub(crate) fn arc_vec(cap: usize, item: usize, part: &mut Part) {
-    part.add(arc_size::<Vec<u8>>());
-    part.add(alloc_size(cap * item));
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
