@@ -206,10 +206,11 @@ impl<K: std::hash::Hash + Eq + Copy> IdRuns<K> {
 }
 
 /// What one thread of a bulk build gathers from a range of entries (in id order).
-#[derive(Default)]
 struct RangeKeys {
     names: Buckets,
     hashed: Buckets,
+    /// The keys of `Hot` (many entries hold each), as bitmaps.
+    hot: IdRuns<IndexKey>,
     pres: IdRuns<AttrId>,
     /// Children by parent. Most entries share their parent with the one before, so the last
     /// parent's place is tried first.
@@ -217,8 +218,59 @@ struct RangeKeys {
     ordered: Vec<((AttrId, Vec<u8>), EntryId)>,
 }
 
-fn range_keys(entries: &[Arc<Entry>], indexes: &Indexes, schema: &Schema) -> RangeKeys {
-    let mut r = RangeKeys::default();
+/// The index keys that many entries hold, found in a sample of them before a bulk build:
+/// they are gathered as bitmaps (a few bytes an entry) instead of (key, id) pairs (16 bytes),
+/// which at 50 million entries is the difference between a start-up that fits in memory and
+/// one that does not. Also the number of other keys per entry, to size the pairs' buckets.
+struct Hot {
+    keys: rustc_hash::FxHashSet<IndexKey>,
+    /// Keys outside `keys` per sampled entry.
+    cold_per_entry: f64,
+}
+
+/// Entries sampled (evenly over all of them) to find the `Hot` keys.
+const HOT_SAMPLE: usize = 1 << 16;
+/// A key held by at least this many sampled entries is hot (at 50 million entries: one in
+/// 16,384, some 3,000 entries).
+const HOT_MIN: u32 = 4;
+
+fn hot_keys(all: &[Arc<Entry>], indexes: &Indexes, schema: &Schema) -> Hot {
+    let step = (all.len() / HOT_SAMPLE).max(1);
+    let mut counts: rustc_hash::FxHashMap<IndexKey, u32> = Default::default();
+    let mut sampled = 0usize;
+    for e in all.iter().step_by(step) {
+        sampled += 1;
+        each_key(indexes, schema, e, &mut |k| {
+            if let Key::Hashed(h) = k {
+                *counts.entry(h).or_default() += 1;
+            }
+        });
+    }
+    let mut cold = 0u64;
+    let mut keys = rustc_hash::FxHashSet::default();
+    for (k, n) in counts {
+        if n >= HOT_MIN {
+            keys.insert(k);
+        } else {
+            cold += u64::from(n);
+        }
+    }
+    Hot {
+        keys,
+        cold_per_entry: cold as f64 / sampled.max(1) as f64,
+    }
+}
+
+fn range_keys(entries: &[Arc<Entry>], indexes: &Indexes, schema: &Schema, hot: &Hot) -> RangeKeys {
+    let cold = (entries.len() as f64 * hot.cold_per_entry) as usize;
+    let mut r = RangeKeys {
+        names: Buckets::with_capacity(entries.len()),
+        hashed: Buckets::with_capacity(cold),
+        hot: IdRuns::default(),
+        pres: IdRuns::default(),
+        kids: IdRuns::default(),
+        ordered: Vec::new(),
+    };
     for e in entries {
         let id = e.id;
         r.names.push(dn_key(e.ndn_str()), id);
@@ -227,6 +279,7 @@ fn range_keys(entries: &[Arc<Entry>], indexes: &Indexes, schema: &Schema) -> Ran
         }
         each_key(indexes, schema, e, &mut |k| match k {
             Key::Pres(ty) => r.pres.push(ty, id),
+            Key::Hashed(h) if hot.keys.contains(&h) => r.hot.push(h, id),
             Key::Hashed(h) => r.hashed.push(h, id),
             Key::Ord(ty, o) => r.ordered.push(((ty, o), id)),
         });
@@ -235,16 +288,26 @@ fn range_keys(entries: &[Arc<Entry>], indexes: &Indexes, schema: &Schema) -> Ran
 }
 
 /// Joins the bitmaps of consecutive ranges, by key.
-fn join_runs<K: Ord + Copy>(
+fn join_bitmaps<K: Ord + Copy>(
     parts: impl Iterator<Item = IdRuns<K>>,
-) -> OrdMap<K, Arc<RoaringBitmap>> {
+) -> std::collections::BTreeMap<K, RoaringBitmap> {
     let mut all: std::collections::BTreeMap<K, RoaringBitmap> = Default::default();
     for part in parts {
         for (k, b) in part.runs {
             *all.entry(k).or_default() |= b;
         }
     }
-    all.into_iter().map(|(k, b)| (k, Arc::new(b))).collect()
+    all
+}
+
+/// `join_bitmaps`, shared.
+fn join_runs<K: Ord + Copy>(
+    parts: impl Iterator<Item = IdRuns<K>>,
+) -> OrdMap<K, Arc<RoaringBitmap>> {
+    join_bitmaps(parts)
+        .into_iter()
+        .map(|(k, b)| (k, Arc::new(b)))
+        .collect()
 }
 
 impl Version {
@@ -308,10 +371,12 @@ impl Version {
             .clamp(1, 64);
         let per = all.len().div_ceil(threads).max(1);
         let (indexes, schema) = (&*v.indexes, &*v.schema);
+        let hot = hot_keys(&all, indexes, schema);
+        let hot = &hot;
         let parts: Vec<RangeKeys> = std::thread::scope(|s| {
             let handles: Vec<_> = all
                 .chunks(per)
-                .map(|range| s.spawn(move || range_keys(range, indexes, schema)))
+                .map(|range| s.spawn(move || range_keys(range, indexes, schema, hot)))
                 .collect();
             // A collecting thread cannot fail short of running out of memory; an incomplete
             // index would then give wrong answers, so let that surface.
@@ -324,16 +389,19 @@ impl Version {
         let mut hashed = Vec::with_capacity(parts.len());
         let mut pres = Vec::with_capacity(parts.len());
         let mut kids = Vec::with_capacity(parts.len());
+        let mut held = Vec::with_capacity(parts.len());
         let mut ordered = Vec::new();
         for p in parts {
             names.push(p.names);
             hashed.push(p.hashed);
+            held.push(p.hot);
             pres.push(p.pres);
             kids.push(p.kids);
             ordered.extend(p.ordered);
         }
-        v.by_dn = HashTrie::from_buckets(names, threads);
-        v.eq = HashTrie::from_buckets(hashed, threads);
+        v.by_dn = HashTrie::from_buckets(names, Vec::new(), threads);
+        let held = join_bitmaps(held.into_iter()).into_iter().collect();
+        v.eq = HashTrie::from_buckets(hashed, held, threads);
         v.pres = join_runs(pres.into_iter());
         v.children = join_runs(kids.into_iter());
         ordered.sort_unstable();
