@@ -1,22 +1,25 @@
 //! A persistent (structurally shared) map from entry ids to values: the version's entry table.
 //!
-//! Entry ids are dense small integers, so this is a radix array of five levels, one per bit
-//! group of the id (8, 8, 6, 5 and 5 bits from the top), with the values in the last. Each
-//! level is one fixed-size array behind an `Arc` (one load per level, no length to check).
-//! A million entries take ~9 bytes each (the B-tree map it replaces took ~56), and a write
-//! copies the arrays on its path the first time a version changes them (`Arc::make_mut`
-//! after that). The two lowest levels are small on purpose: a durable modify changes one
-//! entry per leaf, and the copy of a leaf clones (and the old version's drop releases) every
-//! value in it. With 256-slot leaves that was ~16 % of the writer's time per modify; with 32
-//! slots below 32 it is an eighth of it, for one level more on a lookup that still costs fewer
-//! loads than the four `Arc<Vec>` levels before (two loads each).
+//! Entry ids are dense small integers, so this is a radix array of seven levels, one per bit
+//! group of the id (8, 8, 4, 3, 3, 3 and 3 bits from the top), with the values in the last.
+//! Each level is one fixed-size array behind an `Arc` (one load per level, no length to
+//! check). A million entries take ~11 bytes each (the B-tree map it replaces took ~56), and
+//! a write copies the arrays on its path the first time a version changes them
+//! (`Arc::make_mut` after that). The low levels are small on purpose: a batch of modifies
+//! changes entries far apart, and the copy of an array clones (and the old version's drop
+//! releases) every pointer in it, each a reference count in its own cache line. With
+//! 256-slot leaves that was ~16 % of the writer's time per modify at 100,000 entries; at 50
+//! million entries, where those counts are not in any cache, arrays of 64, 32 and 32 slots
+//! still cost a quarter of it. Eight slots a level touch a few dozen counts per modify; the
+//! extra levels are the top ones, which stay in cache.
 
 use std::sync::Arc;
 
 type Node<T, const N: usize> = Arc<[Option<T>; N]>;
-type Leaf<V> = Node<V, 32>;
-type Level3<V> = Node<Leaf<V>, 32>;
-type Level2<V> = Node<Level3<V>, 64>;
+type Leaf<V> = Node<V, 16>;
+type Level4<V> = Node<Leaf<V>, 16>;
+type Level3<V> = Node<Level4<V>, 16>;
+type Level2<V> = Node<Level3<V>, 16>;
 type Level1<V> = Node<Level2<V>, 256>;
 
 #[derive(Clone)]
@@ -31,14 +34,15 @@ fn empty<T, const N: usize>() -> Node<T, N> {
 
 /// The slot of `id` at each level; each is below its level's size.
 #[inline]
-fn digits(id: u32) -> [usize; 5] {
+fn digits(id: u32) -> [usize; 6] {
     let id = id as usize;
     [
         id >> 24,
         (id >> 16) & 0xff,
-        (id >> 10) & 0x3f,
-        (id >> 5) & 0x1f,
-        id & 0x1f,
+        (id >> 12) & 0xf,
+        (id >> 8) & 0xf,
+        (id >> 4) & 0xf,
+        id & 0xf,
     ]
 }
 
@@ -66,18 +70,19 @@ impl<V: Clone> IdMap<V> {
 
     #[inline]
     pub fn get(&self, id: u32) -> Option<&V> {
-        let [a, b, c, d, e] = digits(id);
-        self.root[a].as_ref()?[b].as_ref()?[c].as_ref()?[d].as_ref()?[e].as_ref()
+        let [a, b, c, d, e, f] = digits(id);
+        self.root[a].as_ref()?[b].as_ref()?[c].as_ref()?[d].as_ref()?[e].as_ref()?[f].as_ref()
     }
 
     /// The slot of `id`, made unique to this map (levels are created as needed).
     fn slot(&mut self, id: u32) -> &mut Option<V> {
-        let [a, b, c, d, e] = digits(id);
+        let [a, b, c, d, e, f] = digits(id);
         let l1 = Arc::make_mut(&mut self.root)[a].get_or_insert_with(empty);
         let l2 = Arc::make_mut(l1)[b].get_or_insert_with(empty);
         let l3 = Arc::make_mut(l2)[c].get_or_insert_with(empty);
-        let leaf = Arc::make_mut(l3)[d].get_or_insert_with(empty);
-        &mut Arc::make_mut(leaf)[e]
+        let l4 = Arc::make_mut(l3)[d].get_or_insert_with(empty);
+        let leaf = Arc::make_mut(l4)[e].get_or_insert_with(empty);
+        &mut Arc::make_mut(leaf)[f]
     }
 
     /// Sets the value of `id`; returns the one it replaced.
@@ -94,7 +99,7 @@ impl<V: Clone> IdMap<V> {
         let old = self.slot(id).take();
         self.len -= 1;
         // Emptied arrays are left in place: ids are not reused, so a sparse tail of deleted
-        // entries costs at most one small leaf per 32 ids until the next restart.
+        // entries costs at most one small leaf per 16 ids until the next restart.
         old
     }
 
@@ -107,11 +112,14 @@ impl<V: Clone> IdMap<V> {
         for l1 in self.root.iter().flatten() {
             node::<Level2<V>, 256>(part);
             for l2 in l1.iter().flatten() {
-                node::<Level3<V>, 64>(part);
+                node::<Level3<V>, 16>(part);
                 for l3 in l2.iter().flatten() {
-                    node::<Leaf<V>, 32>(part);
-                    for _ in l3.iter().flatten() {
-                        node::<V, 32>(part);
+                    node::<Level4<V>, 16>(part);
+                    for l4 in l3.iter().flatten() {
+                        node::<Leaf<V>, 16>(part);
+                        for _ in l4.iter().flatten() {
+                            node::<V, 16>(part);
+                        }
                     }
                 }
             }
@@ -127,6 +135,7 @@ impl<V: Clone> IdMap<V> {
             .flat_map(|l1| some(&l1[..]))
             .flat_map(|l2| some(&l2[..]))
             .flat_map(|l3| some(&l3[..]))
+            .flat_map(|l4| some(&l4[..]))
             .flat_map(|leaf| some(&leaf[..]))
     }
 }

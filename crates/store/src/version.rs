@@ -207,7 +207,6 @@ impl<K: std::hash::Hash + Eq + Copy> IdRuns<K> {
 
 /// What one thread of a bulk build gathers from a range of entries (in id order).
 struct RangeKeys {
-    names: Buckets,
     hashed: Buckets,
     /// The keys of `Hot` (many entries hold each), as bitmaps.
     hot: IdRuns<IndexKey>,
@@ -264,7 +263,6 @@ fn hot_keys(all: &[Arc<Entry>], indexes: &Indexes, schema: &Schema) -> Hot {
 fn range_keys(entries: &[Arc<Entry>], indexes: &Indexes, schema: &Schema, hot: &Hot) -> RangeKeys {
     let cold = (entries.len() as f64 * hot.cold_per_entry) as usize;
     let mut r = RangeKeys {
-        names: Buckets::with_capacity(entries.len()),
         hashed: Buckets::with_capacity(cold),
         hot: IdRuns::default(),
         pres: IdRuns::default(),
@@ -273,7 +271,6 @@ fn range_keys(entries: &[Arc<Entry>], indexes: &Indexes, schema: &Schema, hot: &
     };
     for e in entries {
         let id = e.id;
-        r.names.push(dn_key(e.ndn_str()), id);
         if let Some(p) = e.parent {
             r.kids.push(p, id);
         }
@@ -342,9 +339,10 @@ impl Version {
     /// new ids from `next_id`. Each entry's `parent` must be among `entries` (or `None`).
     ///
     /// Built in bulk rather than entry by entry (start-up time is this plus reading the files),
-    /// on every core: each thread collects the DN and index keys of a range of entries, sorted
-    /// into buckets by the tries' first level; then each thread sorts and builds whole
-    /// first-level slots of the tries (`HashTrie::from_buckets`). Bitmaps (presence, children)
+    /// on every core: each thread collects the index keys of a range of entries, sorted into
+    /// buckets by the tries' first level (the keys many entries hold straight into bitmaps:
+    /// `Hot`); then each thread sorts and builds whole first-level slots of the trie
+    /// (`HashTrie::from_buckets`); then the same for the DNs. Bitmaps (presence, children)
     /// are appended to in id order and joined across ranges.
     pub fn restore(
         schema: Arc<Schema>,
@@ -385,23 +383,41 @@ impl Version {
                 .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
                 .collect()
         });
-        let mut names = Vec::with_capacity(parts.len());
         let mut hashed = Vec::with_capacity(parts.len());
         let mut pres = Vec::with_capacity(parts.len());
         let mut kids = Vec::with_capacity(parts.len());
         let mut held = Vec::with_capacity(parts.len());
         let mut ordered = Vec::new();
         for p in parts {
-            names.push(p.names);
             hashed.push(p.hashed);
             held.push(p.hot);
             pres.push(p.pres);
             kids.push(p.kids);
             ordered.extend(p.ordered);
         }
-        v.by_dn = HashTrie::from_buckets(names, Vec::new(), threads);
         let held = join_bitmaps(held.into_iter()).into_iter().collect();
         v.eq = HashTrie::from_buckets(hashed, held, threads);
+        // The DN map in a second pass, once the index keys' pairs are gone: at 50 million
+        // entries the two sets of pairs together were 2.4 GB at the peak of a start-up.
+        let names: Vec<Buckets> = std::thread::scope(|s| {
+            let handles: Vec<_> = all
+                .chunks(per)
+                .map(|range| {
+                    s.spawn(move || {
+                        let mut b = Buckets::with_capacity(range.len());
+                        for e in range {
+                            b.push(dn_key(e.ndn_str()), e.id);
+                        }
+                        b
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+                .collect()
+        });
+        v.by_dn = HashTrie::from_buckets(names, Vec::new(), threads);
         v.pres = join_runs(pres.into_iter());
         v.children = join_runs(kids.into_iter());
         ordered.sort_unstable();
