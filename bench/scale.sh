@@ -61,7 +61,7 @@ for w in search compare bind auth modify add delete mixed; do
   c0=$(cpu_ticks "$PID")
   out=$("$LINDEN" bench "$w" --url "$URL" --bind-dn "$ADMIN" --password "$SECRET" \
     --connections 8 --depth 32 --duration "$SECONDS_EACH" --warmup "$warmup" --range "$COUNT" \
-    --quiet --json "$WORK/$w.json" "${extra[@]}" 2>&1 | grep -o 'ops/s=[0-9]*.*p99=[0-9]*')
+    --quiet --json "$WORK/$w.json" "${extra[@]}" 2>&1 | grep -o 'ops/s=[0-9]*.*p99=[0-9]*' | head -1)
   c1=$(cpu_ticks "$PID")
   ops=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["total"]["ops"])' "$WORK/$w.json")
   cpu=$(python3 -c 'import sys; t, hz, n = map(float, sys.argv[1:]); print(f"{t / hz * 1e6 / max(n, 1):.2f}")' \

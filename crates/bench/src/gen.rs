@@ -83,7 +83,12 @@ impl GenArgs {
 }
 
 /// Appends `{SSHA}` of `password` with `salt` to `out` (`scratch`: a buffer to reuse).
-pub(crate) fn ssha(password: &[u8], salt: [u8; 8], scratch: &mut Vec<u8>, out: &mut Vec<u8>) {
+pub(crate) fn ssha(
+    password: &[u8],
+    salt: [u8; 8],
+    scratch: &mut Vec<u8>,
+    out: &mut Vec<u8>,
+) -> std::io::Result<()> {
     let mut h = Sha1::new();
     h.update(password);
     h.update(salt);
@@ -96,8 +101,9 @@ pub(crate) fn ssha(password: &[u8], salt: [u8; 8], scratch: &mut Vec<u8>, out: &
     out.resize(at + 40, 0);
     let n = B64
         .encode_slice(&scratch[..], &mut out[at..])
-        .expect("28 bytes encode to 40");
+        .map_err(|e| std::io::Error::other(e.to_string()))?;
     out.truncate(at + n);
+    Ok(())
 }
 
 /// Given names of the generated people (`linden bench` fills `{first}` from them).
@@ -287,7 +293,7 @@ fn write_ldif(args: &GenArgs, mut w: impl Write) -> std::io::Result<()> {
                 rng.gen(),
                 &mut scratch,
                 &mut password,
-            ),
+            )?,
         }
         attr(&mut buf, "userPassword", &password);
         buf.push(b'\n');

@@ -573,7 +573,10 @@ impl Plan {
                     *b"lindenbn",
                     &mut Vec::new(),
                     &mut out,
-                );
+                )
+                .map_err(|e| {
+                    Error::Args(format!("cannot encode the add request's password: {e}"))
+                })?;
                 out
             }
         };
@@ -608,7 +611,7 @@ impl Plan {
                 },
             ],
         }))
-        .map_err(|e| bad("add", e))?;
+        .map_err(|e| Error::Args(format!("cannot encode the add request's password: {e}")))?;
         let delete = Template::new(ProtocolOp::DelRequest(b(&format!("uid={uid},{people}"))))
             .map_err(|e| bad("delete", e))?;
         let delete_user = Template::new(ProtocolOp::DelRequest(b(&format!(
