@@ -3,7 +3,7 @@
 # eight rates (8 connections × 32 outstanding, durability sync) with the server's CPU per
 # operation, on N reference entries.
 #
-#   bench/scale.sh N [SECONDS]             (default 1000000 entries, 10 s a workload)
+#   bench/scale.sh N [SECONDS]             (default 1000000 entries, 10 s a workload; 0: no rates)
 #   bench/scale.sh 50000000                (needs ~24 GiB of memory and ~35 GB of disk)
 #
 # Environment: LINDEN (binary; default this checkout's release build), WORK (directory for the
@@ -50,6 +50,7 @@ rss=$(awk '/VmRSS/ {print $2}' "/proc/$PID/status")
 hwm=$(awk '/VmHWM/ {print $2}' "/proc/$PID/status")
 echo "peak RSS while starting: $hwm KB; resident 20 s later: $rss KB = $((rss * 1024 / COUNT)) bytes/entry"
 
+[ "$SECONDS_EACH" = 0 ] && exit 0
 for w in search compare bind auth modify add delete mixed; do
   extra=() warmup=2
   case $w in
