@@ -447,22 +447,7 @@ impl HashTrie {
             }
             out
         };
-        let built: Vec<(usize, Mid, usize)> = if threads == 1 {
-            work.into_iter().flat_map(build).collect()
-        } else {
-            std::thread::scope(|s| {
-                let handles: Vec<_> = work
-                    .into_iter()
-                    .map(|slots| s.spawn(move || build(slots)))
-                    .collect();
-                handles
-                    .into_iter()
-                    // A building thread cannot fail short of running out of memory; an
-                    // incomplete map would then be the wrong answer, so let that surface.
-                    .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-                    .collect()
-            })
-        };
+        let built = crate::par::map(work, build).into_iter().flatten();
         let mut mids: [Option<Mid>; FAN] = std::array::from_fn(|_| None);
         let mut len = 0;
         for (m, mid, keys) in built {

@@ -33,6 +33,7 @@ pub mod hashtrie;
 pub mod idmap;
 pub mod index;
 pub mod intern;
+mod par;
 pub mod persist;
 pub mod plan;
 mod sizes;

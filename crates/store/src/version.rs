@@ -284,27 +284,6 @@ fn range_keys(entries: &[Arc<Entry>], indexes: &Indexes, schema: &Schema, hot: &
     r
 }
 
-/// `f` of each range of `per` entries, each on a thread of its own, in order.
-fn on_ranges<T: Send>(
-    all: &[Arc<Entry>],
-    per: usize,
-    f: impl Fn(&[Arc<Entry>]) -> T + Sync,
-) -> Vec<T> {
-    let f = &f;
-    std::thread::scope(|s| {
-        let handles: Vec<_> = all
-            .chunks(per)
-            .map(|range| s.spawn(move || f(range)))
-            .collect();
-        // A collecting thread cannot fail short of running out of memory; an incomplete
-        // index would then give wrong answers, so let that surface.
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-            .collect()
-    })
-}
-
 /// Joins the bitmaps of consecutive ranges, by key.
 fn join_bitmaps<K: Ord + Copy>(
     parts: impl Iterator<Item = IdRuns<K>>,
@@ -392,7 +371,9 @@ impl Version {
         let (indexes, schema) = (&*v.indexes, &*v.schema);
         let hot = hot_keys(&all, indexes, schema);
         let hot = &hot;
-        let parts = on_ranges(&all, per, |range| range_keys(range, indexes, schema, hot));
+        let parts = crate::par::map(all.chunks(per).collect(), |range| {
+            range_keys(range, indexes, schema, hot)
+        });
         let mut hashed = Vec::with_capacity(parts.len());
         let mut pres = Vec::with_capacity(parts.len());
         let mut kids = Vec::with_capacity(parts.len());
@@ -409,7 +390,7 @@ impl Version {
         v.eq = HashTrie::from_buckets(hashed, held, threads);
         // The DN map in a second pass, once the index keys' pairs are gone: at 50 million
         // entries the two sets of pairs together were 2.4 GB at the peak of a start-up.
-        let names = on_ranges(&all, per, |range| {
+        let names = crate::par::map(all.chunks(per).collect(), |range: &[Arc<Entry>]| {
             let mut b = Buckets::with_capacity(range.len());
             for e in range {
                 b.push(dn_key(e.ndn_str()), e.id);
